@@ -1,0 +1,461 @@
+#include "refold/tensor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <numeric>
+
+#include "core/check.h"
+#include "core/checked_math.h"
+#include "core/element_access.h"
+#include "core/tensor_impl.h"
+
+namespace refold {
+
+// ---------------------------------------------------------------------------------------------
+// Storage
+
+Storage::Storage(std::size_t nbytes) : nbytes_(nbytes) {
+  // aligned_alloc wants a multiple of the alignment; always allocate at least one block so
+  // that a 0-element tensor still has a valid, distinct pointer.
+  const std::size_t rounded = std::max<std::size_t>(
+      kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
+  REFOLD_CHECK(rounded >= nbytes, "cannot allocate {} bytes: size overflow", nbytes);
+  data_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
+  REFOLD_CHECK(data_ != nullptr, "cannot allocate {} bytes", nbytes);
+}
+
+Storage::~Storage() { std::free(data_); }
+
+namespace {
+
+std::atomic<std::uint64_t> g_permutes{0};
+
+std::int64_t wrap_dim(std::int64_t dim, std::int64_t rank, const char* what) {
+  const std::int64_t wrapped = dim < 0 ? dim + rank : dim;
+  REFOLD_CHECK(wrapped >= 0 && wrapped < std::max<std::int64_t>(rank, 1) && rank > 0,
+               "{}: dimension {} out of range for a {}-d tensor", what, dim, rank);
+  return wrapped;
+}
+
+std::shared_ptr<TensorImpl> make_impl(const Shape& sizes, const Shape& strides, DType dtype) {
+  REFOLD_CHECK(sizes.size() == strides.size(), "tensor: {} sizes but {} strides", sizes.size(),
+               strides.size());
+  auto impl = std::make_shared<TensorImpl>();
+  impl->numel = checked_numel(sizes, "tensor");
+  // Storage must reach the furthest element: 1 + sum (size_i − 1) · stride_i.
+  std::int64_t extent = impl->numel == 0 ? 0 : 1;
+  for (std::size_t i = 0; i < sizes.size() && impl->numel > 0; ++i) {
+    REFOLD_CHECK(strides[i] >= 0, "tensor: negative stride {} in dimension {}", strides[i], i);
+    extent = checked_add(extent, checked_mul(sizes[i] - 1, strides[i], "tensor"), "tensor");
+  }
+  const std::int64_t nbytes =
+      checked_mul(extent, static_cast<std::int64_t>(element_size(dtype)), "tensor");
+  impl->storage = std::make_shared<Storage>(static_cast<std::size_t>(nbytes));
+  impl->sizes = sizes;
+  impl->strides = strides;
+  impl->dtype = dtype;
+  return impl;
+}
+
+Shape strides_for(const Shape& sizes, MemoryFormat format) {
+  switch (format) {
+    case MemoryFormat::Contiguous: return contiguous_strides(sizes);
+    case MemoryFormat::ChannelsLast: return channels_last_strides(sizes);
+    case MemoryFormat::Preserve: break;
+  }
+  fail("memory format 'preserve' needs a tensor to preserve the layout of");
+}
+
+}  // namespace
+
+Shape contiguous_strides(const Shape& sizes) {
+  Shape strides(sizes.size(), 1);
+  for (std::size_t i = sizes.size(); i-- > 1;)
+    strides[i - 1] = checked_mul(strides[i], std::max<std::int64_t>(sizes[i], 1), "strides");
+  return strides;
+}
+
+Shape channels_last_strides(const Shape& sizes) {
+  REFOLD_CHECK(sizes.size() == 4, "channels_last needs a 4-d tensor, got {}-d [{}]", sizes.size(),
+               fmt::join(sizes, ", "));
+  // NHWC: C is innermost, then W, then H, then N.
+  Shape strides(4);
+  strides[1] = 1;
+  strides[3] = std::max<std::int64_t>(sizes[1], 1);
+  strides[2] = checked_mul(strides[3], std::max<std::int64_t>(sizes[3], 1), "strides");
+  strides[0] = checked_mul(strides[2], std::max<std::int64_t>(sizes[2], 1), "strides");
+  return strides;
+}
+
+std::uint64_t permute_count() { return g_permutes.load(); }
+void reset_permute_count() { g_permutes.store(0); }
+
+// ---------------------------------------------------------------------------------------------
+// Accessors
+
+const TensorImpl& Tensor::impl() const {
+  REFOLD_CHECK(impl_ != nullptr, "tensor is undefined");
+  return *impl_;
+}
+
+const Shape& Tensor::sizes() const { return impl().sizes; }
+const Shape& Tensor::strides() const { return impl().strides; }
+std::int64_t Tensor::dim() const { return static_cast<std::int64_t>(impl().sizes.size()); }
+std::int64_t Tensor::numel() const { return impl().numel; }
+std::int64_t Tensor::storage_offset() const { return impl().storage_offset; }
+DType Tensor::dtype() const { return impl().dtype; }
+std::int64_t Tensor::size(std::int64_t d) const { return sizes()[wrap_dim(d, dim(), "size")]; }
+std::int64_t Tensor::stride(std::int64_t d) const {
+  return strides()[wrap_dim(d, dim(), "stride")];
+}
+
+void* Tensor::data_ptr() {
+  const auto& i = impl();
+  return i.storage->data() + i.storage_offset * static_cast<std::int64_t>(element_size());
+}
+const void* Tensor::data_ptr() const { return const_cast<Tensor*>(this)->data_ptr(); }
+
+void Tensor::check_dtype_for(std::size_t size, DType expected) const {
+  REFOLD_CHECK(dtype() == expected && size == element_size(),
+               "tensor has dtype {}, not the requested {}", dtype_name(dtype()),
+               dtype_name(expected));
+}
+
+bool Tensor::shares_storage(const Tensor& other) const {
+  return defined() && other.defined() && impl_->storage == other.impl_->storage;
+}
+
+std::string Tensor::description() const {
+  if (!defined()) return "undefined";
+  std::string layout;
+  if (dim() == 4) layout = is_contiguous() ? " contiguous"
+                           : is_contiguous(MemoryFormat::ChannelsLast) ? " channels_last"
+                                                                        : " strided";
+  return fmt::format("{}[{}]{}", dtype_name(dtype()), fmt::join(sizes(), ", "), layout);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory format
+//
+// Note [Ambiguous memory formats]
+// Strides do not always determine one format, because a dimension of size 1 can have any
+// stride and still address the same elements. refold follows PyTorch (c10/core/MemoryFormat.h,
+// TensorImpl::compute_*_contiguous) exactly:
+//  * is_contiguous(format) ignores the strides of size-1 dimensions. So an [N, 1, H, W] tensor
+//    (C == 1) and an [N, C, 1, 1] tensor (H == W == 1) laid out either way are contiguous in
+//    BOTH formats, and contiguous(format) returns them unchanged — no copy, no permute.
+//  * suggest_memory_format() answers ChannelsLast only when the strides rank the dims
+//    C < W < H < N (from fastest to slowest), with the tie-breaks PyTorch uses:
+//      - stride[C] == 0 (an expanded C) → Contiguous;
+//      - a zero-size dim → Contiguous;
+//      - N111 where N's stride equals C's (both NCHW- and NHWC-made N×1×1×1 tensors look
+//        alike) → Contiguous, the default;
+//    hence a channels_last-made [N, C, 1, 1] tensor suggests ChannelsLast while a contiguous one
+//    suggests Contiguous, although both are contiguous in both formats.
+//  * numel() == 0 tensors are contiguous in every format.
+
+bool Tensor::is_contiguous(MemoryFormat format) const {
+  const auto& i = impl();
+  if (i.numel == 0) return true;
+  auto dense_in_order = [&](std::initializer_list<std::size_t> order) {
+    std::int64_t expected = 1;
+    for (std::size_t d : order) {
+      if (i.sizes[d] == 1) continue;
+      if (i.strides[d] != expected) return false;
+      expected *= i.sizes[d];
+    }
+    return true;
+  };
+  switch (format) {
+    case MemoryFormat::Contiguous: {
+      std::int64_t expected = 1;
+      for (std::size_t d = i.sizes.size(); d-- > 0;) {
+        if (i.sizes[d] == 1) continue;
+        if (i.strides[d] != expected) return false;
+        expected *= i.sizes[d];
+      }
+      return true;
+    }
+    case MemoryFormat::ChannelsLast:
+      return i.sizes.size() == 4 && dense_in_order({1, 3, 2, 0});
+    case MemoryFormat::Preserve:
+      break;
+  }
+  fail("is_contiguous: memory format 'preserve' is not a layout");
+}
+
+MemoryFormat Tensor::suggest_memory_format() const {
+  const auto& i = impl();
+  if (i.sizes.size() != 4 || i.strides[1] == 0) return MemoryFormat::Contiguous;
+  std::int64_t min = 0;
+  for (std::size_t d : {1, 3, 2, 0}) {
+    if (i.sizes[d] == 0 || i.strides[d] < min) return MemoryFormat::Contiguous;
+    if (d == 0 && min == i.strides[1]) return MemoryFormat::Contiguous;  // N111, see the Note
+    min = i.strides[d];
+    if (i.sizes[d] > 1) min *= i.sizes[d];
+  }
+  return MemoryFormat::ChannelsLast;
+}
+
+bool Tensor::is_non_overlapping_and_dense() const {
+  const auto& i = impl();
+  if (i.numel == 0 || is_contiguous()) return true;
+  // Sort dims by stride; dense means each stride equals the product of the sizes inside it.
+  std::vector<std::size_t> order(i.sizes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (i.sizes[a] < 2) return false;
+    if (i.sizes[b] < 2) return true;
+    return i.strides[a] < i.strides[b];
+  });
+  std::int64_t expected = 1;
+  for (std::size_t d : order) {
+    if (i.sizes[d] == 1) continue;
+    if (i.strides[d] != expected) return false;
+    expected *= i.sizes[d];
+  }
+  return true;
+}
+
+namespace {
+
+// Copies every element of src into dst (same sizes), converting dtype.
+void copy_elements(const Tensor& src, Tensor& dst) {
+  REFOLD_CHECK(src.sizes() == dst.sizes(), "copy: sizes [{}] and [{}] differ",
+               fmt::join(src.sizes(), ", "), fmt::join(dst.sizes(), ", "));
+  const FloatReader in(src);
+  if (src.dtype() == dst.dtype() && src.dtype() == DType::Int64) {
+    const auto* s = src.data<std::int64_t>();
+    auto* d = dst.data<std::int64_t>();
+    for_each_index(src.sizes(), [&](const Shape& idx) {
+      d[offset_of(idx, dst.strides())] = s[offset_of(idx, src.strides())];
+    });
+    return;
+  }
+  FloatWriter out(dst);
+  for_each_index(src.sizes(), [&](const Shape& idx) {
+    out.set_offset(offset_of(idx, out.strides()), in.at_offset(offset_of(idx, in.strides())));
+  });
+}
+
+}  // namespace
+
+Tensor Tensor::contiguous(MemoryFormat format) const {
+  REFOLD_CHECK(format != MemoryFormat::Preserve,
+               "contiguous: memory format 'preserve' is not a layout");
+  if (is_contiguous(format)) return *this;
+  if (format != suggest_memory_format()) ++g_permutes;
+  Tensor out = empty(sizes(), {dtype(), format});
+  copy_elements(*this, out);
+  return out;
+}
+
+Tensor Tensor::to(DType target, MemoryFormat format) const {
+  if (target == dtype() && (format == MemoryFormat::Preserve || is_contiguous(format))) return *this;
+  Tensor out = empty_like(*this, {target, format});
+  copy_elements(*this, out);
+  return out;
+}
+
+Tensor Tensor::clone(MemoryFormat format) const {
+  Tensor out = empty_like(*this, {dtype(), format});
+  copy_elements(*this, out);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views
+
+Tensor Tensor::as_strided(const Shape& new_sizes, const Shape& new_strides,
+                          std::int64_t offset) const {
+  const auto& i = impl();
+  REFOLD_CHECK(new_sizes.size() == new_strides.size(), "as_strided: {} sizes but {} strides",
+               new_sizes.size(), new_strides.size());
+  REFOLD_CHECK(offset >= 0, "as_strided: negative storage offset {}", offset);
+  const std::int64_t n = checked_numel(new_sizes, "as_strided");
+  std::int64_t last = offset;
+  for (std::size_t d = 0; d < new_sizes.size() && n > 0; ++d) {
+    REFOLD_CHECK(new_strides[d] >= 0, "as_strided: negative stride {}", new_strides[d]);
+    last = checked_add(last, checked_mul(new_sizes[d] - 1, new_strides[d], "as_strided"),
+                       "as_strided");
+  }
+  const auto capacity = static_cast<std::int64_t>(i.storage->nbytes() / element_size());
+  REFOLD_CHECK(n == 0 || last < capacity,
+               "as_strided: view reaches element {} of a storage holding {}", last, capacity);
+  auto impl = std::make_shared<TensorImpl>(i);
+  impl->sizes = new_sizes;
+  impl->strides = new_strides;
+  impl->storage_offset = offset;
+  impl->numel = n;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::permute(const Shape& dims) const {
+  REFOLD_CHECK(static_cast<std::int64_t>(dims.size()) == dim(),
+               "permute: {} dims given for a {}-d tensor", dims.size(), dim());
+  Shape new_sizes(dims.size()), new_strides(dims.size());
+  std::vector<bool> seen(dims.size(), false);
+  for (std::size_t k = 0; k < dims.size(); ++k) {
+    const std::int64_t d = wrap_dim(dims[k], dim(), "permute");
+    REFOLD_CHECK(!seen[d], "permute: dimension {} repeated", d);
+    seen[d] = true;
+    new_sizes[k] = sizes()[d];
+    new_strides[k] = strides()[d];
+  }
+  return as_strided(new_sizes, new_strides, storage_offset());
+}
+
+Tensor Tensor::reshape(const Shape& new_sizes) const {
+  Shape resolved = new_sizes;
+  std::int64_t known = 1, infer = -1;
+  for (std::size_t d = 0; d < resolved.size(); ++d) {
+    if (resolved[d] == -1) {
+      REFOLD_CHECK(infer < 0, "reshape: only one dimension can be -1 in [{}]",
+                   fmt::join(new_sizes, ", "));
+      infer = static_cast<std::int64_t>(d);
+    } else {
+      REFOLD_CHECK(resolved[d] >= 0, "reshape: invalid size {} in [{}]", resolved[d],
+                   fmt::join(new_sizes, ", "));
+      known = checked_mul(known, resolved[d], "reshape");
+    }
+  }
+  if (infer >= 0) {
+    REFOLD_CHECK(known != 0 && numel() % known == 0, "reshape: cannot view [{}] as [{}]",
+                 fmt::join(sizes(), ", "), fmt::join(new_sizes, ", "));
+    resolved[infer] = numel() / known;
+  }
+  REFOLD_CHECK(checked_numel(resolved, "reshape") == numel(),
+               "reshape: shape [{}] has {} elements, the tensor [{}] has {}",
+               fmt::join(new_sizes, ", "), checked_numel(resolved, "reshape"),
+               fmt::join(sizes(), ", "), numel());
+  const Tensor dense = contiguous();
+  return dense.as_strided(resolved, contiguous_strides(resolved), dense.storage_offset());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Element access
+
+namespace {
+std::int64_t checked_offset(const Tensor& t, std::initializer_list<std::int64_t> index) {
+  REFOLD_CHECK(static_cast<std::int64_t>(index.size()) == t.dim(),
+               "index has {} entries for a {}-d tensor", index.size(), t.dim());
+  std::int64_t off = 0;
+  std::size_t d = 0;
+  for (std::int64_t i : index) {
+    REFOLD_CHECK(i >= 0 && i < t.sizes()[d], "index {} out of range for dimension {} (size {})",
+                 i, d, t.sizes()[d]);
+    off += i * t.strides()[d];
+    ++d;
+  }
+  return off;
+}
+}  // namespace
+
+float Tensor::at(std::initializer_list<std::int64_t> index) const {
+  return load_as_float(data_ptr(), dtype(), checked_offset(*this, index));
+}
+
+void Tensor::set(std::initializer_list<std::int64_t> index, float value) {
+  store_from_float(data_ptr(), dtype(), checked_offset(*this, index), value);
+}
+
+float Tensor::item() const {
+  REFOLD_CHECK(numel() == 1, "item: tensor has {} elements, not 1", numel());
+  return load_as_float(data_ptr(), dtype(), 0);
+}
+
+std::vector<float> Tensor::to_vector() const {
+  std::vector<float> values;
+  values.reserve(static_cast<std::size_t>(numel()));
+  const FloatReader in(*this);
+  for_each_index(sizes(), [&](const Shape& idx) {
+    values.push_back(in.at_offset(offset_of(idx, in.strides())));
+  });
+  return values;
+}
+
+// ---------------------------------------------------------------------------------------------
+// In-place
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  copy_elements(src, *this);
+  return *this;
+}
+
+Tensor& Tensor::fill_(float value) {
+  FloatWriter out(*this);
+  for_each_index(sizes(), [&](const Shape& idx) { out.set_offset(offset_of(idx, out.strides()), value); });
+  return *this;
+}
+
+void Tensor::set_data(const Tensor& other) {
+  REFOLD_CHECK(impl_ != nullptr && other.defined(), "set_data: undefined tensor");
+  *impl_ = other.impl();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Factories
+
+Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype) {
+  return Tensor(make_impl(sizes, strides, dtype));
+}
+
+Tensor empty(const Shape& sizes, TensorOptions options) {
+  checked_numel(sizes, "empty");
+  return empty_strided(sizes, strides_for(sizes, options.memory_format), options.dtype);
+}
+
+Tensor empty_like(const Tensor& like, TensorOptions options) {
+  if (options.memory_format != MemoryFormat::Preserve) return empty(like.sizes(), options);
+  // PyTorch's rule: keep the exact strides of a non-overlapping, dense tensor; otherwise use
+  // the format its strides suggest.
+  if (like.is_non_overlapping_and_dense())
+    return empty_strided(like.sizes(), like.strides(), options.dtype);
+  return empty(like.sizes(), {options.dtype, like.suggest_memory_format()});
+}
+
+Tensor full(const Shape& sizes, float value, TensorOptions options) {
+  Tensor t = empty(sizes, options);
+  t.fill_(value);
+  return t;
+}
+
+Tensor zeros(const Shape& sizes, TensorOptions options) { return full(sizes, 0.0f, options); }
+Tensor ones(const Shape& sizes, TensorOptions options) { return full(sizes, 1.0f, options); }
+
+namespace {
+template <typename Draw>
+Tensor random_tensor(const Shape& sizes, TensorOptions options, Draw&& draw) {
+  Tensor t = empty(sizes, options);
+  FloatWriter out(t);
+  // Values are drawn in logical order, so the same seed gives the same tensor in any format.
+  for_each_index(sizes, [&](const Shape& idx) {
+    out.set_offset(offset_of(idx, out.strides()), static_cast<float>(draw()));
+  });
+  return t;
+}
+}  // namespace
+
+Tensor rand(const Shape& sizes, TensorOptions options, Generator& gen) {
+  return random_tensor(sizes, options, [&] { return gen.uniform(); });
+}
+
+Tensor randn(const Shape& sizes, TensorOptions options, Generator& gen) {
+  return random_tensor(sizes, options, [&] { return gen.normal(); });
+}
+
+Tensor from_values(std::span<const float> values, const Shape& sizes, TensorOptions options) {
+  Tensor t = empty(sizes, options);
+  REFOLD_CHECK(static_cast<std::int64_t>(values.size()) == t.numel(),
+               "from_values: {} values for shape [{}] ({} elements)", values.size(),
+               fmt::join(sizes, ", "), t.numel());
+  FloatWriter out(t);
+  std::size_t k = 0;
+  for_each_index(sizes, [&](const Shape& idx) { out.set_offset(offset_of(idx, out.strides()), values[k++]); });
+  return t;
+}
+
+}  // namespace refold

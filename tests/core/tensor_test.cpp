@@ -1,0 +1,178 @@
+#include "refold/tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "refold/error.h"
+#include "testing/compare.h"
+
+namespace refold {
+namespace {
+
+constexpr auto CL = MemoryFormat::ChannelsLast;
+constexpr auto NCHW = MemoryFormat::Contiguous;
+
+TEST(Tensor, SizesAreLogicalInBothFormats) {
+  const Tensor a = empty({2, 3, 4, 5});
+  const Tensor b = empty({2, 3, 4, 5}, CL);
+  EXPECT_EQ(a.sizes(), b.sizes());
+  EXPECT_EQ(a.strides(), (Shape{60, 20, 5, 1}));
+  EXPECT_EQ(b.strides(), (Shape{60, 1, 15, 3}));
+  EXPECT_TRUE(a.is_contiguous());
+  EXPECT_FALSE(a.is_contiguous(CL));
+  EXPECT_TRUE(b.is_contiguous(CL));
+  EXPECT_FALSE(b.is_contiguous());
+  EXPECT_EQ(a.suggest_memory_format(), NCHW);
+  EXPECT_EQ(b.suggest_memory_format(), CL);
+}
+
+TEST(Tensor, StorageIs64ByteAligned) {
+  for (std::int64_t n : {1, 3, 17, 1000}) {
+    Tensor t = empty({n});
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 64, 0u);
+  }
+}
+
+TEST(Tensor, ContiguousKeepsValuesAndCountsPermutes) {
+  const Tensor a = randn({2, 3, 4, 5});
+  reset_permute_count();
+  const Tensor b = a.contiguous(CL);
+  EXPECT_EQ(permute_count(), 1u);
+  EXPECT_TRUE(testing::all_close(b, a, testing::Tolerance::exact()));
+  EXPECT_TRUE(b.contiguous(CL).is_same(b));  // already channels_last: no copy
+  EXPECT_EQ(permute_count(), 1u);
+  const Tensor c = b.contiguous();
+  EXPECT_EQ(permute_count(), 2u);
+  EXPECT_EQ(c.to_vector(), a.to_vector());
+}
+
+// Note [Ambiguous memory formats] in tensor.cpp: PyTorch's answers for size-1 dimensions.
+TEST(Tensor, AmbiguousSingleChannelIsContiguousInBothFormats) {
+  const Tensor a = empty({2, 1, 4, 4});
+  EXPECT_TRUE(a.is_contiguous(NCHW));
+  EXPECT_TRUE(a.is_contiguous(CL));
+  reset_permute_count();
+  EXPECT_TRUE(a.contiguous(CL).is_same(a));
+  EXPECT_EQ(permute_count(), 0u);
+  // torch.empty(2,1,4,4).suggest_memory_format() is contiguous; the channels_last-made one
+  // has strides (16, 1, 4, 1) and suggests channels_last.
+  EXPECT_EQ(a.suggest_memory_format(), NCHW);
+  const Tensor b = empty({2, 1, 4, 4}, CL);
+  EXPECT_EQ(b.strides(), (Shape{16, 1, 4, 1}));
+  EXPECT_EQ(b.suggest_memory_format(), CL);
+}
+
+TEST(Tensor, AmbiguousOneByOneSpatial) {
+  const Tensor a = empty({2, 8, 1, 1});
+  const Tensor b = empty({2, 8, 1, 1}, CL);
+  EXPECT_TRUE(a.is_contiguous(CL));
+  EXPECT_TRUE(b.is_contiguous(NCHW));
+  EXPECT_EQ(a.suggest_memory_format(), NCHW);  // strides (8, 1, 1, 1)
+  EXPECT_EQ(b.suggest_memory_format(), CL);    // strides (8, 1, 8, 8)
+}
+
+TEST(Tensor, AmbiguousN111DefaultsToContiguous) {
+  EXPECT_EQ(empty({4, 1, 1, 1}).suggest_memory_format(), NCHW);
+  EXPECT_EQ(empty({4, 1, 1, 1}, CL).suggest_memory_format(), NCHW);
+  EXPECT_EQ(empty({1, 1, 1, 1}, CL).suggest_memory_format(), NCHW);
+}
+
+TEST(Tensor, ExpandedChannelAndZeroSizeSuggestContiguous) {
+  const Tensor base = empty({2, 1, 3, 3});
+  const Tensor expanded = base.as_strided({2, 5, 3, 3}, {9, 0, 3, 1}, 0);
+  EXPECT_EQ(expanded.suggest_memory_format(), NCHW);
+  EXPECT_EQ(empty({0, 3, 4, 4}, CL).suggest_memory_format(), NCHW);
+  EXPECT_TRUE(empty({0, 3, 4, 4}).is_contiguous(CL));
+}
+
+TEST(Tensor, PermutedViewIsChannelsLast) {
+  // An NHWC buffer viewed as NCHW by permute(0, 3, 1, 2) is exactly channels_last.
+  const Tensor nhwc = randn({2, 4, 5, 3});
+  const Tensor view = nhwc.permute({0, 3, 1, 2});
+  EXPECT_EQ(view.sizes(), (Shape{2, 3, 4, 5}));
+  EXPECT_TRUE(view.is_contiguous(CL));
+  EXPECT_TRUE(view.shares_storage(nhwc));
+  EXPECT_EQ(view.at({1, 2, 3, 4}), nhwc.at({1, 3, 4, 2}));
+}
+
+TEST(Tensor, ToDtypeRoundsToBFloat16AndBack) {
+  const Tensor a = from_values(std::vector<float>{1.0f, 1.00390625f, 3.14159265f, -2.5f}, {4});
+  const Tensor b = a.to(DType::BFloat16);
+  EXPECT_EQ(b.dtype(), DType::BFloat16);
+  EXPECT_EQ(b.at({0}), 1.0f);
+  EXPECT_EQ(b.at({1}), 1.0f);  // tie rounds to even
+  EXPECT_EQ(b.at({2}), 3.140625f);
+  EXPECT_EQ(b.at({3}), -2.5f);
+  EXPECT_TRUE(a.to(DType::Float32).is_same(a));
+}
+
+TEST(Tensor, ToDtypePreservesChannelsLast) {
+  const Tensor a = randn({1, 3, 2, 2}, CL);
+  const Tensor b = a.to(DType::BFloat16);
+  EXPECT_EQ(b.strides(), a.strides());
+}
+
+TEST(BFloat16, RoundingEdgeCases) {
+  EXPECT_EQ(BFloat16(0.0f).bits, 0x0000);
+  EXPECT_EQ(BFloat16(-0.0f).bits, 0x8000);
+  EXPECT_EQ(BFloat16(1.0f).bits, 0x3F80);
+  EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(std::nanf("")))));
+  EXPECT_TRUE(std::isinf(static_cast<float>(BFloat16(INFINITY))));
+  EXPECT_TRUE(std::isinf(static_cast<float>(BFloat16(3.4e38f))));  // rounds up past the max
+}
+
+TEST(Tensor, FactoriesFillAndRandomIsDeterministicAcrossFormats) {
+  EXPECT_EQ(zeros({2, 2}).to_vector(), (std::vector<float>{0, 0, 0, 0}));
+  EXPECT_EQ(ones({3}).to_vector(), (std::vector<float>{1, 1, 1}));
+  EXPECT_EQ(full({2}, 7.5f).to_vector(), (std::vector<float>{7.5f, 7.5f}));
+  Generator g1(42), g2(42);
+  const Tensor a = randn({2, 3, 4, 4}, NCHW, g1);
+  const Tensor b = randn({2, 3, 4, 4}, CL, g2);
+  EXPECT_EQ(a.to_vector(), b.to_vector());
+  for (float v : rand({1000}).to_vector()) {
+    EXPECT_GE(v, 0.0f);
+    EXPECT_LT(v, 1.0f);
+  }
+}
+
+TEST(Tensor, ElementAccessIsBoundsChecked) {
+  Tensor t = zeros({2, 3});
+  t.set({1, 2}, 5.0f);
+  EXPECT_EQ(t.at({1, 2}), 5.0f);
+  EXPECT_THROW(t.at({2, 0}), Error);
+  EXPECT_THROW(t.at({0}), Error);
+  EXPECT_THROW(Tensor{}.sizes(), Error);
+}
+
+TEST(Tensor, SizeArithmeticIsOverflowChecked) {
+  EXPECT_THROW(empty({std::int64_t{1} << 62, 4, 1, 1}), Error);
+  EXPECT_THROW(empty({-4, 3, 3, 3}), Error);
+  EXPECT_THROW(empty({std::int64_t{1} << 40, std::int64_t{1} << 40}), Error);
+}
+
+TEST(Tensor, ChannelsLastNeedsFourDims) {
+  EXPECT_THROW(empty({2, 3, 4}, CL), Error);
+  EXPECT_THROW(empty({2, 3}, MemoryFormat::Preserve), Error);
+}
+
+TEST(Tensor, ReshapeAndSetData) {
+  const Tensor a = randn({2, 3, 4});
+  const Tensor b = a.reshape({6, -1});
+  EXPECT_EQ(b.sizes(), (Shape{6, 4}));
+  EXPECT_TRUE(b.shares_storage(a));
+  EXPECT_THROW(a.reshape({5, -1}), Error);
+  Tensor handle = a;
+  Tensor copy = handle;
+  handle.set_data(zeros({1}));
+  EXPECT_EQ(copy.sizes(), (Shape{1}));  // every handle of the impl sees the new data
+}
+
+TEST(Tensor, ZeroDimTensorHasOneElement) {
+  Tensor t = full({}, 3.0f);
+  EXPECT_EQ(t.numel(), 1);
+  EXPECT_EQ(t.item(), 3.0f);
+}
+
+}  // namespace
+}  // namespace refold
