@@ -87,12 +87,11 @@ struct AvgPool2dOptions {
 
 // floor((in + pad_begin + pad_end − dilation·(k−1) − 1) / stride) + 1; must be ≥ 1.
 std::int64_t conv_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride,
-                              std::int64_t pad_begin, std::int64_t pad_end,
-                              std::int64_t dilation);
+                              std::int64_t pad_begin, std::int64_t pad_end, std::int64_t dilation);
 // (in−1)·stride − 2·pad + dilation·(k−1) + output_padding + 1; must be ≥ 1.
-std::int64_t conv_transpose_output_size(std::int64_t in, std::int64_t kernel,
-                                        std::int64_t stride, std::int64_t pad,
-                                        std::int64_t output_padding, std::int64_t dilation);
+std::int64_t conv_transpose_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride,
+                                        std::int64_t pad, std::int64_t output_padding,
+                                        std::int64_t dilation);
 // PyTorch's pooling_output_shape: like conv, rounding up under ceil_mode, except that the last
 // window must start inside the input or the left padding.
 std::int64_t pool_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride,

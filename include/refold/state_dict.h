@@ -16,7 +16,7 @@ class StateDict {
  public:
   using Entry = std::pair<std::string, Tensor>;
 
-  void insert(std::string name, Tensor tensor);  // throws refold::Error on a duplicate name
+  void insert(std::string name, Tensor tensor);       // throws refold::Error on a duplicate name
   const Tensor* find(const std::string& name) const;  // nullptr when absent
   const Tensor& at(const std::string& name) const;    // throws refold::Error when absent
   bool contains(const std::string& name) const { return find(name) != nullptr; }

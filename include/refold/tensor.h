@@ -34,8 +34,8 @@ struct TensorOptions {
   MemoryFormat memory_format = MemoryFormat::Contiguous;
 
   TensorOptions() = default;
-  TensorOptions(DType d) : dtype(d) {}                                       // NOLINT: implicit
-  TensorOptions(MemoryFormat f) : memory_format(f) {}                        // NOLINT: implicit
+  TensorOptions(DType d) : dtype(d) {}                 // NOLINT: implicit
+  TensorOptions(MemoryFormat f) : memory_format(f) {}  // NOLINT: implicit
   TensorOptions(DType d, MemoryFormat f) : dtype(d), memory_format(f) {}
 };
 
@@ -61,11 +61,11 @@ class Tensor {
 
   const Shape& sizes() const;
   const Shape& strides() const;
-  std::int64_t size(std::int64_t dim) const;    // dim may be negative (counts from the end)
+  std::int64_t size(std::int64_t dim) const;  // dim may be negative (counts from the end)
   std::int64_t stride(std::int64_t dim) const;
   std::int64_t dim() const;
   std::int64_t numel() const;
-  std::int64_t storage_offset() const;          // in elements
+  std::int64_t storage_offset() const;  // in elements
   DType dtype() const;
   std::size_t element_size() const { return refold::element_size(dtype()); }
 
@@ -89,17 +89,25 @@ class Tensor {
   // --- element access by logical index (bounds-checked; converts to/from float)
   float at(std::initializer_list<std::int64_t> index) const;
   void set(std::initializer_list<std::int64_t> index, float value);
-  float item() const;  // the only element of a 1-element tensor
+  float item() const;                    // the only element of a 1-element tensor
   std::vector<float> to_vector() const;  // all elements in logical (row-major) order
 
   // --- raw data (pointer to element (0, …, 0); dtype-checked)
   void* data_ptr();
   const void* data_ptr() const;
-  template <typename T> T* data() { check_dtype_for(sizeof(T), dtype_of<T>()); return static_cast<T*>(data_ptr()); }
-  template <typename T> const T* data() const { check_dtype_for(sizeof(T), dtype_of<T>()); return static_cast<const T*>(data_ptr()); }
+  template <typename T>
+  T* data() {
+    check_dtype_for(sizeof(T), dtype_of<T>());
+    return static_cast<T*>(data_ptr());
+  }
+  template <typename T>
+  const T* data() const {
+    check_dtype_for(sizeof(T), dtype_of<T>());
+    return static_cast<const T*>(data_ptr());
+  }
 
   // --- in-place
-  Tensor& copy_(const Tensor& src);   // same sizes; converts dtype and layout
+  Tensor& copy_(const Tensor& src);  // same sizes; converts dtype and layout
   Tensor& fill_(float value);
   // Makes this handle (and all its copies) refer to `other`'s storage, sizes, strides and dtype.
   void set_data(const Tensor& other);
@@ -113,10 +121,16 @@ class Tensor {
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
   const TensorImpl& impl() const;
   void check_dtype_for(std::size_t size, DType expected) const;
-  template <typename T> static constexpr DType dtype_of() {
-    if constexpr (std::is_same_v<T, float>) return DType::Float32;
-    else if constexpr (std::is_same_v<T, BFloat16>) return DType::BFloat16;
-    else { static_assert(std::is_same_v<T, std::int64_t>); return DType::Int64; }
+  template <typename T>
+  static constexpr DType dtype_of() {
+    if constexpr (std::is_same_v<T, float>)
+      return DType::Float32;
+    else if constexpr (std::is_same_v<T, BFloat16>)
+      return DType::BFloat16;
+    else {
+      static_assert(std::is_same_v<T, std::int64_t>);
+      return DType::Int64;
+    }
   }
   std::shared_ptr<TensorImpl> impl_;
 };

@@ -16,7 +16,7 @@ template <typename... Args>
 
 }  // namespace refold
 
-#define REFOLD_CHECK(condition, ...)                 \
-  do {                                               \
-    if (!(condition)) ::refold::fail(__VA_ARGS__);   \
+#define REFOLD_CHECK(condition, ...)               \
+  do {                                             \
+    if (!(condition)) ::refold::fail(__VA_ARGS__); \
   } while (false)

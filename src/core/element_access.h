@@ -11,28 +11,39 @@ namespace refold {
 
 inline float load_as_float(const void* base, DType dtype, std::int64_t offset) {
   switch (dtype) {
-    case DType::Float32: return static_cast<const float*>(base)[offset];
-    case DType::BFloat16: return static_cast<float>(static_cast<const BFloat16*>(base)[offset]);
-    case DType::Int64: return static_cast<float>(static_cast<const std::int64_t*>(base)[offset]);
+    case DType::Float32:
+      return static_cast<const float*>(base)[offset];
+    case DType::BFloat16:
+      return static_cast<float>(static_cast<const BFloat16*>(base)[offset]);
+    case DType::Int64:
+      return static_cast<float>(static_cast<const std::int64_t*>(base)[offset]);
   }
   return 0.0f;
 }
 
 inline void store_from_float(void* base, DType dtype, std::int64_t offset, float value) {
   switch (dtype) {
-    case DType::Float32: static_cast<float*>(base)[offset] = value; return;
-    case DType::BFloat16: static_cast<BFloat16*>(base)[offset] = BFloat16(value); return;
-    case DType::Int64: static_cast<std::int64_t*>(base)[offset] = static_cast<std::int64_t>(value); return;
+    case DType::Float32:
+      static_cast<float*>(base)[offset] = value;
+      return;
+    case DType::BFloat16:
+      static_cast<BFloat16*>(base)[offset] = BFloat16(value);
+      return;
+    case DType::Int64:
+      static_cast<std::int64_t*>(base)[offset] = static_cast<std::int64_t>(value);
+      return;
   }
 }
 
 // Read-only float view of a tensor of any dtype and strides (up to any rank).
 class FloatReader {
  public:
-  explicit FloatReader(const Tensor& t) : base_(t.data_ptr()), dtype_(t.dtype()), strides_(t.strides()) {}
+  explicit FloatReader(const Tensor& t)
+      : base_(t.data_ptr()), dtype_(t.dtype()), strides_(t.strides()) {}
   float at_offset(std::int64_t offset) const { return load_as_float(base_, dtype_, offset); }
   std::int64_t stride(std::size_t dim) const { return strides_[dim]; }
   const Shape& strides() const { return strides_; }
+
  private:
   const void* base_;
   DType dtype_;
@@ -42,10 +53,13 @@ class FloatReader {
 class FloatWriter {
  public:
   explicit FloatWriter(Tensor& t) : base_(t.data_ptr()), dtype_(t.dtype()), strides_(t.strides()) {}
-  void set_offset(std::int64_t offset, float value) const { store_from_float(base_, dtype_, offset, value); }
+  void set_offset(std::int64_t offset, float value) const {
+    store_from_float(base_, dtype_, offset, value);
+  }
   float at_offset(std::int64_t offset) const { return load_as_float(base_, dtype_, offset); }
   std::int64_t stride(std::size_t dim) const { return strides_[dim]; }
   const Shape& strides() const { return strides_; }
+
  private:
   void* base_;
   DType dtype_;
@@ -55,7 +69,8 @@ class FloatWriter {
 // Calls fn(index) for every logical index of `sizes` in row-major order.
 template <typename Fn>
 void for_each_index(const Shape& sizes, Fn&& fn) {
-  for (std::int64_t s : sizes) if (s == 0) return;
+  for (std::int64_t s : sizes)
+    if (s == 0) return;
   Shape index(sizes.size(), 0);
   while (true) {
     fn(static_cast<const Shape&>(index));

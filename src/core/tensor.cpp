@@ -20,8 +20,8 @@ namespace refold {
 Storage::Storage(std::size_t nbytes) : nbytes_(nbytes) {
   // aligned_alloc wants a multiple of the alignment; always allocate at least one block so
   // that a 0-element tensor still has a valid, distinct pointer.
-  const std::size_t rounded = std::max<std::size_t>(
-      kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
+  const std::size_t rounded =
+      std::max<std::size_t>(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
   REFOLD_CHECK(rounded >= nbytes, "cannot allocate {} bytes: size overflow", nbytes);
   data_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
   REFOLD_CHECK(data_ != nullptr, "cannot allocate {} bytes", nbytes);
@@ -62,9 +62,12 @@ std::shared_ptr<TensorImpl> make_impl(const Shape& sizes, const Shape& strides, 
 
 Shape strides_for(const Shape& sizes, MemoryFormat format) {
   switch (format) {
-    case MemoryFormat::Contiguous: return contiguous_strides(sizes);
-    case MemoryFormat::ChannelsLast: return channels_last_strides(sizes);
-    case MemoryFormat::Preserve: break;
+    case MemoryFormat::Contiguous:
+      return contiguous_strides(sizes);
+    case MemoryFormat::ChannelsLast:
+      return channels_last_strides(sizes);
+    case MemoryFormat::Preserve:
+      break;
   }
   fail("memory format 'preserve' needs a tensor to preserve the layout of");
 }
@@ -131,9 +134,10 @@ bool Tensor::shares_storage(const Tensor& other) const {
 std::string Tensor::description() const {
   if (!defined()) return "undefined";
   std::string layout;
-  if (dim() == 4) layout = is_contiguous() ? " contiguous"
-                           : is_contiguous(MemoryFormat::ChannelsLast) ? " channels_last"
-                                                                        : " strided";
+  if (dim() == 4)
+    layout = is_contiguous()                             ? " contiguous"
+             : is_contiguous(MemoryFormat::ChannelsLast) ? " channels_last"
+                                                         : " strided";
   return fmt::format("{}[{}]{}", dtype_name(dtype()), fmt::join(sizes(), ", "), layout);
 }
 
@@ -254,7 +258,8 @@ Tensor Tensor::contiguous(MemoryFormat format) const {
 }
 
 Tensor Tensor::to(DType target, MemoryFormat format) const {
-  if (target == dtype() && (format == MemoryFormat::Preserve || is_contiguous(format))) return *this;
+  if (target == dtype() && (format == MemoryFormat::Preserve || is_contiguous(format)))
+    return *this;
   Tensor out = empty_like(*this, {target, format});
   copy_elements(*this, out);
   return out;
@@ -345,8 +350,8 @@ std::int64_t checked_offset(const Tensor& t, std::initializer_list<std::int64_t>
   std::int64_t off = 0;
   std::size_t d = 0;
   for (std::int64_t i : index) {
-    REFOLD_CHECK(i >= 0 && i < t.sizes()[d], "index {} out of range for dimension {} (size {})",
-                 i, d, t.sizes()[d]);
+    REFOLD_CHECK(i >= 0 && i < t.sizes()[d], "index {} out of range for dimension {} (size {})", i,
+                 d, t.sizes()[d]);
     off += i * t.strides()[d];
     ++d;
   }
@@ -387,7 +392,8 @@ Tensor& Tensor::copy_(const Tensor& src) {
 
 Tensor& Tensor::fill_(float value) {
   FloatWriter out(*this);
-  for_each_index(sizes(), [&](const Shape& idx) { out.set_offset(offset_of(idx, out.strides()), value); });
+  for_each_index(sizes(),
+                 [&](const Shape& idx) { out.set_offset(offset_of(idx, out.strides()), value); });
   return *this;
 }
 
@@ -454,7 +460,8 @@ Tensor from_values(std::span<const float> values, const Shape& sizes, TensorOpti
                fmt::join(sizes, ", "), t.numel());
   FloatWriter out(t);
   std::size_t k = 0;
-  for_each_index(sizes, [&](const Shape& idx) { out.set_offset(offset_of(idx, out.strides()), values[k++]); });
+  for_each_index(
+      sizes, [&](const Shape& idx) { out.set_offset(offset_of(idx, out.strides()), values[k++]); });
   return t;
 }
 

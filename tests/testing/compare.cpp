@@ -11,9 +11,9 @@ namespace refold::testing {
 ::testing::AssertionResult all_close(const Tensor& actual, const Tensor& expected,
                                      Tolerance tolerance) {
   if (actual.sizes() != expected.sizes())
-    return ::testing::AssertionFailure() << fmt::format(
-               "sizes differ: actual [{}], expected [{}]", fmt::join(actual.sizes(), ", "),
-               fmt::join(expected.sizes(), ", "));
+    return ::testing::AssertionFailure()
+           << fmt::format("sizes differ: actual [{}], expected [{}]",
+                          fmt::join(actual.sizes(), ", "), fmt::join(expected.sizes(), ", "));
   const std::vector<float> a = actual.to_vector();
   const std::vector<float> e = expected.to_vector();
   std::size_t bad = 0, first_bad = a.size();
@@ -33,8 +33,8 @@ namespace refold::testing {
   return ::testing::AssertionFailure() << fmt::format(
              "{} of {} elements differ (atol {}, rtol {}); first at flat index {}: actual {}, "
              "expected {}; max |diff| {}",
-             bad, a.size(), tolerance.atol, tolerance.rtol, first_bad, a[first_bad],
-             e[first_bad], worst);
+             bad, a.size(), tolerance.atol, tolerance.rtol, first_bad, a[first_bad], e[first_bad],
+             worst);
 }
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
@@ -46,10 +46,10 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 }
 
 ::testing::AssertionResult model_close(const Tensor& actual, const Tensor& expected) {
-  if (actual.sizes() != expected.sizes())
-    return ::testing::AssertionFailure() << "sizes differ";
+  if (actual.sizes() != expected.sizes()) return ::testing::AssertionFailure() << "sizes differ";
   double ref_max = 1;
-  for (float v : expected.to_vector()) ref_max = std::max(ref_max, std::fabs(static_cast<double>(v)));
+  for (float v : expected.to_vector())
+    ref_max = std::max(ref_max, std::fabs(static_cast<double>(v)));
   const double diff = max_abs_diff(actual, expected);
   if (diff <= 1e-4 * ref_max) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
