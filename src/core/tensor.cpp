@@ -226,23 +226,79 @@ bool Tensor::is_non_overlapping_and_dense() const {
 
 namespace {
 
+// Visits every element pair (src offset, dst offset) in dst's memory order — dims sorted by
+// dst stride, largest outermost — so writes stream and the innermost loop is a plain strided
+// loop. This is the permute NCHW <-> NHWC, so it is kept tight.
+template <typename Fn>
+void for_each_offset_pair(const Shape& sizes, const Shape& src_strides, const Shape& dst_strides,
+                          Fn&& fn) {
+  std::vector<std::size_t> order(sizes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return dst_strides[a] > dst_strides[b]; });
+  Shape size, ss, ds;
+  for (std::size_t d : order) {
+    if (sizes[d] == 1) continue;
+    size.push_back(sizes[d]);
+    ss.push_back(src_strides[d]);
+    ds.push_back(dst_strides[d]);
+  }
+  if (size.empty()) {  // a single element
+    fn(0, 0);
+    return;
+  }
+  const std::size_t inner = size.size() - 1;
+  Shape index(inner, 0);
+  std::int64_t so = 0, dof = 0;
+  while (true) {
+    for (std::int64_t i = 0; i < size[inner]; ++i) fn(so + i * ss[inner], dof + i * ds[inner]);
+    std::size_t d = inner;
+    while (d > 0) {
+      --d;
+      so += ss[d];
+      dof += ds[d];
+      if (++index[d] < size[d]) break;
+      so -= ss[d] * size[d];
+      dof -= ds[d] * size[d];
+      index[d] = 0;
+      if (d == 0) return;
+    }
+    if (inner == 0) return;
+  }
+}
+
+template <typename T>
+void copy_same_dtype(const Tensor& src, Tensor& dst) {
+  const T* s = static_cast<const T*>(src.data_ptr());
+  T* d = static_cast<T*>(dst.data_ptr());
+  for_each_offset_pair(src.sizes(), src.strides(), dst.strides(),
+                       [&](std::int64_t so, std::int64_t dof) { d[dof] = s[so]; });
+}
+
 // Copies every element of src into dst (same sizes), converting dtype.
 void copy_elements(const Tensor& src, Tensor& dst) {
   REFOLD_CHECK(src.sizes() == dst.sizes(), "copy: sizes [{}] and [{}] differ",
                fmt::join(src.sizes(), ", "), fmt::join(dst.sizes(), ", "));
-  const FloatReader in(src);
-  if (src.dtype() == dst.dtype() && src.dtype() == DType::Int64) {
-    const auto* s = src.data<std::int64_t>();
-    auto* d = dst.data<std::int64_t>();
-    for_each_index(src.sizes(), [&](const Shape& idx) {
-      d[offset_of(idx, dst.strides())] = s[offset_of(idx, src.strides())];
-    });
-    return;
+  if (src.numel() == 0) return;
+  if (src.dtype() == dst.dtype()) {
+    switch (src.dtype()) {
+      case DType::Float32:
+        return copy_same_dtype<float>(src, dst);
+      case DType::BFloat16:
+        return copy_same_dtype<std::uint16_t>(src, dst);
+      case DType::Int64:
+        return copy_same_dtype<std::int64_t>(src, dst);
+    }
   }
-  FloatWriter out(dst);
-  for_each_index(src.sizes(), [&](const Shape& idx) {
-    out.set_offset(offset_of(idx, out.strides()), in.at_offset(offset_of(idx, in.strides())));
-  });
+  REFOLD_CHECK(is_floating(src.dtype()) && is_floating(dst.dtype()),
+               "copy: cannot convert {} to {}", dtype_name(src.dtype()), dtype_name(dst.dtype()));
+  const void* s = src.data_ptr();
+  void* d = dst.data_ptr();
+  const DType sd = src.dtype(), dd = dst.dtype();
+  for_each_offset_pair(src.sizes(), src.strides(), dst.strides(),
+                       [&](std::int64_t so, std::int64_t dof) {
+                         store_from_float(d, dd, dof, load_as_float(s, sd, so));
+                       });
 }
 
 }  // namespace

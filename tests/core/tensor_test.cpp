@@ -176,3 +176,23 @@ TEST(Tensor, ZeroDimTensorHasOneElement) {
 
 }  // namespace
 }  // namespace refold
+
+namespace refold {
+namespace {
+
+TEST(Tensor, CopyBetweenArbitraryLayoutsKeepsLogicalValues) {
+  const Tensor base = randn({3, 4, 5});
+  const Tensor permuted = base.permute({2, 0, 1});  // [5, 3, 4], non-contiguous
+  const Tensor dense = permuted.contiguous();
+  for (std::int64_t i = 0; i < 5; ++i)
+    for (std::int64_t j = 0; j < 3; ++j)
+      for (std::int64_t k = 0; k < 4; ++k) EXPECT_EQ(dense.at({i, j, k}), base.at({j, k, i}));
+  Tensor bf = empty({5, 3, 4}, DType::BFloat16);
+  bf.copy_(permuted);
+  EXPECT_EQ(bf.at({4, 2, 3}), static_cast<float>(BFloat16(base.at({2, 3, 4}))));
+  Tensor i64 = empty({5, 3, 4}, DType::Int64);
+  EXPECT_THROW(i64.copy_(permuted), Error);
+}
+
+}  // namespace
+}  // namespace refold
