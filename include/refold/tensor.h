@@ -112,6 +112,11 @@ class Tensor {
   // Makes this handle (and all its copies) refer to `other`'s storage, sizes, strides and dtype.
   void set_data(const Tensor& other);
 
+  // The version of the storage: changes whenever any view of it hands out a writable pointer
+  // (copy_, fill_, set, a non-const data_ptr()/data<T>()); unique across the process, so caches
+  // of derived data (packed weights) key on (data_ptr(), version()).
+  std::uint64_t version() const;
+
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
   bool shares_storage(const Tensor& other) const;
   std::string description() const;  // e.g. "float32[2, 8, 4, 4] channels_last"

@@ -2,6 +2,8 @@
 // these over logical indices; they are the oracle, so clarity beats speed here.
 #pragma once
 
+#include <bit>
+#include <cmath>
 #include <cstdint>
 
 #include "refold/dtype.h"
@@ -33,6 +35,20 @@ inline void store_from_float(void* base, DType dtype, std::int64_t offset, float
       static_cast<std::int64_t*>(base)[offset] = static_cast<std::int64_t>(value);
       return;
   }
+}
+
+// The value of `dtype` nearest to `value` (ties to even), as a float, rounded ONCE: kernels
+// compute in double and store through this. For bfloat16 a plain double → float → bfloat16
+// chain rounds twice and can miss by one bf16 ulp when the float lands exactly on a bf16 tie;
+// rounding to float by round-to-odd first (truncate, then set the last bit if anything was
+// dropped) keeps the sticky information, so the second rounding gives the correctly rounded
+// result (Boldo & Melquiond: needs 24 >= 8 + 2 bits).
+inline float round_to_dtype(double value, DType dtype) {
+  float f = static_cast<float>(value);
+  if (dtype != DType::BFloat16 || std::isnan(value) || static_cast<double>(f) == value) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(value)) f = std::nextafter(f, 0.0f);
+  f = std::bit_cast<float>(std::bit_cast<std::uint32_t>(f) | 1u);
+  return static_cast<float>(BFloat16(f));
 }
 
 // Read-only float view of a tensor of any dtype and strides (up to any rank).

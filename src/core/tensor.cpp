@@ -32,6 +32,7 @@ Storage::~Storage() { std::free(data_); }
 namespace {
 
 std::atomic<std::uint64_t> g_permutes{0};
+std::atomic<std::uint64_t> g_versions{0};
 
 std::int64_t wrap_dim(std::int64_t dim, std::int64_t rank, const char* what) {
   const std::int64_t wrapped = dim < 0 ? dim + rank : dim;
@@ -74,6 +75,8 @@ Shape strides_for(const Shape& sizes, MemoryFormat format) {
 
 }  // namespace
 
+std::uint64_t next_tensor_version() { return ++g_versions; }
+
 Shape contiguous_strides(const Shape& sizes) {
   Shape strides(sizes.size(), 1);
   for (std::size_t i = sizes.size(); i-- > 1;)
@@ -115,11 +118,17 @@ std::int64_t Tensor::stride(std::int64_t d) const {
   return strides()[wrap_dim(d, dim(), "stride")];
 }
 
+std::uint64_t Tensor::version() const { return impl().storage->version(); }
+
 void* Tensor::data_ptr() {
+  const auto& i = impl();
+  i.storage->bump_version();  // a writable pointer may change the data
+  return i.storage->data() + i.storage_offset * static_cast<std::int64_t>(element_size());
+}
+const void* Tensor::data_ptr() const {
   const auto& i = impl();
   return i.storage->data() + i.storage_offset * static_cast<std::int64_t>(element_size());
 }
-const void* Tensor::data_ptr() const { return const_cast<Tensor*>(this)->data_ptr(); }
 
 void Tensor::check_dtype_for(std::size_t size, DType expected) const {
   REFOLD_CHECK(dtype() == expected && size == element_size(),

@@ -1,12 +1,17 @@
 // TensorImpl and Storage: what a Tensor handle points to. Internal.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "refold/tensor.h"
 
 namespace refold {
+
+// The next tensor version (see TensorImpl::version).
+std::uint64_t next_tensor_version();
 
 // 64-byte aligned bytes; freed when the last tensor viewing them goes.
 class Storage {
@@ -17,11 +22,17 @@ class Storage {
   Storage& operator=(const Storage&) = delete;
   std::byte* data() const { return data_; }
   std::size_t nbytes() const { return nbytes_; }
+  // Unique across the process: drawn from a global counter when the storage is made and each
+  // time any view hands out a writable pointer, so (data pointer, version) identifies content
+  // even when freed memory is reused. Caches of transformed weights key on it.
+  std::uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.store(next_tensor_version(), std::memory_order_relaxed); }
   static constexpr std::size_t kAlignment = 64;
 
  private:
   std::byte* data_ = nullptr;
   std::size_t nbytes_ = 0;
+  std::atomic<std::uint64_t> version_{next_tensor_version()};
 };
 
 struct TensorImpl {

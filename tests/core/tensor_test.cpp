@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "refold/error.h"
 #include "testing/compare.h"
@@ -192,6 +193,28 @@ TEST(Tensor, CopyBetweenArbitraryLayoutsKeepsLogicalValues) {
   EXPECT_EQ(bf.at({4, 2, 3}), static_cast<float>(BFloat16(base.at({2, 3, 4}))));
   Tensor i64 = empty({5, 3, 4}, DType::Int64);
   EXPECT_THROW(i64.copy_(permuted), Error);
+}
+
+}  // namespace
+}  // namespace refold
+
+namespace refold {
+namespace {
+
+TEST(Tensor, VersionChangesOnEveryWriteThroughAnyView) {
+  Tensor w = randn({4, 3, 3, 3});
+  const std::uint64_t v0 = w.version();
+  EXPECT_EQ(std::as_const(w).data_ptr(), w.data_ptr());  // the non-const call bumps
+  const std::uint64_t v1 = w.version();
+  EXPECT_NE(v1, v0);
+  EXPECT_EQ(w.version(), v1);  // reading does not bump
+  Tensor view = w.permute({0, 2, 3, 1});
+  view.fill_(1.0f);
+  EXPECT_NE(w.version(), v1);
+  const std::uint64_t v2 = w.version();
+  w.set_data(w.contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_NE(w.version(), v2);
+  EXPECT_NE(randn({4}).version(), randn({4}).version());
 }
 
 }  // namespace
