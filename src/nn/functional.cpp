@@ -1,0 +1,103 @@
+// The functional API: validation of what only this layer adds, the memory-format rule of the
+// seed, then dispatch to an implementation.
+//
+// Dispatch: oneDNN joins here, fastest first, reference last. Today the reference kernels are
+// the only implementation, so each op below is one call; when a faster backend arrives, each
+// op tries it first and falls back to refold::reference when it declines.
+#include "refold/functional.h"
+
+#include "core/check.h"
+#include "refold/reference.h"
+
+namespace refold::functional {
+
+namespace {
+
+// The seed's permute: the activation is laid out in the convolution's format. This copy is
+// Tensor::contiguous, so it is counted by permute_count(); when the input is already in that
+// format it is returned as is and nothing is counted. The weight is NOT permuted per call —
+// the kernels read any strides, and converting weights once is
+// nn::utils::convert_conv2d_weight_memory_format's job.
+Tensor conv_input_in_format(const Tensor& input, MemoryFormat format) {
+  // A non-4-d input is left for the kernel to reject with its own message.
+  if (input.dim() != 4) return input;
+  return input.contiguous(format);
+}
+
+}  // namespace
+
+MemoryFormat conv_memory_format(const Tensor& input, const Tensor& weight) {
+  REFOLD_CHECK(input.defined(), "conv_memory_format: input is undefined");
+  REFOLD_CHECK(weight.defined(), "conv_memory_format: weight is undefined");
+  // PyTorch (mkldnn_conv_use_channels_last): either side suggesting channels_last wins.
+  const bool channels_last = input.suggest_memory_format() == MemoryFormat::ChannelsLast ||
+                             weight.suggest_memory_format() == MemoryFormat::ChannelsLast;
+  return channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+}
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options) {
+  REFOLD_CHECK(input.defined(), "conv2d: input is undefined");
+  REFOLD_CHECK(weight.defined(), "conv2d: weight is undefined");
+  const Tensor src = conv_input_in_format(input, conv_memory_format(input, weight));
+  // oneDNN joins here, fastest first, reference last.
+  return reference::conv2d(src, weight, bias, options);
+}
+
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                        const ConvTranspose2dOptions& options) {
+  REFOLD_CHECK(input.defined(), "conv_transpose2d: input is undefined");
+  REFOLD_CHECK(weight.defined(), "conv_transpose2d: weight is undefined");
+  const Tensor src = conv_input_in_format(input, conv_memory_format(input, weight));
+  // oneDNN joins here, fastest first, reference last.
+  return reference::conv_transpose2d(src, weight, bias, options);
+}
+
+// The ops below keep their input's format (reference.h), so they need no layout decision:
+// each hands its arguments to the implementation, which validates them.
+
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, double eps) {
+  return reference::batch_norm(input, running_mean, running_var, weight, bias, eps);
+}
+
+Tensor relu(const Tensor& input) { return reference::relu(input); }
+Tensor relu6(const Tensor& input) { return reference::relu6(input); }
+Tensor leaky_relu(const Tensor& input, double negative_slope) {
+  return reference::leaky_relu(input, negative_slope);
+}
+Tensor sigmoid(const Tensor& input) { return reference::sigmoid(input); }
+Tensor silu(const Tensor& input) { return reference::silu(input); }
+Tensor hardswish(const Tensor& input) { return reference::hardswish(input); }
+Tensor hardsigmoid(const Tensor& input) { return reference::hardsigmoid(input); }
+
+Tensor add(const Tensor& a, const Tensor& b) { return reference::add(a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return reference::mul(a, b); }
+
+Tensor max_pool2d(const Tensor& input, const MaxPool2dOptions& options) {
+  return reference::max_pool2d(input, options);
+}
+Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options) {
+  return reference::avg_pool2d(input, options);
+}
+Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size) {
+  return reference::adaptive_avg_pool2d(input, output_size);
+}
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  return reference::linear(input, weight, bias);
+}
+Tensor flatten(const Tensor& input, std::int64_t start_dim, std::int64_t end_dim) {
+  return reference::flatten(input, start_dim, end_dim);
+}
+Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim) {
+  return reference::cat(inputs, dim);
+}
+Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float value) {
+  return reference::pad(input, pads, value);
+}
+Tensor pixel_shuffle(const Tensor& input, std::int64_t upscale_factor) {
+  return reference::pixel_shuffle(input, upscale_factor);
+}
+
+}  // namespace refold::functional
