@@ -1,0 +1,117 @@
+#include "refold/nn/conv.h"
+
+#include "core/check.h"
+#include "core/checked_math.h"
+#include "nn/init.h"
+#include "refold/functional.h"
+
+namespace refold::nn {
+
+namespace {
+
+// Checks shared by Conv2d and ConvTranspose2d (PyTorch's _ConvNd.__init__, plus the positivity
+// checks PyTorch leaves to the kernel, so a bad module fails when built, not when first run).
+void check_common(const std::string& type, std::int64_t in_channels, std::int64_t out_channels,
+                  Size2d kernel, Size2d stride, Size2d dilation, std::int64_t groups) {
+  REFOLD_CHECK(in_channels > 0, "{}: in_channels ({}) must be positive", type, in_channels);
+  REFOLD_CHECK(out_channels > 0, "{}: out_channels ({}) must be positive", type, out_channels);
+  REFOLD_CHECK(kernel.h > 0 && kernel.w > 0, "{}: kernel_size ({}, {}) must be positive", type,
+               kernel.h, kernel.w);
+  REFOLD_CHECK(stride.h > 0 && stride.w > 0, "{}: stride ({}, {}) must be positive", type, stride.h,
+               stride.w);
+  REFOLD_CHECK(dilation.h > 0 && dilation.w > 0, "{}: dilation ({}, {}) must be positive", type,
+               dilation.h, dilation.w);
+  REFOLD_CHECK(groups > 0, "{}: groups ({}) must be positive", type, groups);
+  REFOLD_CHECK(in_channels % groups == 0, "{}: groups ({}) must divide in_channels ({})", type,
+               groups, in_channels);
+  REFOLD_CHECK(out_channels % groups == 0, "{}: groups ({}) must divide out_channels ({})", type,
+               groups, out_channels);
+}
+
+// Registers "weight" (and "bias") with PyTorch's reset_parameters() values (nn/init.h).
+// fan_in = weight.size(1) · kh · kw for both conv kinds.
+void init_conv_parameters(const Shape& weight_shape, std::int64_t out_channels, bool bias,
+                          Tensor& weight, Tensor& bias_tensor, const char* type) {
+  const std::int64_t fan_in =
+      checked_numel(Shape{weight_shape[1], weight_shape[2], weight_shape[3]}, type);
+  const double bound = detail::default_init_bound(fan_in);
+  weight = detail::uniform(weight_shape, bound);
+  if (bias) bias_tensor = detail::uniform({out_channels}, bound);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Conv2d
+
+Conv2d::Conv2d(const Conv2dOptions& options) : Conv2d("Conv2d", options) {}
+
+Conv2d::Conv2d(std::string type_name, const Conv2dOptions& options)
+    : Module(std::move(type_name)), options_(options) {
+  const auto& o = options_;
+  check_common(this->type_name(), o.in_channels(), o.out_channels(), o.kernel_size(), o.stride(),
+               o.dilation(), o.groups());
+  const Padding2d& padding = o.padding();
+  if (padding.mode() == Padding2d::Mode::Explicit) {
+    const Pads2d& p = padding.explicit_pads();
+    REFOLD_CHECK(p.top >= 0 && p.left >= 0 && p.bottom >= 0 && p.right >= 0,
+                 "{}: padding (top {}, left {}, bottom {}, right {}) must be non-negative",
+                 this->type_name(), p.top, p.left, p.bottom, p.right);
+  }
+  // PyTorch: "padding='same' is not supported for strided convolutions" — with stride > 1
+  // no single padding keeps the size.
+  REFOLD_CHECK(padding.mode() != Padding2d::Mode::Same || (o.stride() == Size2d(1)),
+               "{}: padding 'same' needs stride 1, got stride ({}, {})", this->type_name(),
+               o.stride().h, o.stride().w);
+
+  Tensor weight, bias;
+  init_conv_parameters(
+      {o.out_channels(), o.in_channels() / o.groups(), o.kernel_size().h, o.kernel_size().w},
+      o.out_channels(), o.bias(), weight, bias, "Conv2d");
+  weight_ = register_parameter("weight", weight);
+  if (bias.defined()) bias_ = register_parameter("bias", bias);
+}
+
+Tensor Conv2d::forward(const Tensor& input) {
+  return functional::conv2d(input, weight_, bias_, options_.op_options());
+}
+
+// ---------------------------------------------------------------------------------------------
+// ConvTranspose2d
+
+ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& options)
+    : ConvTranspose2d("ConvTranspose2d", options) {}
+
+ConvTranspose2d::ConvTranspose2d(std::string type_name, const ConvTranspose2dOptions& options)
+    : Module(std::move(type_name)), options_(options) {
+  const auto& o = options_;
+  check_common(this->type_name(), o.in_channels(), o.out_channels(), o.kernel_size(), o.stride(),
+               o.dilation(), o.groups());
+  REFOLD_CHECK(o.padding().h >= 0 && o.padding().w >= 0,
+               "{}: padding ({}, {}) must be non-negative", this->type_name(), o.padding().h,
+               o.padding().w);
+  // The transposed conv's output size is ambiguous by up to stride − 1 rows/columns;
+  // output_padding picks one, so it must stay below the stride (or the dilation).
+  const Size2d op = o.output_padding();
+  REFOLD_CHECK(op.h >= 0 && op.w >= 0, "{}: output_padding ({}, {}) must be non-negative",
+               this->type_name(), op.h, op.w);
+  REFOLD_CHECK((op.h < o.stride().h || op.h < o.dilation().h) &&
+                   (op.w < o.stride().w || op.w < o.dilation().w),
+               "{}: output_padding ({}, {}) must be smaller than either stride ({}, {}) or "
+               "dilation ({}, {})",
+               this->type_name(), op.h, op.w, o.stride().h, o.stride().w, o.dilation().h,
+               o.dilation().w);
+
+  Tensor weight, bias;
+  init_conv_parameters(
+      {o.in_channels(), o.out_channels() / o.groups(), o.kernel_size().h, o.kernel_size().w},
+      o.out_channels(), o.bias(), weight, bias, "ConvTranspose2d");
+  weight_ = register_parameter("weight", weight);
+  if (bias.defined()) bias_ = register_parameter("bias", bias);
+}
+
+Tensor ConvTranspose2d::forward(const Tensor& input) {
+  return functional::conv_transpose2d(input, weight_, bias_, options_.op_options());
+}
+
+}  // namespace refold::nn
