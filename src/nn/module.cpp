@@ -66,8 +66,7 @@ ModulePtr Module::child(const std::string& name) const {
 }
 
 void Module::replace_child(const std::string& name, ModulePtr module) {
-  REFOLD_CHECK(module != nullptr, "{}: replace_child('{}') given a null module", type_name_,
-               name);
+  REFOLD_CHECK(module != nullptr, "{}: replace_child('{}') given a null module", type_name_, name);
   for (auto& [n, m] : children_) {
     if (n != name) continue;
     module->name_ = name;
@@ -96,10 +95,15 @@ Tensor Module::register_buffer(std::string name, Tensor tensor) {
 }
 
 std::vector<NamedModule> Module::named_modules(const std::string& prefix) {
+  ModulePtr self = weak_from_this().lock();
+  REFOLD_CHECK(self != nullptr,
+               "{}: named_modules() needs the module to be owned by a std::shared_ptr "
+               "(create it with std::make_shared)",
+               type_name_);
   std::vector<NamedModule> out;
   std::set<const Module*> seen;
   // Explicit stack, pre-order: self, then each child subtree in registration order.
-  std::vector<NamedModule> stack{{prefix, shared_from_this()}};
+  std::vector<NamedModule> stack{{prefix, std::move(self)}};
   while (!stack.empty()) {
     NamedModule current = std::move(stack.back());
     stack.pop_back();
@@ -109,6 +113,20 @@ std::vector<NamedModule> Module::named_modules(const std::string& prefix) {
     out.push_back(std::move(current));
   }
   return out;
+}
+
+Module& Module::apply(const std::function<void(Module&)>& fn) {
+  std::set<const Module*> seen;
+  struct Walk {
+    static void run(Module& m, const std::function<void(Module&)>& f,
+                    std::set<const Module*>& visited) {
+      if (!visited.insert(&m).second) return;
+      for (auto& [name, child] : m.children_) run(*child, f, visited);
+      f(m);
+    }
+  };
+  Walk::run(*this, fn, seen);
+  return *this;
 }
 
 void Module::collect(std::vector<NamedTensor>& out, const std::string& prefix, bool parameters,
@@ -186,21 +204,22 @@ LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
 Module& Module::to(MemoryFormat format) {
   REFOLD_CHECK(format != MemoryFormat::Preserve, "{}: to(): 'preserve' is not a target format",
                type_name_);
-  for (auto& [name, module] : named_modules())
-    for (auto* list : {&module->parameters_, &module->buffers_})
+  // set_data keeps each handle (and its name), so every holder of the tensor sees the change.
+  return apply([format](Module& module) {
+    for (auto* list : {&module.parameters_, &module.buffers_})
       for (auto& [n, t] : *list)
         if (t.dim() == 4) t.set_data(t.contiguous(format));
-  return *this;
+  });
 }
 
 Module& Module::to(DType dtype) {
   REFOLD_CHECK(is_floating(dtype), "{}: to(): {} is not a floating-point dtype", type_name_,
                dtype_name(dtype));
-  for (auto& [name, module] : named_modules())
-    for (auto* list : {&module->parameters_, &module->buffers_})
+  return apply([dtype](Module& module) {
+    for (auto* list : {&module.parameters_, &module.buffers_})
       for (auto& [n, t] : *list)
         if (is_floating(t.dtype())) t.set_data(t.to(dtype));
-  return *this;
+  });
 }
 
 }  // namespace refold::nn

@@ -17,6 +17,7 @@
 //   Conv2d 'features.3': input has 3 channels, weight expects 8
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -57,8 +58,13 @@ class Module : public std::enable_shared_from_this<Module> {
 
   std::vector<NamedModule> named_children() const { return children_; }
   // Pre-order, self first under `prefix` (PyTorch's named_modules; a module shared by two
-  // parents is listed once).
+  // parents is listed once). Needs *this to be owned by a std::shared_ptr (it hands out
+  // ModulePtrs, itself included); throws refold::Error otherwise.
   std::vector<NamedModule> named_modules(const std::string& prefix = "");
+  // Calls fn on every submodule, then on *this (PyTorch's Module.apply order: each child's
+  // subtree first, recursively). A module shared by two parents is visited once. Works on any
+  // module, owned by a shared_ptr or not. Returns *this.
+  Module& apply(const std::function<void(Module&)>& fn);
   std::vector<NamedTensor> named_parameters(bool recurse = true) const;
   std::vector<NamedTensor> named_buffers(bool recurse = true) const;
   // Parameters then buffers of each module, pre-order (PyTorch's order). The tensors are the
