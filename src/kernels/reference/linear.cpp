@@ -1,0 +1,67 @@
+// Reference linear (torch.nn.functional.linear): y = x · Wᵀ + b over the last dimension, any
+// leading dimensions, any strides; accumulation in double, one rounding to the output dtype.
+#include <cstdint>
+
+#include "core/check.h"
+#include "core/element_access.h"
+#include "kernels/reference/conv_common.h"
+#include "refold/reference.h"
+
+namespace refold::reference {
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  constexpr std::string_view op = "linear";
+  REFOLD_CHECK(input.defined(), "{}: input is undefined", op);
+  REFOLD_CHECK(input.dim() >= 1,
+               "{}: input must have at least 1 dimension [..., in_features], "
+               "got {}",
+               op, input.description());
+  REFOLD_CHECK(is_floating(input.dtype()),
+               "{}: input dtype {} is not supported (float32 or bfloat16)", op,
+               dtype_name(input.dtype()));
+  detail::check_operand(op, "weight", weight, 2, "[out_features, in_features]");
+  detail::check_same_dtype(op, "weight", weight, input);
+  const std::int64_t in_features = input.size(-1);
+  const std::int64_t out_features = weight.size(0);
+  REFOLD_CHECK(weight.size(1) == in_features,
+               "{}: input has {} features (last dim of {}), weight expects {} (weight {})", op,
+               in_features, input.description(), weight.size(1), weight.description());
+  if (bias.defined()) {
+    REFOLD_CHECK(bias.dim() == 1 && bias.size(0) == out_features,
+                 "{}: bias must be 1-d with out_features ({}) elements, got {}", op, out_features,
+                 bias.description());
+    detail::check_same_dtype(op, "bias", bias, input);
+  }
+
+  // Output [..., out_features]: the input's leading dims, contiguous (PyTorch's addmm result).
+  Shape lead(input.sizes().begin(), input.sizes().end() - 1);
+  Shape out_sizes = lead;
+  out_sizes.push_back(out_features);
+  Tensor output = empty(out_sizes, input.dtype());
+
+  const FloatReader in(input), w(weight);
+  const Shape in_lead_strides(in.strides().begin(), in.strides().end() - 1);
+  const Shape out_lead_strides(output.strides().begin(), output.strides().end() - 1);
+  const std::int64_t in_sk = in.stride(in.strides().size() - 1);
+  const std::int64_t w_so = w.stride(0), w_sk = w.stride(1);
+  const std::int64_t out_so = output.stride(-1);
+  void* out_base = output.data_ptr();
+  const DType out_dtype = output.dtype();
+
+  for_each_index(lead, [&](const Shape& index) {
+    const std::int64_t in_row = offset_of(index, in_lead_strides);
+    const std::int64_t out_row = offset_of(index, out_lead_strides);
+    for (std::int64_t o = 0; o < out_features; ++o) {
+      // out[..., o] = bias[o] + sum_k in[..., k] · w[o, k]
+      double acc = bias.defined() ? bias.at({o}) : 0.0;
+      for (std::int64_t k = 0; k < in_features; ++k) {
+        acc += static_cast<double>(in.at_offset(in_row + in_sk * k)) *
+               static_cast<double>(w.at_offset(w_so * o + w_sk * k));
+      }
+      store_from_float(out_base, out_dtype, out_row + out_so * o, round_to_dtype(acc, out_dtype));
+    }
+  });
+  return output;
+}
+
+}  // namespace refold::reference
