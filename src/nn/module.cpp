@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/check.h"
+#include "nn/layout.h"
 
 namespace refold::nn {
 
@@ -208,7 +209,10 @@ Module& Module::to(MemoryFormat format) {
   return apply([format](Module& module) {
     for (auto* list : {&module.parameters_, &module.buffers_})
       for (auto& [n, t] : *list)
-        if (t.dim() == 4) t.set_data(t.contiguous(format));
+        if (t.dim() == 4) {
+          const Tensor converted = detail::to_memory_format(t, format);
+          if (!converted.is_same(t)) t.set_data(converted);
+        }
   });
 }
 

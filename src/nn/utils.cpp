@@ -1,6 +1,7 @@
 #include "refold/nn/utils.h"
 
 #include "core/check.h"
+#include "nn/layout.h"
 #include "refold/nn/conv.h"
 
 namespace refold::nn::utils {
@@ -18,7 +19,10 @@ Module& convert_conv2d_weight_memory_format(Module& module, MemoryFormat format)
       weight = conv->weight();
     else if (const auto* deconv = dynamic_cast<const ConvTranspose2d*>(&m))
       weight = deconv->weight();
-    if (weight.defined()) weight.set_data(weight.contiguous(format));
+    if (!weight.defined()) return;
+    // nn/layout.h: also restrides an ambiguous 1×1 kernel, as PyTorch does.
+    const Tensor converted = detail::to_memory_format(weight, format);
+    if (!converted.is_same(weight)) weight.set_data(converted);
   });
 }
 
