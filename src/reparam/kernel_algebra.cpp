@@ -25,9 +25,12 @@ void check_float_tensor(std::string_view op, std::string_view name, const Tensor
                dtype_name(t.dtype()));
 }
 
-void check_same_dtype(std::string_view op, std::string_view name, const Tensor& t, DType dtype) {
-  REFOLD_CHECK(t.dtype() == dtype, "{}: {} has dtype {} but the weight has {}", op, name,
-               dtype_name(t.dtype()), dtype_name(dtype));
+// All operands share one dtype (no promotion, as in PyTorch's conv); `reference` names the
+// operand that set it.
+void check_same_dtype(std::string_view op, std::string_view name, const Tensor& t, DType dtype,
+                      std::string_view reference = "the weight") {
+  REFOLD_CHECK(t.dtype() == dtype, "{}: {} has dtype {} but {} has {}", op, name,
+               dtype_name(t.dtype()), reference, dtype_name(dtype));
 }
 
 // A 1-d parameter of `length` elements in `dtype` (bias, BN statistics).
@@ -352,7 +355,7 @@ ConvKernel sum_branches(const std::vector<ConvKernel>& branches) {
     REFOLD_CHECK(k.weight.sizes() == first.weight.sizes(),
                  "{}: {} has weight [{}] but branch 0 has [{}] (pad kernels to one size first)", op,
                  name, fmt::join(k.weight.sizes(), ", "), fmt::join(first.weight.sizes(), ", "));
-    check_same_dtype(op, name + " weight", k.weight, dtype);
+    check_same_dtype(op, name + " weight", k.weight, dtype, "branch 0");
     const std::vector<double> wk = values_of(k.weight);
     for (std::size_t i = 0; i < w.size(); ++i) w[i] += wk[i];
     if (k.bias.defined()) {
@@ -379,7 +382,7 @@ ConvKernel merge_sequential_1x1_kxk(const ConvKernel& first_1x1, const ConvKerne
   REFOLD_CHECK(first_1x1.groups == second.groups, "{}: groups differ: first {}, second {}", op,
                first_1x1.groups, second.groups);
   const DType dtype = first_1x1.weight.dtype();
-  check_same_dtype(op, "second weight", second.weight, dtype);
+  check_same_dtype(op, "second weight", second.weight, dtype, "the first weight");
   const std::int64_t groups = second.groups;
   const std::int64_t mid = first_1x1.out_channels();
   REFOLD_CHECK(second.in_channels() == mid,
