@@ -266,6 +266,45 @@ TEST(KernelAlgebra, RepVGGBlock) {
   }
 }
 
+// The same block with every parameter and the input in bfloat16: the algebra rounds once to
+// bf16, the fused conv runs in bf16.
+TEST(KernelAlgebra, RepVGGBlockBFloat16) {
+  Generator gen(20);
+  const std::int64_t c = 4, groups = 2;
+  const auto bf16 = [](const Tensor& t) { return t.to(DType::BFloat16); };
+  const auto bf16_conv = [&](const ConvKernel& k) {
+    return ConvKernel{bf16(k.weight), Tensor{}, k.groups};
+  };
+  const auto bf16_bn = [&](const BatchNormParams& p) {
+    return BatchNormParams{bf16(p.weight), bf16(p.bias), bf16(p.running_mean), bf16(p.running_var),
+                           p.eps};
+  };
+  // Round the f32 parameters to bf16 first, so that the f32 reference sees the same values.
+  const ConvKernel dense = bf16_conv(random_conv(c, c, groups, 3, false, gen));
+  const ConvKernel pointwise = bf16_conv(random_conv(c, c, groups, 1, false, gen));
+  const BatchNormParams b3 = bf16_bn(random_bn(c, gen)), b1 = bf16_bn(random_bn(c, gen)),
+                        bid = bf16_bn(random_bn(c, gen));
+  const Tensor x = bf16(randn({2, c, 6, 5}, {}, gen));
+  const auto f32 = [](const Tensor& t) { return t.to(DType::Float32); };
+  const auto f32_bn = [&](const BatchNormParams& p) {
+    return BatchNormParams{f32(p.weight), f32(p.bias), f32(p.running_mean), f32(p.running_var),
+                           p.eps};
+  };
+  const Tensor expected =
+      sum({bn(conv(f32(x), {f32(dense.weight), Tensor{}, groups}, 1), f32_bn(b3)),
+           bn(conv(f32(x), {f32(pointwise.weight), Tensor{}, groups}, 0), f32_bn(b1)),
+           bn(f32(x), f32_bn(bid))});
+  const ConvKernel fused =
+      reparam::sum_branches({reparam::fold_batch_norm(dense, b3),
+                             reparam::pad_kernel_to(reparam::fold_batch_norm(pointwise, b1), 3),
+                             reparam::identity_with_batch_norm(c, groups, 3, bid)});
+  ASSERT_EQ(fused.weight.dtype(), DType::BFloat16);
+  const Tensor actual = conv(x, fused, 1);
+  ASSERT_EQ(actual.dtype(), DType::BFloat16);
+  // bf16 policy: the fused weights and the output are each rounded to 8 mantissa bits.
+  EXPECT_TRUE(testing::all_close(f32(actual), expected, Tolerance::bf16()));
+}
+
 // A RepVGG block with stride 2 (no identity branch; in ≠ out).
 TEST(KernelAlgebra, RepVGGBlockStride2) {
   Generator gen(8);
