@@ -1,0 +1,58 @@
+// The refold CLI, run as a user runs it (REFOLD_CLI_PATH is the built executable).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct CliRun {
+  std::string output;  // stdout and stderr together
+  int exit_code = -1;
+};
+
+CliRun run_cli(const std::string& arguments) {
+  const std::string command = std::string("'") + REFOLD_CLI_PATH + "' " + arguments + " 2>&1";
+  CliRun run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr)
+    run.output += buffer.data();
+  const int status = pclose(pipe);
+  if (status != -1 && WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  return run;
+}
+
+TEST(Cli, VersionPrintsTheVersion) {
+  const CliRun run = run_cli("--version");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output.rfind("refold ", 0), 0u) << run.output;
+  EXPECT_NE(run.output.find('.'), std::string::npos) << run.output;  // "refold 0.1.0"
+}
+
+TEST(Cli, DemoRunsTheSeedAndPasses) {
+  const CliRun run = run_cli("demo");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  // The seed's claim, as counted: three permutes, and the same numbers as NCHW.
+  EXPECT_NE(run.output.find("permutes: 3 (expected 3"), std::string::npos) << run.output;
+  const auto at = run.output.find("max |diff| vs NCHW reference: ");
+  ASSERT_NE(at, std::string::npos) << run.output;
+  const std::string line = run.output.substr(at, run.output.find('\n', at) - at);
+  EXPECT_TRUE(line.ends_with("OK")) << line;
+  EXPECT_EQ(run.output.find("FAIL"), std::string::npos) << run.output;
+  // The per-layer table names the incompatible layer and the formats around it.
+  EXPECT_NE(run.output.find("LegacyNchwOp"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("no (NCHW only)"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("0.weight, 4.weight now channels_last"), std::string::npos)
+      << run.output;
+}
+
+TEST(Cli, UnknownSubcommandFails) {
+  const CliRun run = run_cli("no-such-command");
+  EXPECT_NE(run.exit_code, 0) << run.output;
+}
+
+}  // namespace
