@@ -1,0 +1,423 @@
+#include "kernels/onednn/conv_primitive.h"
+
+#include <bit>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "core/check.h"
+#include "kernels/onednn/conv2d.h"
+#include "kernels/onednn/engine.h"
+#include "kernels/onednn/lru_cache.h"
+#include "kernels/onednn/threads.h"
+#include "kernels/reference/conv_common.h"
+#include "kernels/verbose.h"
+
+namespace refold::onednn {
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+using md = dnnl::memory::desc;
+
+// One cached primitive: what oneDNN built for one problem, or why it could not.
+struct Primitive {
+  std::uint64_t id = 0;  // names the primitive in the packed-weight keys
+  std::string declined;  // non-empty: oneDNN cannot take this problem (cached, not retried)
+  dnnl::primitive primitive;
+  md src_desc, weights_desc, bias_desc, dst_desc;
+  std::string impl;  // oneDNN's implementation name, e.g. "brg:avx512_core"
+};
+
+// A weight reordered into a primitive's weights_desc (memory owned by oneDNN).
+struct PackedWeight {
+  dnnl::memory memory;
+};
+
+struct Caches {
+  std::mutex mutex;
+  LruCache<Primitive> primitives{1024};
+  LruCache<PackedWeight> weights{std::size_t{1} << 30};
+  CacheStats stats;
+  std::uint64_t next_id = 1;
+};
+
+// Never destroyed: cached oneDNN objects must not outlive the engine at exit, and a leaked
+// static has no destruction order to get wrong.
+Caches& caches() {
+  static Caches* c = new Caches;
+  return *c;
+}
+
+dt to_dnnl(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return dt::f32;
+    case DType::BFloat16:
+      return dt::bf16;
+    case DType::Int64:
+      break;
+  }
+  fail("onednn: dtype {} has no oneDNN type", dtype_name(dtype));
+}
+
+// Appends the activation as oneDNN eltwise post-ops (applied in f32 to the accumulator).
+void append_activation(dnnl::post_ops& ops, const PostOps& post) {
+  using alg = dnnl::algorithm;
+  switch (post.activation) {
+    case Activation::None:
+      return;
+    case Activation::ReLU:
+      return ops.append_eltwise(1.f, alg::eltwise_relu, 0.f, 0.f);
+    case Activation::ReLU6:  // clip_v2(x, 0, 6) = min(max(x, 0), 6)
+      return ops.append_eltwise(1.f, alg::eltwise_clip_v2, 0.f, 6.f);
+    case Activation::LeakyReLU:  // oneDNN's relu with alpha is leaky: x > 0 ? x : alpha·x
+      return ops.append_eltwise(1.f, alg::eltwise_relu, static_cast<float>(post.negative_slope),
+                                0.f);
+    case Activation::Sigmoid:
+      return ops.append_eltwise(1.f, alg::eltwise_logistic, 0.f, 0.f);
+    case Activation::SiLU:  // swish(x) = x·sigmoid(alpha·x), alpha = 1
+      return ops.append_eltwise(1.f, alg::eltwise_swish, 1.f, 0.f);
+    case Activation::HardSwish:  // oneDNN 2.6: x·relu6(x + 3)/6, alpha and beta ignored
+      return ops.append_eltwise(1.f, alg::eltwise_hardswish, 0.f, 0.f);
+    case Activation::HardSigmoid:
+      // oneDNN 2.6 has no eltwise_hardsigmoid: relu6(x + 3)/6 = clip(x/6 + 1/2, 0, 1).
+      ops.append_eltwise(1.f, alg::eltwise_linear, 1.f / 6.f, 0.5f);
+      return ops.append_eltwise(1.f, alg::eltwise_clip_v2, 0.f, 1.f);
+  }
+}
+
+// Builds the primitive for `p`. Runs outside the cache lock (JIT compilation takes a while).
+std::shared_ptr<Primitive> create_primitive(const detail::ConvProblem& p, DType dtype,
+                                            MemoryFormat layout, bool has_bias,
+                                            const PostOps& post) {
+  auto e = std::make_shared<Primitive>();
+  const dt type = to_dnnl(dtype);
+  const tag layout_tag = layout == MemoryFormat::ChannelsLast ? tag::nhwc : tag::nchw;
+  const md src_md(p.src_dims, type, layout_tag);
+  const md dst_md(p.dst_dims, type, layout_tag);
+  // format_tag::any: the primitive picks the weight format it runs fastest with.
+  const md weights_md(p.weight_dims, type, tag::any);
+  // Bias in f32 also for bf16: it is added to the f32 accumulator.
+  const md bias_md({p.dst_dims[1]}, dt::f32, tag::a);
+  const dnnl::memory::dims strides(p.strides.begin(), p.strides.end());
+  const dnnl::memory::dims dilates(p.dilates.begin(), p.dilates.end());
+  const dnnl::memory::dims pad_l(p.pad_l.begin(), p.pad_l.end());
+  const dnnl::memory::dims pad_r(p.pad_r.begin(), p.pad_r.end());
+
+  // y = act(conv + bias + residual): the sum post-op adds what dst holds before the primitive
+  // runs (the residual, copied there), then the eltwise post-ops apply the activation.
+  dnnl::post_ops ops;
+  if (post.residual.defined()) ops.append_sum(1.f);
+  append_activation(ops, post);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+
+  const auto& engine = cpu_engine();
+  constexpr auto inference = dnnl::prop_kind::forward_inference;
+  try {
+    if (!p.transposed) {
+      using conv = dnnl::convolution_forward;
+      const auto alg = dnnl::algorithm::convolution_direct;
+      const conv::desc d = has_bias ? conv::desc(inference, alg, src_md, weights_md, bias_md,
+                                                 dst_md, strides, dilates, pad_l, pad_r)
+                                    : conv::desc(inference, alg, src_md, weights_md, dst_md,
+                                                 strides, dilates, pad_l, pad_r);
+      const conv::primitive_desc pd(d, attr, engine);
+      e->src_desc = pd.src_desc();
+      e->weights_desc = pd.weights_desc();
+      e->bias_desc = pd.bias_desc();
+      e->dst_desc = pd.dst_desc();
+      e->impl = pd.impl_info_str();
+      e->primitive = conv(pd);
+    } else {
+      using deconv = dnnl::deconvolution_forward;
+      const auto alg = dnnl::algorithm::deconvolution_direct;
+      const deconv::desc d = has_bias ? deconv::desc(inference, alg, src_md, weights_md, bias_md,
+                                                     dst_md, strides, dilates, pad_l, pad_r)
+                                      : deconv::desc(inference, alg, src_md, weights_md, dst_md,
+                                                     strides, dilates, pad_l, pad_r);
+      const deconv::primitive_desc pd(d, attr, engine);
+      e->src_desc = pd.src_desc();
+      e->weights_desc = pd.weights_desc();
+      e->bias_desc = pd.bias_desc();
+      e->dst_desc = pd.dst_desc();
+      e->impl = pd.impl_info_str();
+      e->primitive = deconv(pd);
+    }
+  } catch (const dnnl::error& err) {
+    e->declined = fmt::format("oneDNN has no {} primitive for it ({}: {})", p.op,
+                              status_name(err.status), err.what());
+    return e;
+  }
+  // oneDNN falls back to its plain-C++ reference kernels where it has no JIT kernel — for bf16
+  // that means a CPU without avx512_bf16 (or AVX-512 at all). Not worth running: decline.
+  if (dtype == DType::BFloat16 && e->impl.rfind("ref", 0) == 0)
+    e->declined = fmt::format(
+        "bfloat16 {} needs avx512_bf16; oneDNN has only its reference kernel ({}) on this CPU",
+        p.op, e->impl);
+  return e;
+}
+
+// oneDNN strides of the weight's logical dims (see ConvProblem::weight_dims) within a 4-d
+// PyTorch weight tensor with strides `s`.
+//   conv   [O, I/G, kh, kw]: element (g, o, i, y, x) sits at (g·O/G + o)·s0 + i·s1 + y·s2 + x·s3
+//   deconv [I, O/G, kh, kw]: element (g, o, i, y, x) sits at (g·I/G + i)·s0 + o·s1 + y·s2 + x·s3
+//          (PyTorch's ConvTranspose layout is oneDNN's iohw / giohw, RELIABILITY.md F15)
+dnnl::memory::dims weight_strides(const detail::ConvProblem& p, const Shape& sizes,
+                                  const Shape& s) {
+  if (p.groups == 1) {
+    if (!p.transposed) return {s[0], s[1], s[2], s[3]};
+    return {s[1], s[0], s[2], s[3]};
+  }
+  const std::int64_t per_group = sizes[0] / p.groups;  // O/G (conv) or I/G (deconv)
+  if (!p.transposed) return {per_group * s[0], s[0], s[1], s[2], s[3]};
+  return {per_group * s[0], s[1], s[0], s[2], s[3]};
+}
+
+// The weight as oneDNN should read it: strides that oneDNN accepts and that address the same
+// elements. Dense weights get the canonical strides of their format (a size-1 dim's stride is
+// arbitrary in refold); a weight with a zero stride (an expanded view) is copied first.
+Tensor weight_for_reading(const Tensor& weight) {
+  if (weight.is_contiguous() || weight.is_contiguous(MemoryFormat::ChannelsLast)) return weight;
+  for (std::int64_t d = 0; d < 4; ++d)
+    if (weight.size(d) > 1 && weight.stride(d) <= 0) return weight.contiguous();
+  return weight;
+}
+
+Shape canonical_strides(const Tensor& w) {
+  if (w.is_contiguous()) return contiguous_strides(w.sizes());
+  if (w.is_contiguous(MemoryFormat::ChannelsLast)) return channels_last_strides(w.sizes());
+  return w.strides();
+}
+
+// Reorders `weight` into e.weights_desc (a new oneDNN-owned buffer).
+std::shared_ptr<PackedWeight> pack_weight(const detail::ConvProblem& p, const Primitive& e,
+                                          const Tensor& weight) {
+  const Tensor w = weight_for_reading(weight);
+  const md user_md(p.weight_dims, to_dnnl(w.dtype()),
+                   weight_strides(p, w.sizes(), canonical_strides(w)));
+  auto packed = std::make_shared<PackedWeight>();
+  call(p.op, [&] {
+    dnnl::memory user(user_md, cpu_engine(), const_cast<void*>(w.data_ptr()));
+    packed->memory = dnnl::memory(e.weights_desc, cpu_engine());
+    dnnl::reorder(user, packed->memory).execute(cpu_stream(), user, packed->memory);
+    cpu_stream().wait();
+  });
+  return packed;
+}
+
+std::string_view isa_name() {
+  using isa = dnnl::cpu_isa;
+  switch (dnnl::get_effective_cpu_isa()) {
+    case isa::sse41:
+      return "sse41";
+    case isa::avx:
+      return "avx";
+    case isa::avx2:
+      return "avx2";
+    case isa::avx512_mic:
+    case isa::avx512_mic_4ops:
+      return "avx512_mic";
+    case isa::avx512_core:
+      return "avx512_core";
+    case isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case isa::avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "other";
+  }
+}
+
+Tensor decline(std::string_view op, std::string reason, std::string* declined) {
+  if (declined == nullptr) fail("{}: oneDNN declined: {}", op, reason);
+  *declined = std::move(reason);
+  return {};
+}
+
+bool has_zero(const Shape& dims) {
+  for (std::int64_t d : dims)
+    if (d == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+namespace detail {
+
+Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                const PostOps& post, std::string* declined) {
+  // PyTorch's rule decides the conv's (and the output's) layout; the input must already be in
+  // it, so that no hidden permute happens here (see conv2d.h).
+  const MemoryFormat layout = reference::detail::conv_output_format(input, weight);
+  if (!input.is_contiguous(layout))
+    return decline(p.op,
+                   fmt::format("input {} (strides [{}]) is not contiguous in {}, the conv's "
+                               "format (channels_last when the input or the weight suggests "
+                               "it); make it contiguous in that format first",
+                               input.description(), fmt::join(input.strides(), ", "),
+                               memory_format_name(layout)),
+                   declined);
+  if (has_zero(p.src_dims) || has_zero(p.dst_dims) || has_zero(p.weight_dims))
+    return decline(p.op, "a zero-sized dimension", declined);
+
+  const DType dtype = input.dtype();
+  if (dtype == DType::BFloat16 && !bf16_supported())
+    return decline(p.op,
+                   fmt::format("bfloat16 {} needs avx512_bf16, which this CPU lacks (oneDNN ISA: "
+                               "{})",
+                               p.op, isa_name()),
+                   declined);
+  const int threads = apply_num_threads();  // oneDNN sizes its blocking for this team
+  const bool has_bias = bias.defined();
+
+  // The primitive depends on everything but the weight's values and strides.
+  CacheKey key{p.transposed, static_cast<std::int64_t>(dtype), static_cast<std::int64_t>(layout)};
+  key.insert(key.end(), p.src_dims.begin(), p.src_dims.end());
+  key.insert(key.end(), p.dst_dims.begin(), p.dst_dims.end());
+  key.push_back(static_cast<std::int64_t>(p.weight_dims.size()));
+  key.insert(key.end(), p.weight_dims.begin(), p.weight_dims.end());
+  for (const auto* a : {&p.strides, &p.dilates, &p.pad_l, &p.pad_r})
+    key.insert(key.end(), a->begin(), a->end());
+  key.push_back(has_bias);
+  key.push_back(static_cast<std::int64_t>(post.activation));
+  key.push_back(post.activation == Activation::LeakyReLU
+                    ? std::bit_cast<std::int64_t>(post.negative_slope)
+                    : 0);
+  key.push_back(post.residual.defined());
+  key.push_back(threads);
+
+  Caches& c = caches();
+  std::shared_ptr<Primitive> prim;
+  {
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    prim = c.primitives.find(key);
+    if (prim) ++c.stats.primitive_hits;
+  }
+  if (!prim) {
+    prim = create_primitive(p, dtype, layout, has_bias, post);
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    ++c.stats.primitive_misses;
+    prim->id = c.next_id++;
+    c.primitives.insert(key, prim, 1);
+    if (verbose())
+      log_verbose(fmt::format(
+          "onednn {}: new primitive {} for src {} {} {}, weights [{}], "
+          "post-ops {}, {} threads{}{}",
+          p.op, prim->impl.empty() ? "(none)" : prim->impl, dtype_name(dtype),
+          memory_format_name(layout), fmt::join(p.src_dims, "x"), fmt::join(p.weight_dims, "x"),
+          post.description(), threads, prim->declined.empty() ? "" : ": ", prim->declined));
+  }
+  if (!prim->declined.empty()) return decline(p.op, prim->declined, declined);
+
+  // The weight: used in place when the primitive chose its own layout, else packed once per
+  // (primitive, storage, version, view).
+  dnnl::memory weights_memory;
+  const Tensor w = weight_for_reading(weight);  // outlives the call when used in place
+  {
+    const md user_md(p.weight_dims, to_dnnl(dtype),
+                     weight_strides(p, w.sizes(), canonical_strides(w)));
+    if (user_md == prim->weights_desc) {
+      weights_memory = call(p.op, [&] {
+        return dnnl::memory(user_md, cpu_engine(), const_cast<void*>(w.data_ptr()));
+      });
+      const std::lock_guard<std::mutex> lock(c.mutex);
+      ++c.stats.weight_direct;
+    } else {
+      CacheKey wkey{static_cast<std::int64_t>(prim->id),
+                    static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(weight.data_ptr())),
+                    static_cast<std::int64_t>(weight.version()),
+                    static_cast<std::int64_t>(weight.dtype())};
+      wkey.insert(wkey.end(), weight.sizes().begin(), weight.sizes().end());
+      wkey.insert(wkey.end(), weight.strides().begin(), weight.strides().end());
+      std::shared_ptr<PackedWeight> packed;
+      {
+        const std::lock_guard<std::mutex> lock(c.mutex);
+        packed = c.weights.find(wkey);
+        if (packed) ++c.stats.weight_hits;
+      }
+      if (!packed) {
+        packed = pack_weight(p, *prim, weight);
+        const std::lock_guard<std::mutex> lock(c.mutex);
+        ++c.stats.weight_packs;
+        c.weights.insert(wkey, packed, prim->weights_desc.get_size());
+      }
+      weights_memory = packed->memory;
+    }
+  }
+
+  // Bias: f32, dense (a tiny copy when it is not).
+  Tensor bias_f32;
+  if (has_bias) {
+    bias_f32 = bias;
+    if (bias.dtype() != DType::Float32 || (bias.size(0) > 1 && bias.stride(0) != 1)) {
+      bias_f32 = empty({bias.size(0)}, DType::Float32);
+      bias_f32.copy_(bias);
+    }
+  }
+
+  Tensor output = empty(p.dst_dims, {dtype, layout});
+  // The sum post-op accumulates onto dst: start dst as the residual.
+  if (post.residual.defined()) output.copy_(post.residual);
+
+  call(p.op, [&] {
+    const auto& engine = cpu_engine();
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, dnnl::memory(prim->src_desc, engine, const_cast<void*>(input.data_ptr()))},
+        {DNNL_ARG_WEIGHTS, weights_memory},
+        {DNNL_ARG_DST, dnnl::memory(prim->dst_desc, engine, output.data_ptr())}};
+    if (has_bias)
+      args.emplace(DNNL_ARG_BIAS,
+                   dnnl::memory(prim->bias_desc, engine, const_cast<void*>(bias_f32.data_ptr())));
+    dnnl::stream& stream = cpu_stream();
+    prim->primitive.execute(stream, args);
+    stream.wait();
+  });
+  return output;
+}
+
+}  // namespace detail
+
+bool bf16_supported() {
+  // oneDNN's ISA values are nested bit sets: avx512_core_bf16 and every ISA above it contain
+  // all of its bits.
+  static const bool supported = [] {
+    const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+    return (have & need) == need;
+  }();
+  return supported;
+}
+
+CacheStats cache_stats() {
+  Caches& c = caches();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  CacheStats s = c.stats;
+  s.primitives = c.primitives.size();
+  s.packed_weights = c.weights.size();
+  s.packed_bytes = c.weights.cost();
+  return s;
+}
+
+void clear_cache() {
+  Caches& c = caches();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  c.primitives.clear();
+  c.weights.clear();
+  c.stats = {};
+}
+
+void set_cache_capacity(std::size_t primitives, std::size_t packed_weight_bytes) {
+  Caches& c = caches();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  c.primitives.set_capacity(primitives);
+  c.weights.set_capacity(packed_weight_bytes);
+}
+
+}  // namespace refold::onednn
