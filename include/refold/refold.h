@@ -4,6 +4,7 @@
 #include "refold/dtype.h"
 #include "refold/error.h"
 #include "refold/functional.h"
+#include "refold/io/safetensors.h"
 #include "refold/memory_format.h"
 #include "refold/nn/activation.h"
 #include "refold/nn/basic.h"
