@@ -4,7 +4,8 @@
 //
 // Output memory format follows PyTorch: conv2d and conv_transpose2d produce channels_last when
 // the input or the weight suggests channels_last; every other op keeps its (first) input's
-// format (batch_norm, activations, add/mul, pools, pad, cat, pixel_shuffle).
+// format (batch_norm, activations, add/mul, pools, pad, pixel_shuffle); cat is channels_last
+// only when every input suggests channels_last (PyTorch 1.13's rule), else contiguous.
 // An undefined `bias` (Tensor{}) means no bias. Arguments are validated; errors are
 // refold::Error naming the argument and value.
 #pragma once
@@ -36,7 +37,7 @@ Tensor hardswish(const Tensor& input);
 Tensor hardsigmoid(const Tensor& input);
 
 // Broadcasting (NumPy rules) element-wise ops; the output takes `a`'s format when `a` has the
-// output's shape, else contiguous.
+// output's shape, else `b`'s when `b` has it, else contiguous.
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 

@@ -1,0 +1,84 @@
+// Reference element-wise add and mul with NumPy broadcasting.
+//
+// Broadcasting: align the shapes at their last dimension; each pair of sizes must be equal or
+// contain a 1, and the output takes the larger. An input reads a broadcast dimension with stride
+// 0, so one loop over the output's logical indices serves every shape.
+//
+// Output layout (PyTorch's TensorIterator for these cases): `a`'s layout when `a` already has
+// the output's shape, else `b`'s when `b` does, else contiguous.
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/element_access.h"
+#include "refold/reference.h"
+
+namespace refold::reference {
+namespace {
+
+void check_float(const Tensor& t, const char* op, const char* name) {
+  REFOLD_CHECK(t.defined(), "{}: {} is undefined", op, name);
+  REFOLD_CHECK(t.dtype() == DType::Float32 || t.dtype() == DType::BFloat16,
+               "{}: {} has dtype {}; only float32 and bfloat16 are supported", op, name,
+               dtype_name(t.dtype()));
+}
+
+Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
+  const std::size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (std::size_t i = 0; i < rank; ++i) {  // i counts from the last dimension
+    const std::int64_t sa = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const std::int64_t sb = i < b.size() ? b[b.size() - 1 - i] : 1;
+    REFOLD_CHECK(sa == sb || sa == 1 || sb == 1,
+                 "{}: shapes [{}] and [{}] cannot be broadcast (dimension {}: {} vs {})", op,
+                 fmt::join(a, ", "), fmt::join(b, ", "), -static_cast<std::int64_t>(i) - 1, sa, sb);
+    out[rank - 1 - i] = sa == 1 ? sb : sa;
+  }
+  return out;
+}
+
+// Strides that read `t` at the output's indices: 0 for missing leading and broadcast dims.
+Shape broadcast_strides(const Tensor& t, const Shape& out_sizes) {
+  Shape strides(out_sizes.size(), 0);
+  const std::size_t lead = out_sizes.size() - t.sizes().size();
+  for (std::size_t d = 0; d < t.sizes().size(); ++d)
+    if (t.sizes()[d] != 1) strides[lead + d] = t.strides()[d];
+  return strides;
+}
+
+template <typename F>
+Tensor binary(const Tensor& a, const Tensor& b, const char* op, F f) {
+  check_float(a, op, "a");
+  check_float(b, op, "b");
+  REFOLD_CHECK(a.dtype() == b.dtype(), "{}: a has dtype {} but b has {}", op, dtype_name(a.dtype()),
+               dtype_name(b.dtype()));
+  const DType dtype = a.dtype();
+  const Shape sizes = broadcast_shape(a.sizes(), b.sizes(), op);
+  Tensor output = a.sizes() == sizes   ? empty_like(a, {dtype, MemoryFormat::Preserve})
+                  : b.sizes() == sizes ? empty_like(b, {dtype, MemoryFormat::Preserve})
+                                       : empty(sizes, {dtype, MemoryFormat::Contiguous});
+  const Shape a_strides = broadcast_strides(a, sizes);
+  const Shape b_strides = broadcast_strides(b, sizes);
+  const FloatReader ra(a);
+  const FloatReader rb(b);
+  const FloatWriter out(output);
+  for_each_index(sizes, [&](const Shape& idx) {
+    const double x = ra.at_offset(offset_of(idx, a_strides));
+    const double y = rb.at_offset(offset_of(idx, b_strides));
+    out.set_offset(offset_of(idx, out.strides()), round_to_dtype(f(x, y), dtype));
+  });
+  return output;
+}
+
+}  // namespace
+
+// out = a + b
+Tensor add(const Tensor& a, const Tensor& b) {
+  return binary(a, b, "add", [](double x, double y) { return x + y; });
+}
+
+// out = a · b
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return binary(a, b, "mul", [](double x, double y) { return x * y; });
+}
+
+}  // namespace refold::reference

@@ -1,0 +1,203 @@
+// Reference 2-d pooling: max, average and adaptive average, over input [C, H, W] or
+// [N, C, H, W] with any strides. A 3-d input is read as a 4-d view with N = 1, so one loop
+// serves both. A 4-d output takes the format the input suggests (channels_last stays
+// channels_last); a 3-d one is contiguous.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/check.h"
+#include "core/checked_math.h"
+#include "core/element_access.h"
+#include "refold/reference.h"
+
+namespace refold::reference {
+namespace {
+
+void check_input(const Tensor& input, const char* op) {
+  REFOLD_CHECK(input.defined(), "{}: input is undefined", op);
+  REFOLD_CHECK(input.dtype() == DType::Float32 || input.dtype() == DType::BFloat16,
+               "{}: input has dtype {}; only float32 and bfloat16 are supported", op,
+               dtype_name(input.dtype()));
+  REFOLD_CHECK(input.dim() == 3 || input.dim() == 4,
+               "{}: input must be 3-d [C, H, W] or 4-d [N, C, H, W], got [{}]", op,
+               fmt::join(input.sizes(), ", "));
+  // PyTorch allows an empty batch but not empty channels or planes.
+  const std::int64_t c = input.size(-3), h = input.size(-2), w = input.size(-1);
+  REFOLD_CHECK(c > 0 && h > 0 && w > 0,
+               "{}: input [{}] must have non-zero channels, height and width", op,
+               fmt::join(input.sizes(), ", "));
+}
+
+// [C, H, W] → [1, C, H, W] over the same storage; 4-d tensors are returned as they are.
+Tensor as_4d(const Tensor& t) {
+  if (t.dim() == 4) return t;
+  const Shape& s = t.sizes();
+  const Shape& st = t.strides();
+  return t.as_strided({1, s[0], s[1], s[2]}, {0, st[0], st[1], st[2]}, t.storage_offset());
+}
+
+// The output for pooled planes of oh × ow: same rank and batch as the input.
+Tensor make_output(const Tensor& input, std::int64_t oh, std::int64_t ow) {
+  if (input.dim() == 3) return empty({input.size(0), oh, ow}, {input.dtype()});
+  return empty({input.size(0), input.size(1), oh, ow},
+               {input.dtype(), input.suggest_memory_format()});
+}
+
+// Checked before the stride, which defaults to the kernel size and would otherwise be blamed.
+void check_kernel(const char* op, Size2d kernel) {
+  REFOLD_CHECK(kernel.h > 0 && kernel.w > 0, "{}: kernel_size ({}, {}) must be positive", op,
+               kernel.h, kernel.w);
+}
+
+// pool_output_size for one axis; its errors get the op and the axis in front.
+std::int64_t pool_size(const char* op, const char* axis, std::int64_t in, std::int64_t kernel,
+                       std::int64_t stride, std::int64_t pad, std::int64_t dilation,
+                       bool ceil_mode) {
+  try {
+    return pool_output_size(in, kernel, stride, pad, dilation, ceil_mode);
+  } catch (const Error& e) {
+    fail("{}: {}: {}", op, axis, e.message());
+  }
+}
+
+// Calls fn(oh, ow, plane, out_offset) for every output element (n, c, oh, ow): `plane` is the
+// input offset of (n, c, 0, 0), `out_offset` the output offset of the element itself.
+template <typename Fn>
+void for_each_output(const Tensor& in4, const Tensor& out4, Fn&& fn) {
+  const Shape& is = in4.strides();
+  const Shape& os = out4.strides();
+  for (std::int64_t n = 0; n < out4.size(0); ++n)
+    for (std::int64_t c = 0; c < out4.size(1); ++c)
+      for (std::int64_t oh = 0; oh < out4.size(2); ++oh)
+        for (std::int64_t ow = 0; ow < out4.size(3); ++ow)
+          fn(oh, ow, n * is[0] + c * is[1], n * os[0] + c * os[1] + oh * os[2] + ow * os[3]);
+}
+
+}  // namespace
+
+Tensor max_pool2d(const Tensor& input, const MaxPool2dOptions& options) {
+  constexpr const char* op = "max_pool2d";
+  check_input(input, op);
+  check_kernel(op, options.kernel_size);
+  const Size2d k = options.kernel_size;
+  const Size2d s = options.stride.value_or(k);
+  const Size2d p = options.padding;
+  const Size2d d = options.dilation;
+  const std::int64_t oh_size =
+      pool_size(op, "height", input.size(-2), k.h, s.h, p.h, d.h, options.ceil_mode);
+  const std::int64_t ow_size =
+      pool_size(op, "width", input.size(-1), k.w, s.w, p.w, d.w, options.ceil_mode);
+
+  Tensor output = make_output(input, oh_size, ow_size);
+  const Tensor in4 = as_4d(input);
+  Tensor out4 = as_4d(output);
+  const FloatReader in(in4);
+  const FloatWriter out(out4);
+  const std::int64_t H = in4.size(2), W = in4.size(3);
+  // out[oh, ow] = max over taps (i, j) of in[oh·s − p + i·d, ow·s − p + j·d]; taps in the
+  // padding count as −inf, i.e. they are skipped. NaN wins, as in PyTorch.
+  for_each_output(
+      in4, out4, [&](std::int64_t oh, std::int64_t ow, std::int64_t base, std::int64_t out_offset) {
+        float best = -std::numeric_limits<float>::infinity();
+        for (std::int64_t i = 0; i < k.h; ++i) {
+          const std::int64_t h = oh * s.h - p.h + i * d.h;
+          if (h < 0 || h >= H) continue;
+          for (std::int64_t j = 0; j < k.w; ++j) {
+            const std::int64_t w = ow * s.w - p.w + j * d.w;
+            if (w < 0 || w >= W) continue;
+            const float v = in.at_offset(base + h * in4.stride(2) + w * in4.stride(3));
+            if (v > best || std::isnan(v)) best = v;
+            if (std::isnan(best)) break;
+          }
+        }
+        out.set_offset(out_offset, best);
+      });
+  return output;
+}
+
+Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options) {
+  constexpr const char* op = "avg_pool2d";
+  check_input(input, op);
+  check_kernel(op, options.kernel_size);
+  const Size2d k = options.kernel_size;
+  const Size2d s = options.stride.value_or(k);
+  const Size2d p = options.padding;
+  REFOLD_CHECK(!options.divisor_override || *options.divisor_override > 0,
+               "{}: divisor_override ({}) must be positive", op,
+               options.divisor_override.value_or(0));
+  const std::int64_t oh_size =
+      pool_size(op, "height", input.size(-2), k.h, s.h, p.h, 1, options.ceil_mode);
+  const std::int64_t ow_size =
+      pool_size(op, "width", input.size(-1), k.w, s.w, p.w, 1, options.ceil_mode);
+
+  Tensor output = make_output(input, oh_size, ow_size);
+  const Tensor in4 = as_4d(input);
+  Tensor out4 = as_4d(output);
+  const FloatReader in(in4);
+  const FloatWriter out(out4);
+  const DType dtype = input.dtype();
+  const std::int64_t H = in4.size(2), W = in4.size(3);
+  for_each_output(
+      in4, out4, [&](std::int64_t oh, std::int64_t ow, std::int64_t base, std::int64_t out_offset) {
+        // PyTorch's divisor rule. The window [h0, h1) is cut at the end of the right padding, not
+        // at the kernel's end, so a ceil_mode window hanging past H + p does not count its
+        // overhang:
+        //   h0 = oh·s − p,  h1 = min(h0 + k, H + p),  pool_size = (h1 − h0)·(w1 − w0)   (padding
+        //   in)
+        // then the window is clipped to the input, [max(h0, 0), min(h1, H)), and
+        //   divisor = divisor_override  or  count_include_pad ? pool_size : elements in the clip.
+        std::int64_t h0 = oh * s.h - p.h, w0 = ow * s.w - p.w;
+        std::int64_t h1 = std::min(h0 + k.h, H + p.h), w1 = std::min(w0 + k.w, W + p.w);
+        const std::int64_t pool_area = (h1 - h0) * (w1 - w0);
+        h0 = std::max<std::int64_t>(h0, 0);
+        w0 = std::max<std::int64_t>(w0, 0);
+        h1 = std::min(h1, H);
+        w1 = std::min(w1, W);
+        double sum = 0;
+        for (std::int64_t h = h0; h < h1; ++h)
+          for (std::int64_t w = w0; w < w1; ++w)
+            sum += in.at_offset(base + h * in4.stride(2) + w * in4.stride(3));
+        const std::int64_t divisor = options.divisor_override    ? *options.divisor_override
+                                     : options.count_include_pad ? pool_area
+                                                                 : (h1 - h0) * (w1 - w0);
+        out.set_offset(out_offset, round_to_dtype(sum / static_cast<double>(divisor), dtype));
+      });
+  return output;
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size) {
+  constexpr const char* op = "adaptive_avg_pool2d";
+  check_input(input, op);
+  REFOLD_CHECK(output_size.h >= 0 && output_size.w >= 0,
+               "{}: output_size ({}, {}) must be non-negative", op, output_size.h, output_size.w);
+  Tensor output = make_output(input, output_size.h, output_size.w);
+  const Tensor in4 = as_4d(input);
+  Tensor out4 = as_4d(output);
+  const FloatReader in(in4);
+  const FloatWriter out(out4);
+  const DType dtype = input.dtype();
+  const std::int64_t H = in4.size(2), W = in4.size(3);
+  // Output i of O averages input [floor(i·I / O), ceil((i + 1)·I / O)): windows cover the
+  // input, overlapping by one when O does not divide I.
+  auto start = [op](std::int64_t i, std::int64_t in_size, std::int64_t out_size) {
+    return checked_mul(i, in_size, op) / out_size;
+  };
+  auto end = [op](std::int64_t i, std::int64_t in_size, std::int64_t out_size) {
+    return (checked_mul(i + 1, in_size, op) + out_size - 1) / out_size;
+  };
+  for_each_output(
+      in4, out4, [&](std::int64_t oh, std::int64_t ow, std::int64_t base, std::int64_t out_offset) {
+        const std::int64_t h0 = start(oh, H, output_size.h), h1 = end(oh, H, output_size.h);
+        const std::int64_t w0 = start(ow, W, output_size.w), w1 = end(ow, W, output_size.w);
+        double sum = 0;
+        for (std::int64_t h = h0; h < h1; ++h)
+          for (std::int64_t w = w0; w < w1; ++w)
+            sum += in.at_offset(base + h * in4.stride(2) + w * in4.stride(3));
+        out.set_offset(out_offset,
+                       round_to_dtype(sum / static_cast<double>((h1 - h0) * (w1 - w0)), dtype));
+      });
+  return output;
+}
+
+}  // namespace refold::reference
