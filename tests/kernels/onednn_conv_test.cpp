@@ -10,9 +10,11 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/onednn/conv2d.h"
+#include "kernels/onednn/threads.h"
 #include "kernels/post_ops.h"
 #include "kernels/reference/conv_common.h"
 #include "refold/error.h"
@@ -482,6 +484,26 @@ TEST_F(OnednnConv, NumThreadsSetting) {
   EXPECT_THAT([] { set_num_threads(0); },
               ::testing::ThrowsMessage<Error>(HasSubstr("set_num_threads: n (0) must be >= 1")));
   EXPECT_EQ(get_num_threads(), 3);
+}
+
+TEST_F(OnednnConv, ParsesRefoldNumThreads) {
+  EXPECT_EQ(onednn::parse_num_threads("1"), 1);
+  EXPECT_EQ(onednn::parse_num_threads("16"), 16);
+  for (const char* bad : {"0", "-2", "two", "2 ", "", "1.5", "99999999999"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THAT([&] { (void)onednn::parse_num_threads(bad); },
+                ::testing::ThrowsMessage<Error>(HasSubstr(
+                    fmt::format("REFOLD_NUM_THREADS ('{}') must be a positive integer", bad))));
+  }
+}
+
+TEST_F(OnednnConv, DefaultThreadsArePhysicalCores) {
+  const int cores = onednn::physical_core_count();
+  EXPECT_GE(cores, 1);
+  const unsigned logical = std::thread::hardware_concurrency();
+  if (logical > 0) {
+    EXPECT_LE(cores, static_cast<int>(logical));
+  }
 }
 
 }  // namespace

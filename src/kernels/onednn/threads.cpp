@@ -36,12 +36,7 @@ int default_num_threads() {
   static const int n = [] {
     const char* env = std::getenv("REFOLD_NUM_THREADS");
     if (env == nullptr || *env == '\0') return onednn::physical_core_count();
-    const std::string_view text(env);
-    int value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    REFOLD_CHECK(ec == std::errc() && end == text.data() + text.size() && value >= 1,
-                 "REFOLD_NUM_THREADS ('{}') must be a positive integer", text);
-    return value;
+    return onednn::parse_num_threads(env);
   }();
   return n;
 }
@@ -64,6 +59,14 @@ int apply_num_threads() {
   const int n = get_num_threads();
   if (omp_get_max_threads() != n) omp_set_num_threads(n);
   return n;
+}
+
+int parse_num_threads(std::string_view text) {
+  int value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  REFOLD_CHECK(ec == std::errc() && end == text.data() + text.size() && value >= 1,
+               "REFOLD_NUM_THREADS ('{}') must be a positive integer", text);
+  return value;
 }
 
 int physical_core_count() {

@@ -1,0 +1,181 @@
+// Per-layer cost of refold's oneDNN conv2d against a direct oneDNN call of the same conv, for
+// the distinct conv shapes of RepVGG-A0 (deploy form) at 224×224, batch 1, both layouts.
+//
+// RepVGG-A0: stage depths [1, 2, 4, 14, 1], widths [48, 48, 96, 192, 1280] (a = 0.75,
+// b = 2.5: min(64, 64a), 64a, 128a, 256a, 512b); the first conv of each stage has stride 2;
+// every conv is 3×3, padding 1, with bias and ReLU (fused in both columns).
+//
+// "refold" is onednn::conv2d as the dispatch calls it: output allocated per call, primitive and
+// packed weight looked up in refold's caches. "direct" is the baseline: one oneDNN primitive
+// created once (plain nchw/nhwc src and dst, format_tag::any weights reordered once), memories
+// created once, execute + wait per iteration. This file is the only one outside
+// src/kernels/onednn/ that includes dnnl.hpp: the baseline has to.
+//
+// FLOPS counter: 2·N·OH·OW·OC·(IC/groups)·kh·kw per iteration.
+// Run (the exact command is in bench/RESULTS.md):
+//   REFOLD_NUM_THREADS=2 build/bench/conv_layers_bench --benchmark_repetitions=5
+//       --benchmark_report_aggregates_only
+#include <benchmark/benchmark.h>
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/onednn/conv2d.h"
+#include "kernels/post_ops.h"
+#include "refold/op_options.h"
+#include "refold/tensor.h"
+#include "refold/threads.h"
+
+namespace {
+
+using refold::MemoryFormat;
+
+struct Layer {
+  std::int64_t in_channels, out_channels, size, stride;  // size: input height = width
+  int count;                                             // how many convs of RepVGG-A0 have it
+};
+
+// The distinct conv shapes of RepVGG-A0 at 224², in network order.
+const std::vector<Layer> kLayers = {
+    {3, 48, 224, 2, 1},     // stage 0
+    {48, 48, 112, 2, 1},    // stage 1, first
+    {48, 48, 56, 1, 1},     // stage 1
+    {48, 96, 56, 2, 1},     // stage 2, first
+    {96, 96, 28, 1, 3},     // stage 2
+    {96, 192, 28, 2, 1},    // stage 3, first
+    {192, 192, 14, 1, 13},  // stage 3
+    {192, 1280, 14, 2, 1},  // stage 4
+};
+
+std::int64_t out_size(const Layer& l) { return (l.size + 2 - 3) / l.stride + 1; }
+
+double flops(const Layer& l) {
+  const double o = static_cast<double>(out_size(l));
+  return 2.0 * o * o * static_cast<double>(l.out_channels * l.in_channels * 9);
+}
+
+void set_counters(benchmark::State& state, const Layer& l) {
+  state.counters["FLOPS"] =
+      benchmark::Counter(flops(l), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+struct Operands {
+  refold::Tensor input, weight, bias;
+};
+
+Operands make_operands(const Layer& l, MemoryFormat format) {
+  refold::Generator gen(42);
+  Operands o;
+  o.input = refold::randn({1, l.in_channels, l.size, l.size}, format, gen);
+  // convert_conv2d_weight_memory_format: the weights carry the layout the conv runs in.
+  o.weight = refold::randn({l.out_channels, l.in_channels, 3, 3}, format, gen);
+  o.bias = refold::randn({l.out_channels}, {}, gen);
+  return o;
+}
+
+void BM_Refold(benchmark::State& state, Layer l, MemoryFormat format) {
+  const Operands o = make_operands(l, format);
+  refold::Conv2dOptions options;
+  options.stride = l.stride;
+  options.padding = 1;
+  refold::PostOps post;
+  post.activation = refold::Activation::ReLU;
+  // First call outside the timing: creates the primitive and packs the weight.
+  benchmark::DoNotOptimize(
+      refold::onednn::conv2d(o.input, o.weight, o.bias, options, post).data_ptr());
+  for (auto _ : state) {
+    refold::Tensor y = refold::onednn::conv2d(o.input, o.weight, o.bias, options, post);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  set_counters(state, l);
+}
+
+void BM_Direct(benchmark::State& state, Layer l, MemoryFormat format) {
+  using md = dnnl::memory::desc;
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const Operands o = make_operands(l, format);
+  const tag t = format == MemoryFormat::ChannelsLast ? tag::nhwc : tag::nchw;
+  const std::int64_t out = out_size(l);
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+
+  const md src_md({1, l.in_channels, l.size, l.size}, dt::f32, t);
+  const md dst_md({1, l.out_channels, out, out}, dt::f32, t);
+  const md weights_any({l.out_channels, l.in_channels, 3, 3}, dt::f32, tag::any);
+  const md bias_md({l.out_channels}, dt::f32, tag::a);
+  dnnl::post_ops ops;
+  ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  const dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md, weights_any,
+      bias_md, dst_md, {l.stride, l.stride}, {0, 0}, {1, 1}, {1, 1});
+  const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
+  const dnnl::convolution_forward conv(pd);
+
+  // Weights: the user's (oihw, or ohwi for channels_last) reordered once into pd's format.
+  const md user_weights_md({l.out_channels, l.in_channels, 3, 3}, dt::f32,
+                           format == MemoryFormat::ChannelsLast ? tag::ohwi : tag::oihw);
+  dnnl::memory user_weights(user_weights_md, engine, const_cast<void*>(o.weight.data_ptr()));
+  dnnl::memory weights(pd.weights_desc(), engine);
+  dnnl::reorder(user_weights, weights).execute(stream, user_weights, weights);
+  stream.wait();
+
+  refold::Tensor dst = refold::empty({1, l.out_channels, out, out}, format);
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, dnnl::memory(src_md, engine, const_cast<void*>(o.input.data_ptr()))},
+      {DNNL_ARG_WEIGHTS, weights},
+      {DNNL_ARG_BIAS, dnnl::memory(bias_md, engine, const_cast<void*>(o.bias.data_ptr()))},
+      {DNNL_ARG_DST, dnnl::memory(dst_md, engine, dst.data_ptr())}};
+  conv.execute(stream, args);  // warm-up, as for refold
+  stream.wait();
+  for (auto _ : state) {
+    conv.execute(stream, args);
+    stream.wait();
+  }
+  state.SetLabel(pd.impl_info_str());
+  set_counters(state, l);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Both columns run on the same OpenMP team size: refold's setting (REFOLD_NUM_THREADS, else
+  // the physical cores); the direct call runs on this thread's OpenMP setting.
+  omp_set_num_threads(refold::get_num_threads());
+  for (MemoryFormat format : {MemoryFormat::ChannelsLast, MemoryFormat::Contiguous}) {
+    const std::string layout = format == MemoryFormat::ChannelsLast ? "nhwc" : "nchw";
+    for (const Layer& l : kLayers) {
+      const std::string name = layout + "/" + std::to_string(l.in_channels) + "x" +
+                               std::to_string(l.size) + "->" + std::to_string(l.out_channels) +
+                               "_s" + std::to_string(l.stride);
+      benchmark::RegisterBenchmark((name + "/refold").c_str(), BM_Refold, l, format)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark((name + "/direct").c_str(), BM_Direct, l, format)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  // Not a RepVGG layer: a conv so small that the difference is refold's fixed cost per call
+  // (cache lookups, output allocation, oneDNN memory objects).
+  const Layer tiny{8, 8, 4, 1, 0};
+  benchmark::RegisterBenchmark("nhwc/probe_8x4->8_s1/refold", BM_Refold, tiny,
+                               MemoryFormat::ChannelsLast)
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("nhwc/probe_8x4->8_s1/direct", BM_Direct, tiny,
+                               MemoryFormat::ChannelsLast)
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
