@@ -116,8 +116,16 @@ TEST(ReparamModuleKernels, BadArguments) {
   EXPECT_THAT([&] { reparam::make_conv2d(k, conv.options(), MemoryFormat::Preserve); },
               ::testing::ThrowsMessage<Error>(HasSubstr(
                   "make_conv2d: weight_format must be contiguous or channels_last, got preserve")));
-  EXPECT_THAT([&] { reparam::make_conv2d(ConvKernel{}, conv.options()); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("branch 0 weight is undefined")));
+  EXPECT_THAT(
+      [&] { reparam::make_conv2d(ConvKernel{}, conv.options()); },
+      ::testing::ThrowsMessage<Error>(HasSubstr(
+          "make_conv2d: weight must be a 4-d [out, in/groups, kh, kw] tensor, got undefined")));
+  const ConvKernel short_bias{k.weight, ones({3}), 1};
+  EXPECT_THAT([&] { reparam::make_conv2d(short_bias, conv.options()); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("make_conv2d: bias float32[3]")));
+  const ConvKernel int_weight{zeros({4, 4, 3, 3}, {DType::Int64}), Tensor{}, 1};
+  EXPECT_THAT([&] { reparam::make_conv2d(int_weight, conv.options()); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("make_conv2d: weight has dtype int64")));
   const reparam::ConvTransposeKernel t{ones({4, 3, 3, 3}), Tensor{}, 3};
   EXPECT_THAT([&] { reparam::make_conv_transpose2d(t, nn::ConvTranspose2dOptions(4, 9, 3)); },
               ::testing::ThrowsMessage<Error>(HasSubstr("groups (3) must divide in_channels (4)")));
