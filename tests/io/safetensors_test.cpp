@@ -497,7 +497,9 @@ TEST_F(Safetensors, ManyTinyTensorsParseFastAndTheCapApplies) {
   const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start);
   ASSERT_EQ(sd.size(), static_cast<std::size_t>(kCount));
   EXPECT_EQ(sd.at("t99999").item(), 99999.0f);
-  EXPECT_LT(seconds.count(), 10.0) << "parsing looks super-linear";
+  // Linear parsing takes well under a second here (a few under sanitizers); a quadratic one
+  // (10^10 steps) takes minutes, so this bound catches it without flaking on a loaded machine.
+  EXPECT_LT(seconds.count(), 60.0) << "parsing looks super-linear";
 
   SafetensorsLimits cap;
   cap.max_tensors = kCount - 1;
@@ -526,7 +528,7 @@ TEST_F(Safetensors, LoadRefusesWhatIsNotARegularSafetensorsFile) {
 
   const fs::path truncated = dir_ / "cut.safetensors";
   std::vector<std::byte> bytes = python_written_file();
-  bytes.resize(bytes.size() - 1);
+  bytes.pop_back();
   write_raw(truncated, bytes);
   EXPECT_THAT(error_of([&] { load_safetensors(truncated); }),
               HasSubstr("cut.safetensors': the tensors end at byte 32 (tensor 'head.weight') but "
