@@ -486,6 +486,24 @@ TEST_F(OnednnConv, NumThreadsSetting) {
   EXPECT_EQ(get_num_threads(), 3);
 }
 
+// Calls from several threads at once share the caches and get their own results.
+TEST_F(OnednnConv, ConcurrentCalls) {
+  Generator gen(8);
+  const Tensor w = normal({19, 13, 3, 3}, 0.1, gen).contiguous(NHWC);
+  std::vector<Tensor> inputs, outputs(4);
+  for (int i = 0; i < 4; ++i) inputs.push_back(normal({1, 13, 7, 7}, 1.0, gen).contiguous(NHWC));
+  set_num_threads(1);
+  std::vector<std::thread> workers;
+  for (std::size_t i = 0; i < 4; ++i)
+    workers.emplace_back([&, i] {
+      for (int k = 0; k < 20; ++k) outputs[i] = onednn::conv2d(inputs[i], w, {}, {});
+    });
+  for (auto& t : workers) t.join();
+  for (std::size_t i = 0; i < 4; ++i)
+    EXPECT_TRUE(testing::all_close(outputs[i], reference::conv2d(inputs[i], w, {}, {}),
+                                   Tolerance::op_f32()));
+}
+
 TEST_F(OnednnConv, ParsesRefoldNumThreads) {
   EXPECT_EQ(onednn::parse_num_threads("1"), 1);
   EXPECT_EQ(onednn::parse_num_threads("16"), 16);
