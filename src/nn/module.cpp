@@ -77,6 +77,13 @@ void Module::replace_child(const std::string& name, ModulePtr module) {
   fail("{}: no child module '{}' to replace", type_name_, name);
 }
 
+void Module::unregister_module(const std::string& name) {
+  const auto it = std::find_if(children_.begin(), children_.end(),
+                               [&](const NamedModule& c) { return c.first == name; });
+  REFOLD_CHECK(it != children_.end(), "{}: no child module '{}' to remove", type_name_, name);
+  children_.erase(it);
+}
+
 Tensor Module::register_parameter(std::string name, Tensor tensor) {
   REFOLD_CHECK(tensor.defined(), "{}: parameter '{}' is undefined", type_name_, name);
   for (const auto& list : {&parameters_, &buffers_})

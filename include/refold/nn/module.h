@@ -92,6 +92,11 @@ class Module : public std::enable_shared_from_this<Module> {
     add_child(std::move(name), module);
     return module;
   }
+  // Removes the child `name` and everything under it from this module (PyTorch's
+  // `del self.name`): re-parameterization drops a block's training-time branches this way, so
+  // named_children() and state_dict() read exactly as the fused PyTorch module's. Throws
+  // refold::Error when there is no such child.
+  void unregister_module(const std::string& name);
   // Returns the registered handle; keep a copy as a member (copies share the tensor).
   Tensor register_parameter(std::string name, Tensor tensor);
   Tensor register_buffer(std::string name, Tensor tensor);
