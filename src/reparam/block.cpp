@@ -119,10 +119,10 @@ void RepBlock::check_sequence(const std::string& path,
                path, fmt::format("'{}'", fmt::join(names, "', '")), fmt::join(described, ", "));
 }
 
-void RepBlock::check_parallel(const std::string& name, const nn::Conv2d& branch,
-                              Size2d crop) const {
+void RepBlock::check_like_main(const std::string& name, const nn::Conv2d& conv,
+                               bool compare_in_channels) const {
   const auto main = main_conv();
-  const nn::Conv2dOptions &b = branch.options(), &m = main->options();
+  const nn::Conv2dOptions &b = conv.options(), &m = main->options();
   const std::string main_name = main_conv_path();
   const auto check = [&](bool same, std::string_view what, const std::string& value,
                          const std::string& main_value) {
@@ -130,13 +130,20 @@ void RepBlock::check_parallel(const std::string& name, const nn::Conv2d& branch,
                  value, main_name, main_value);
   };
   const auto pair = [](Size2d s) { return fmt::format("({}, {})", s.h, s.w); };
-  check(b.in_channels() == m.in_channels(), "in_channels", std::to_string(b.in_channels()),
-        std::to_string(m.in_channels()));
+  if (compare_in_channels)
+    check(b.in_channels() == m.in_channels(), "in_channels", std::to_string(b.in_channels()),
+          std::to_string(m.in_channels()));
   check(b.out_channels() == m.out_channels(), "out_channels", std::to_string(b.out_channels()),
         std::to_string(m.out_channels()));
   check(b.groups() == m.groups(), "groups", std::to_string(b.groups()), std::to_string(m.groups()));
   check(b.stride() == m.stride(), "stride", pair(b.stride()), pair(m.stride()));
   check(b.dilation() == m.dilation(), "dilation", pair(b.dilation()), pair(m.dilation()));
+}
+
+void RepBlock::check_parallel(const std::string& name, const nn::Conv2d& branch,
+                              Size2d crop) const {
+  check_like_main(name, branch);
+  const nn::Conv2dOptions& b = branch.options();
   check_window(name, b.kernel_size(), b.padding(), b.dilation(), crop);
 }
 

@@ -133,6 +133,10 @@ class RepBlock : public nn::Module {
   // (rows, columns) before the branch: a negative padding.
   void check_parallel(const std::string& name, const nn::Conv2d& branch,
                       Size2d crop = {0, 0}) const;
+  // The comparisons of check_parallel without the window: out_channels, groups, stride,
+  // dilation, and in_channels when `compare_in_channels` (not for the second conv of a chain).
+  void check_like_main(const std::string& name, const nn::Conv2d& conv,
+                       bool compare_in_channels = true) const;
   // A branch that computes `kernel` with `padding` at the main conv's stride and `dilation`:
   // its window must center in the main conv's.
   void check_window(const std::string& name, Size2d kernel, const Padding2d& padding,
