@@ -34,14 +34,23 @@ ACBlock::ACBlock(const ACBlockOptions& options)
         nn::BatchNorm2dOptions(o.out_channels()).affine(o.use_affine()));
   };
   // Aligning the 1×K and K×1 windows with the K×K one (ACNet's Fig. 2): the short axis is padded
-  // K/2 less. Below zero that is a crop of the input, as the reference does.
-  const std::int64_t offset = p - k / 2;
-  crop_ = offset >= 0 ? 0 : -offset;
-  const std::int64_t short_pad = offset >= 0 ? offset : 0;
+  // d·(K/2) less (the reference writes K/2: it assumes dilation 1). Below zero that is a crop of
+  // the input, which the reference defines for dilation 1 only.
+  const Size2d d = o.dilation();
+  const std::int64_t offset_h = p - d.h * (k / 2), offset_w = p - d.w * (k / 2);
+  std::int64_t hor_rows = offset_h, ver_cols = offset_w;
+  if (offset_h < 0 || offset_w < 0) {
+    REFOLD_CHECK(d == Size2d(1),
+                 "ACBlock: padding ({}) below dilation * (kernel_size / 2) needs ACNet's crop, "
+                 "which is defined for dilation 1 only (got dilation ({}, {}))",
+                 p, d.h, d.w);
+    crop_ = k / 2 - p;
+    hor_rows = ver_cols = 0;
+  }
   register_module("square_conv", std::make_shared<nn::Conv2d>(conv(k, p, false)));
   register_module("square_bn", bn());
-  register_module("ver_conv", std::make_shared<nn::Conv2d>(conv({k, 1}, {p, short_pad}, false)));
-  register_module("hor_conv", std::make_shared<nn::Conv2d>(conv({1, k}, {short_pad, p}, false)));
+  register_module("ver_conv", std::make_shared<nn::Conv2d>(conv({k, 1}, {p, ver_cols}, false)));
+  register_module("hor_conv", std::make_shared<nn::Conv2d>(conv({1, k}, {hor_rows, p}, false)));
   register_module("ver_bn", bn());
   register_module("hor_bn", bn());
 }

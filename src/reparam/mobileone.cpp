@@ -30,6 +30,13 @@ MobileOneBlock::MobileOneBlock(const MobileOneBlockOptions& options)
                "MobileOneBlock: num_conv_branches ({}) must be at least 1 (the fused conv takes "
                "the geometry of rbr_conv.0)",
                o.num_conv_branches());
+  const bool skip = o.in_channels() == o.out_channels() && o.stride() == Size2d(1);
+  // The 1×1 scale branch (padding 0) and the skip (x itself) must line up with the K×K
+  // branches: that takes padding K/2.
+  REFOLD_CHECK((o.kernel_size() == 1 && !skip) || o.padding() == o.kernel_size() / 2,
+               "MobileOneBlock: padding ({}) must be kernel_size / 2 ({}) for the scale and skip "
+               "branches to line up with the conv branches",
+               o.padding(), o.kernel_size() / 2);
   register_module("se", std::make_shared<nn::Identity>());
   register_module("activation", o.activation() ? o.activation() : std::make_shared<nn::ReLU>());
   const auto conv = [&](std::int64_t kernel, std::int64_t padding) {
@@ -42,8 +49,7 @@ MobileOneBlock::MobileOneBlock(const MobileOneBlockOptions& options)
     register_deployed(conv(o.kernel_size(), o.padding()));
     return;
   }
-  if (o.in_channels() == o.out_channels() && o.stride() == Size2d(1))
-    register_module("rbr_skip", std::make_shared<nn::BatchNorm2d>(o.in_channels()));
+  if (skip) register_module("rbr_skip", std::make_shared<nn::BatchNorm2d>(o.in_channels()));
   auto branches = std::make_shared<ModuleList>();
   for (std::int64_t i = 0; i < o.num_conv_branches(); ++i)
     branches->push_back(conv_bn(conv(o.kernel_size(), o.padding())));

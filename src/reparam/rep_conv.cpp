@@ -31,6 +31,11 @@ RepConv::RepConv(const RepConvOptions& options) : RepBlock("RepConv", "conv"), o
                "RepConv: padding ({}) must be at least kernel_size / 2 ({}): conv2 is padded by "
                "padding - kernel_size / 2",
                o.padding(), o.kernel_size() / 2);
+  const bool identity = o.bn() && o.in_channels() == o.out_channels() && o.stride() == Size2d(1);
+  REFOLD_CHECK(!identity || o.padding() == o.kernel_size() / 2,
+               "RepConv: padding ({}) must be kernel_size / 2 ({}) when the block has the identity "
+               "BN (the sum must keep the input's size)",
+               o.padding(), o.kernel_size() / 2);
   register_module("act", o.activation() ? o.activation() : std::make_shared<nn::SiLU>());
   const auto conv = [&](std::int64_t kernel, std::int64_t padding) {
     return nn::Conv2dOptions(o.in_channels(), o.out_channels(), kernel)
@@ -43,8 +48,7 @@ RepConv::RepConv(const RepConvOptions& options) : RepBlock("RepConv", "conv"), o
     register_deployed(conv(k, p));
     return;
   }
-  if (o.bn() && o.in_channels() == o.out_channels() && o.stride() == Size2d(1))
-    register_module("bn", std::make_shared<nn::BatchNorm2d>(o.in_channels()));
+  if (identity) register_module("bn", std::make_shared<nn::BatchNorm2d>(o.in_channels()));
   // ultralytics' Conv(..., act=False): conv → bn → Identity.
   register_module("conv1", conv_bn(conv(k, p), std::make_shared<nn::Identity>()));
   register_module("conv2", conv_bn(conv(1, p - k / 2), std::make_shared<nn::Identity>()));

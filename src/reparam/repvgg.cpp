@@ -15,6 +15,10 @@
 namespace refold::reparam {
 namespace {
 
+bool has_identity(const RepVGGBlockOptions& o) {
+  return o.in_channels() == o.out_channels() && o.stride() == Size2d(1);
+}
+
 void check_options(const std::string& block, const RepVGGBlockOptions& o) {
   REFOLD_CHECK(o.in_channels() > 0 && o.out_channels() > 0,
                "{}: in_channels ({}) and out_channels ({}) must be positive", block,
@@ -31,6 +35,11 @@ void check_options(const std::string& block, const RepVGGBlockOptions& o) {
                "{}: padding ({}) must be at least kernel_size / 2 ({}): the 1x1 branch is padded "
                "by padding - kernel_size / 2",
                block, o.padding(), o.kernel_size() / 2);
+  // x ↦ x keeps the size; so must the K×K conv it is added to.
+  REFOLD_CHECK(!has_identity(o) || o.padding() == o.kernel_size() / 2,
+               "{}: padding ({}) must be kernel_size / 2 ({}) when the block has an identity "
+               "branch (in_channels == out_channels, stride 1)",
+               block, o.padding(), o.kernel_size() / 2);
 }
 
 nn::Conv2dOptions conv_options(const RepVGGBlockOptions& o, std::int64_t kernel,
@@ -39,10 +48,6 @@ nn::Conv2dOptions conv_options(const RepVGGBlockOptions& o, std::int64_t kernel,
       .stride(o.stride())
       .padding(padding)
       .groups(o.groups());
-}
-
-bool has_identity(const RepVGGBlockOptions& o) {
-  return o.in_channels() == o.out_channels() && o.stride() == Size2d(1);
 }
 
 }  // namespace

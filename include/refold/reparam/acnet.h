@@ -5,10 +5,12 @@
 //   y = BN_s(conv_K×K(x)) + BN_v(conv_K×1(x_v)) + BN_h(conv_1×K(x_h))
 //   children  square_conv (K×K, no bias), square_bn, ver_conv (K×1), hor_conv (1×K), ver_bn,
 //             hor_bn — the reference's order, which is the state_dict order
-//   paddings  with c = padding − K/2 ≥ 0:  hor_conv (c, padding), ver_conv (padding, c), and
-//             x_v = x_h = x. With c < 0 the reference crops instead (nn.Conv2d has no negative
-//             padding): x_v = x[..., :, −c : W + c], x_h = x[..., −c : H + c, :], paddings
-//             hor (0, padding), ver (padding, 0).
+//   paddings  with c = padding − d·(K/2) ≥ 0 (d the dilation):  hor_conv (c, padding),
+//             ver_conv (padding, c), and x_v = x_h = x. With c < 0 (dilation 1 only) the
+//             reference crops instead (nn.Conv2d has no negative padding):
+//             x_v = x[..., :, −c : W + c], x_h = x[..., −c : H + c, :], paddings
+//             hor (0, padding), ver (padding, 0). The reference writes K/2 for d·(K/2), which
+//             is the same for dilation 1 and misaligns the windows otherwise.
 // Deployed form: "fused_conv", a K×K Conv2d with bias, the square conv's geometry:
 //   W = fold(square) + pad_K(fold(ver)) + pad_K(fold(hor)),   b = Σ folded biases.
 // The reference's gamma initialisation options (reduce_gamma, gamma_init) are training
