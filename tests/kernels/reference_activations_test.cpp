@@ -1,5 +1,4 @@
 // Reference activations: known values (NaN included), every layout, bf16, bad arguments.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,14 +8,15 @@
 #include <utility>
 #include <vector>
 
-#include "refold/error.h"
 #include "refold/reference.h"
+#include "testing/builders.h"
 #include "testing/compare.h"
+#include "testing/error_table.h"
+#include "testing/layouts.h"
 
 namespace refold {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Tolerance;
 constexpr auto CL = MemoryFormat::ChannelsLast;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -24,20 +24,6 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 Tensor vec(std::vector<float> v) {
   const auto n = static_cast<std::int64_t>(v.size());
   return from_values(v, {n});
-}
-
-// See reference_batch_norm_test.cpp: contiguous, channels_last, dense permuted, strided.
-std::vector<std::pair<std::string, Tensor>> layouts(const Tensor& t) {
-  const Shape& s = t.sizes();
-  Tensor permuted = empty({s[3], s[2], s[1], s[0]}, {t.dtype()}).permute({3, 2, 1, 0});
-  permuted.copy_(t);
-  Tensor wide = empty({s[0], s[1], s[2], 2 * s[3]}, {t.dtype()});
-  Tensor strided = wide.as_strided(s, {s[1] * s[2] * 2 * s[3], s[2] * 2 * s[3], 2 * s[3], 2}, 1);
-  strided.copy_(t);
-  return {{"contiguous", t},
-          {"channels_last", t.contiguous(CL)},
-          {"permuted", permuted},
-          {"strided", strided}};
 }
 
 // Values from −7 to 7 in steps that hit the kinks of every op (−3, 0, 3, 6) and points between.
@@ -96,15 +82,11 @@ TEST(ReferenceActivations, EveryLayoutGivesTheSameValuesAndKeepsItsFormat) {
     const Tensor x = spread({2, c, 3, 5});
     for (const auto& [op_name, op] : all_ops()) {
       const Tensor expected = op(x);
-      for (const auto& [name, input] : layouts(x)) {
+      for (const auto& [name, input, suggests] : testing::layouts(x)) {
         SCOPED_TRACE(op_name + " on " + name + " C=" + std::to_string(c));
         const Tensor y = op(input);
         EXPECT_TRUE(testing::all_close(y, expected, Tolerance::exact()));
-        if (input.is_non_overlapping_and_dense()) {
-          EXPECT_EQ(y.strides(), input.strides());  // Preserve keeps a dense layout exactly
-        } else {
-          EXPECT_TRUE(y.is_contiguous());  // the strided view suggests contiguous
-        }
+        EXPECT_TRUE(testing::preserves_format(y, input));
       }
     }
   }
@@ -134,22 +116,13 @@ TEST(ReferenceActivations, BFloat16MatchesFloat32WithinBf16Tolerance) {
 TEST(ReferenceActivations, BadArguments) {
   const Tensor int64 = zeros({2, 3}, {DType::Int64});
   for (const auto& [op_name, op] : all_ops()) {
-    SCOPED_TRACE(op_name);
-    try {
-      op(Tensor{});
-      ADD_FAILURE() << "undefined input: no error";
-    } catch (const Error& e) {
-      EXPECT_THAT(e.what(), HasSubstr(op_name + ": input is undefined"));
-    }
-    try {
-      op(int64);
-      ADD_FAILURE() << "int64 input: no error";
-    } catch (const Error& e) {
-      EXPECT_THAT(e.what(), HasSubstr(op_name + ": input has dtype int64"));
-    }
+    testing::expect_errors({
+        {op_name + " undefined input", [&] { op(Tensor{}); }, op_name + ": input is undefined"},
+        {op_name + " int64 input", [&] { op(int64); }, op_name + ": input has dtype int64"},
+    });
   }
-  EXPECT_THAT([] { reference::leaky_relu(ones({2}), std::nan("")); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("leaky_relu: negative_slope (nan)")));
+  EXPECT_TRUE(testing::throws_error([] { reference::leaky_relu(ones({2}), std::nan("")); },
+                                    "leaky_relu: negative_slope (nan)"));
 }
 
 }  // namespace

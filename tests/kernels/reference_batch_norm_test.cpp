@@ -1,42 +1,21 @@
 // Reference batch_norm (inference): known values, every layout, bf16, and the bad-argument table.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "refold/error.h"
 #include "refold/reference.h"
+#include "testing/builders.h"
 #include "testing/compare.h"
+#include "testing/error_table.h"
+#include "testing/layouts.h"
 
 namespace refold {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Tolerance;
+using testing::values;
 constexpr auto CL = MemoryFormat::ChannelsLast;
-
-Tensor values(std::initializer_list<float> v, const Shape& sizes, TensorOptions options = {}) {
-  return from_values(std::vector<float>(v), sizes, options);
-}
-
-// The values of a contiguous 4-d `t` in four layouts: contiguous, channels_last, a dense
-// permutation that is neither (storage order W, H, C, N), and a non-dense strided view (every
-// other element of a wider buffer).
-std::vector<std::pair<std::string, Tensor>> layouts(const Tensor& t) {
-  const Shape& s = t.sizes();
-  Tensor permuted = empty({s[3], s[2], s[1], s[0]}, {t.dtype()}).permute({3, 2, 1, 0});
-  permuted.copy_(t);
-  Tensor wide = empty({s[0], s[1], s[2], 2 * s[3]}, {t.dtype()});
-  Tensor strided = wide.as_strided(s, {s[1] * s[2] * 2 * s[3], s[2] * 2 * s[3], 2 * s[3], 2}, 1);
-  strided.copy_(t);
-  return {{"contiguous", t},
-          {"channels_last", t.contiguous(CL)},
-          {"permuted", permuted},
-          {"strided", strided}};
-}
 
 TEST(ReferenceBatchNorm, KnownValues) {
   // Channel 0: mean 1, var 4 (std 2), weight 2, bias 0.5:  1 → 0.5,  2 → 1/2·2 + 0.5 = 1.5.
@@ -72,15 +51,11 @@ TEST(ReferenceBatchNorm, EveryLayoutGivesTheSameValuesAndKeepsItsFormat) {
                  bias = randn({c}, {}, gen);
     const Tensor var = rand({c}, {}, gen);
     const Tensor expected = reference::batch_norm(x, mean, var, weight, bias);
-    for (const auto& [name, input] : layouts(x)) {
+    for (const auto& [name, input, suggests] : testing::layouts(x)) {
       SCOPED_TRACE(name + " C=" + std::to_string(c));
       const Tensor y = reference::batch_norm(input, mean, var, weight, bias);
       EXPECT_TRUE(testing::all_close(y, expected, Tolerance::exact()));
-      if (input.is_non_overlapping_and_dense()) {
-        EXPECT_EQ(y.strides(), input.strides());  // Preserve keeps a dense layout exactly
-      } else {
-        EXPECT_TRUE(y.is_contiguous());  // the strided view suggests contiguous
-      }
+      EXPECT_TRUE(testing::preserves_format(y, input));
     }
   }
 }
@@ -106,11 +81,7 @@ TEST(ReferenceBatchNorm, BadArguments) {
   const Tensor p4 = ones({4});
   const Tensor var_neg = values({1, 1, 1, -0.5f}, {4});
   const Tensor var_zero = values({1, 0, 1, 1}, {4});
-  const struct {
-    const char* what;
-    std::function<Tensor()> call;
-    const char* message;
-  } table[] = {
+  testing::expect_errors({
       {"undefined input", [&] { return reference::batch_norm({}, p4, p4, p4, p4); },
        "batch_norm: input is undefined"},
       {"undefined running_mean", [&] { return reference::batch_norm(x, {}, p4, p4, p4); },
@@ -139,16 +110,7 @@ TEST(ReferenceBatchNorm, BadArguments) {
        "batch_norm: input has dtype int64"},
       {"mixed dtypes", [&] { return reference::batch_norm(x, p4.to(DType::BFloat16), p4, p4, p4); },
        "batch_norm: running_mean has dtype bfloat16 but the input has float32"},
-  };
-  for (const auto& row : table) {
-    SCOPED_TRACE(row.what);
-    try {
-      row.call();
-      ADD_FAILURE() << "no error";
-    } catch (const Error& e) {
-      EXPECT_THAT(e.what(), HasSubstr(row.message));
-    }
-  }
+  });
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 // Reference add and mul: known values, broadcasting, the output-layout rule, every layout, bf16,
 // bad arguments.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -8,34 +7,18 @@
 #include <utility>
 #include <vector>
 
-#include "refold/error.h"
 #include "refold/reference.h"
+#include "testing/builders.h"
 #include "testing/compare.h"
+#include "testing/error_table.h"
+#include "testing/layouts.h"
 
 namespace refold {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Tolerance;
+using testing::values;
 constexpr auto CL = MemoryFormat::ChannelsLast;
-
-Tensor values(std::initializer_list<float> v, const Shape& sizes, TensorOptions options = {}) {
-  return from_values(std::vector<float>(v), sizes, options);
-}
-
-// See reference_batch_norm_test.cpp: contiguous, channels_last, dense permuted, strided.
-std::vector<std::pair<std::string, Tensor>> layouts(const Tensor& t) {
-  const Shape& s = t.sizes();
-  Tensor permuted = empty({s[3], s[2], s[1], s[0]}, {t.dtype()}).permute({3, 2, 1, 0});
-  permuted.copy_(t);
-  Tensor wide = empty({s[0], s[1], s[2], 2 * s[3]}, {t.dtype()});
-  Tensor strided = wide.as_strided(s, {s[1] * s[2] * 2 * s[3], s[2] * 2 * s[3], 2 * s[3], 2}, 1);
-  strided.copy_(t);
-  return {{"contiguous", t},
-          {"channels_last", t.contiguous(CL)},
-          {"permuted", permuted},
-          {"strided", strided}};
-}
 
 TEST(ReferenceBinary, KnownValuesSameShape) {
   const Tensor a = values({1, 2, 3, 4, 5, 6}, {2, 3});
@@ -94,16 +77,14 @@ TEST(ReferenceBinary, EveryLayoutGivesTheSameValues) {
     const Tensor bias = randn({c, 1, 1}, {}, gen);
     const Tensor expected_add = reference::add(x, bias);
     const Tensor expected_mul = reference::mul(x, other);
-    for (const auto& [name, input] : layouts(x)) {
+    for (const auto& [name, input, suggests] : testing::layouts(x)) {
       SCOPED_TRACE(name + " C=" + std::to_string(c));
       const Tensor y = reference::add(input, bias);
       EXPECT_TRUE(testing::all_close(y, expected_add, Tolerance::exact()));
-      if (input.is_non_overlapping_and_dense()) {
-        EXPECT_EQ(y.strides(), input.strides());
-      }
+      EXPECT_TRUE(testing::preserves_format(y, input));  // input has the output's shape
       EXPECT_TRUE(
           testing::all_close(reference::add(bias, input), expected_add, Tolerance::exact()));
-      for (const auto& [other_name, other_input] : layouts(other)) {
+      for (const auto& [other_name, other_input, other_suggests] : testing::layouts(other)) {
         SCOPED_TRACE("other " + other_name);
         EXPECT_TRUE(testing::all_close(reference::mul(input, other_input), expected_mul,
                                        Tolerance::exact()));
@@ -132,11 +113,7 @@ TEST(ReferenceBinary, BFloat16MatchesFloat32WithinBf16Tolerance) {
 
 TEST(ReferenceBinary, BadArguments) {
   const Tensor x = ones({2, 3});
-  const struct {
-    const char* what;
-    std::function<Tensor()> call;
-    const char* message;
-  } table[] = {
+  testing::expect_errors({
       {"incompatible shapes",
        [&] {
          return reference::add(ones({2, 3}), ones({4}));
@@ -158,16 +135,7 @@ TEST(ReferenceBinary, BadArguments) {
        "add: b has dtype int64"},
       {"mixed dtypes", [&] { return reference::mul(x.to(DType::BFloat16), x); },
        "mul: a has dtype bfloat16 but b has float32"},
-  };
-  for (const auto& row : table) {
-    SCOPED_TRACE(row.what);
-    try {
-      row.call();
-      ADD_FAILURE() << "no error";
-    } catch (const Error& e) {
-      EXPECT_THAT(e.what(), HasSubstr(row.message));
-    }
-  }
+  });
 }
 
 }  // namespace

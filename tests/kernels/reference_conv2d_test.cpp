@@ -1,39 +1,30 @@
 // Tests of refold::reference::conv2d — the oracle every faster conv is compared with, so it is
 // checked against hand-computed values and against independent formulations (im2col + linear,
 // per-group convs, zero-dilated kernels, explicit zero padding), over layouts and dtypes.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 #include <string>
 #include <vector>
 
-#include "refold/error.h"
 #include "refold/reference.h"
+#include "testing/builders.h"
 #include "testing/compare.h"
+#include "testing/error_table.h"
+#include "testing/layouts.h"
 
 namespace refold {
 namespace {
 
 using reference::conv2d;
 using testing::Tolerance;
+using testing::values;
 constexpr auto NCHW = MemoryFormat::Contiguous;
 constexpr auto CL = MemoryFormat::ChannelsLast;
 
-Tensor values(std::vector<float> v, const Shape& sizes) { return from_values(v, sizes); }
-
-// Uniform in [−bound, bound): with bound = 1/sqrt(fan_in) this is PyTorch's default conv
-// init, which keeps outputs O(1) whatever the channel count.
-Tensor uniform(const Shape& sizes, double bound, Generator& gen) {
-  Tensor t = empty(sizes);
-  std::vector<float> v(static_cast<std::size_t>(t.numel()));
-  for (float& e : v) e = static_cast<float>((2 * gen.uniform() - 1) * bound);
-  return from_values(v, sizes);
-}
-
+// [C_out, C_in/groups, kh, kw] at PyTorch's default init scale (fan_in = C_in/groups·kh·kw).
 Tensor conv_weight(const Shape& sizes, Generator& gen) {
-  return uniform(sizes, 1.0 / std::sqrt(static_cast<double>(sizes[1] * sizes[2] * sizes[3])), gen);
+  return testing::pytorch_init(sizes, sizes[1] * sizes[2] * sizes[3], gen);
 }
 
 Conv2dOptions make_options(Size2d stride, Padding2d padding, Size2d dilation, std::int64_t groups) {
@@ -124,6 +115,16 @@ struct ConvCase {
   }
 };
 
+// Random operands for a case, drawn in the order input, weight, bias.
+struct Operands {
+  Tensor x, w, b;
+};
+Operands random_operands(const ConvCase& k, Generator& gen) {
+  Tensor x = randn(k.input, {}, gen);
+  Tensor w = conv_weight(k.weight, gen);
+  return {x, w, randn({k.weight[0]}, {}, gen)};
+}
+
 // im2col: patches[n, y, x, (c·kh + i)·kw + j] = in[n, c, y·sh − top + i·dh, x·sw − left + j·dw]
 // (zero outside the input). A groups-1 conv is then linear(patches, w.reshape(C_out, −1), b).
 Tensor im2col(const Tensor& x, const ConvCase& k) {
@@ -158,9 +159,7 @@ TEST(ReferenceConv2d, MatchesIm2colTimesLinear) {
   Generator gen(3);
   for (const ConvCase& k : cases) {
     SCOPED_TRACE(k.name);
-    const Tensor x = randn(k.input, {}, gen);
-    const Tensor w = conv_weight(k.weight, gen);
-    const Tensor b = randn({k.weight[0]}, {}, gen);
+    const auto [x, w, b] = random_operands(k, gen);
     const Tensor out = conv2d(x, w, b, k.options());
     const Tensor via_linear =
         reference::linear(im2col(x, k), w.reshape({k.weight[0], -1}), b);  // [N, OH, OW, C_out]
@@ -179,9 +178,7 @@ TEST(ReferenceConv2d, GroupsEqualConcatenatedPerGroupConvs) {
   Generator gen(4);
   for (const ConvCase& k : cases) {
     SCOPED_TRACE(k.name);
-    const Tensor x = randn(k.input, {}, gen);
-    const Tensor w = conv_weight(k.weight, gen);
-    const Tensor b = randn({k.weight[0]}, {}, gen);
+    const auto [x, w, b] = random_operands(k, gen);
     const Tensor out = conv2d(x, w, b, k.options());
     const std::int64_t cig = k.input[1] / k.groups, cog = k.weight[0] / k.groups;
     ConvCase one = k;
@@ -282,48 +279,6 @@ TEST(ReferenceConv2d, ValidPaddingIsNoPadding) {
 
 // ---------------------------------------------------------------- layouts
 
-enum class Layout { kNchw, kNhwc, kPermuted, kSliced, kSlicedNhwc };
-struct LayoutCase {
-  Layout layout;
-  const char* name;
-  MemoryFormat suggests;  // what suggest_memory_format() says for the view
-};
-constexpr LayoutCase kLayouts[] = {
-    {Layout::kNchw, "nchw", NCHW},
-    {Layout::kNhwc, "nhwc", CL},
-    {Layout::kPermuted, "permuted (non-contiguous, strides W < C < H < N)", NCHW},
-    {Layout::kSliced, "sliced window of an nchw buffer", NCHW},
-    {Layout::kSlicedNhwc, "sliced window of an nhwc buffer", CL},
-};
-
-// `t`'s values laid out as `layout`. The sliced views sit inside a NaN-filled buffer: a kernel
-// reading outside the view would turn the result into NaN.
-Tensor relayout(const Tensor& t, Layout layout) {
-  const Shape& s = t.sizes();
-  Tensor view;
-  switch (layout) {
-    case Layout::kNchw:
-      view = empty(s);
-      break;
-    case Layout::kNhwc:
-      view = empty(s, CL);
-      break;
-    case Layout::kPermuted:
-      view = empty({s[0], s[2], s[1], s[3]}).permute({0, 2, 1, 3});
-      break;
-    case Layout::kSliced:
-    case Layout::kSlicedNhwc: {
-      const Tensor big = full({s[0] + 1, s[1] + 2, s[2] + 3, s[3] + 2}, NAN,
-                              layout == Layout::kSliced ? NCHW : CL);
-      const Shape& st = big.strides();
-      view = big.as_strided(s, st, st[0] + 2 * st[1] + st[2] + st[3]);
-      break;
-    }
-  }
-  view.copy_(t);
-  return view;
-}
-
 TEST(ReferenceConv2d, EveryLayoutGivesIdenticalValuesAndPyTorchsOutputFormat) {
   const std::vector<ConvCase> cases = {
       {"odd_13_to_19_stride2", {2, 13, 9, 8}, {19, 13, 3, 3}, 2, {1, 1, 1, 1}},
@@ -331,20 +286,19 @@ TEST(ReferenceConv2d, EveryLayoutGivesIdenticalValuesAndPyTorchsOutputFormat) {
   };
   Generator gen(9);
   for (const ConvCase& k : cases) {
-    const Tensor x = randn(k.input, {}, gen);
-    const Tensor w = conv_weight(k.weight, gen);
-    const Tensor b = randn({k.weight[0]}, {}, gen);
+    const auto [x, w, b] = random_operands(k, gen);
     const Tensor expected = conv2d(x, w, b, k.options());
     // A bias with stride 2, inside a NaN buffer.
-    Tensor b_strided = full({2 * k.weight[0]}, NAN).as_strided({k.weight[0]}, {2}, 1);
-    b_strided.copy_(b);
-    for (const LayoutCase& li : kLayouts) {
-      for (const LayoutCase& lw : kLayouts) {
-        SCOPED_TRACE(k.name + std::string(", input ") + li.name + ", weight " + lw.name);
-        const Tensor xv = relayout(x, li.layout), wv = relayout(w, lw.layout);
+    const Tensor b_strided = testing::every_other_element(b);
+    const std::vector<testing::LayoutVariant> xs = testing::conv_layouts(x),
+                                              ws = testing::conv_layouts(w);
+    for (const testing::LayoutVariant& li : xs) {
+      for (const testing::LayoutVariant& lw : ws) {
+        SCOPED_TRACE(k.name + ", input " + li.name + ", weight " + lw.name);
+        const Tensor &xv = li.tensor, &wv = lw.tensor;
         ASSERT_EQ(xv.suggest_memory_format(), li.suggests);
         ASSERT_EQ(wv.suggest_memory_format(), lw.suggests);
-        const Tensor out = conv2d(xv, wv, li.layout == lw.layout ? b_strided : b, k.options());
+        const Tensor out = conv2d(xv, wv, li.name == lw.name ? b_strided : b, k.options());
         EXPECT_TRUE(testing::all_close(out, expected, Tolerance::exact()));
         // PyTorch: channels_last out when the input or the weight suggests channels_last.
         const bool cl = li.suggests == CL || lw.suggests == CL;
@@ -371,7 +325,7 @@ TEST(ReferenceConv2d, BFloat16MatchesFloat32WithinBf16Tolerance) {
       SCOPED_TRACE(k.name + std::string(" ") + std::string(memory_format_name(format)));
       const Tensor x = randn(k.input, {DType::Float32, format}, gen);
       const Tensor w = conv_weight(k.weight, gen);
-      const Tensor b = uniform({k.weight[0]}, 0.5, gen);
+      const Tensor b = testing::uniform({k.weight[0]}, 0.5, gen);
       const Tensor expected = conv2d(x, w, b, k.options());
       const Tensor out =
           conv2d(x.to(DType::BFloat16), w.to(DType::BFloat16), b.to(DType::BFloat16), k.options());
@@ -395,12 +349,6 @@ TEST(ReferenceConv2d, BFloat16OutputIsRoundedOnceFromTheDoubleSum) {
 
 // ---------------------------------------------------------------- bad arguments
 
-struct BadCall {
-  std::string what;
-  std::function<Tensor()> call;
-  std::string message;  // a substring the error must contain
-};
-
 TEST(ReferenceConv2d, RejectsBadArgumentsWithMessagesNamingTheValue) {
   Generator gen(11);
   const Tensor x = randn({1, 8, 5, 5}, {}, gen);
@@ -410,7 +358,7 @@ TEST(ReferenceConv2d, RejectsBadArgumentsWithMessagesNamingTheValue) {
     edit(o);
     return o;
   };
-  const std::vector<BadCall> rows = {
+  const std::vector<testing::ErrorCase> rows = {
       {"stride 0", [&] { return conv2d(x, w, {}, opt([](auto& o) {
                                          o.stride = {0, 1};
                                        })); },
@@ -512,16 +460,7 @@ TEST(ReferenceConv2d, RejectsBadArgumentsWithMessagesNamingTheValue) {
       {"undefined input", [&] { return conv2d(Tensor{}, w); }, "input is undefined"},
       {"undefined weight", [&] { return conv2d(x, Tensor{}); }, "weight is undefined"},
   };
-  for (const BadCall& row : rows) {
-    SCOPED_TRACE(row.what);
-    try {
-      row.call();
-      ADD_FAILURE() << "no error thrown";
-    } catch (const Error& e) {
-      EXPECT_THAT(e.what(), ::testing::HasSubstr(row.message));
-      EXPECT_THAT(e.what(), ::testing::StartsWith("conv2d: "));
-    }
-  }
+  testing::expect_errors(rows, "conv2d: ");
 }
 
 }  // namespace

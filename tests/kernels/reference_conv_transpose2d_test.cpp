@@ -1,36 +1,25 @@
 // Tests of refold::reference::conv_transpose2d. The kernel computes the gather form; these tests
 // check it against hand-computed values, against the scatter definition written out here, and
 // against the defining property: it is the adjoint (transpose) of conv2d with the same weight.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <functional>
 #include <string>
 #include <vector>
 
-#include "refold/error.h"
 #include "refold/reference.h"
+#include "testing/builders.h"
 #include "testing/compare.h"
+#include "testing/error_table.h"
+#include "testing/layouts.h"
 
 namespace refold {
 namespace {
 
 using reference::conv_transpose2d;
 using testing::Tolerance;
+using testing::values;
 constexpr auto NCHW = MemoryFormat::Contiguous;
 constexpr auto CL = MemoryFormat::ChannelsLast;
-
-Tensor values(std::vector<float> v, const Shape& sizes) { return from_values(v, sizes); }
-
-// Uniform in [−bound, bound), bound = 1/sqrt(fan_in) (PyTorch's default init scale) keeps the
-// outputs O(1) whatever the channel count.
-Tensor weight_like_pytorch(const Shape& sizes, std::int64_t fan_in, Generator& gen) {
-  std::vector<float> v(static_cast<std::size_t>(empty(sizes).numel()));
-  const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
-  for (float& e : v) e = static_cast<float>((2 * gen.uniform() - 1) * bound);
-  return from_values(v, sizes);
-}
 
 struct TransposeCase {
   std::string name;
@@ -52,9 +41,20 @@ struct TransposeCase {
     return o;
   }
   Tensor make_weight(Generator& gen) const {
-    return weight_like_pytorch(weight, weight[0] / groups * weight[2] * weight[3], gen);
+    return testing::pytorch_init(weight, weight[0] / groups * weight[2] * weight[3], gen);
   }
 };
+
+// Random operands for a case, drawn in the order input, weight, bias.
+struct Operands {
+  Tensor x, w, b;
+};
+Operands random_operands(const TransposeCase& k, Generator& gen,
+                         MemoryFormat input_format = MemoryFormat::Contiguous) {
+  Tensor x = randn(k.input, {DType::Float32, input_format}, gen);
+  Tensor w = k.make_weight(gen);
+  return {x, w, randn({k.weight[1] * k.groups}, {}, gen)};
+}
 
 // ---------------------------------------------------------------- hand-computed cases
 
@@ -167,9 +167,7 @@ TEST(ReferenceConvTranspose2d, MatchesTheScatterDefinition) {
   Generator gen(21);
   for (const TransposeCase& k : matrix_cases()) {
     SCOPED_TRACE(k.name);
-    const Tensor x = randn(k.input, {}, gen);
-    const Tensor w = k.make_weight(gen);
-    const Tensor b = randn({k.weight[1] * k.groups}, {}, gen);
+    const auto [x, w, b] = random_operands(k, gen);
     EXPECT_TRUE(testing::all_close(conv_transpose2d(x, w, b, k.options()),
                                    scatter_definition(x, w, b, k), Tolerance::op_f32()));
   }
@@ -205,7 +203,7 @@ TEST(ReferenceConvTranspose2d, IsTheAdjointOfConv2d) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const Tensor x = randn(c.x, {}, gen);
-    const Tensor w = weight_like_pytorch(c.w, c.w[1] * c.w[2] * c.w[3], gen);
+    const Tensor w = testing::pytorch_init(c.w, c.w[1] * c.w[2] * c.w[3], gen);
     Conv2dOptions co;
     co.stride = c.stride;
     co.padding = Padding2d(c.padding);
@@ -235,57 +233,18 @@ TEST(ReferenceConvTranspose2d, IsTheAdjointOfConv2d) {
 
 // ---------------------------------------------------------------- layouts and dtypes
 
-enum class Layout { kNchw, kNhwc, kPermuted, kSliced };
-struct LayoutCase {
-  Layout layout;
-  const char* name;
-  MemoryFormat suggests;
-};
-constexpr LayoutCase kLayouts[] = {
-    {Layout::kNchw, "nchw", NCHW},
-    {Layout::kNhwc, "nhwc", CL},
-    {Layout::kPermuted, "permuted (non-contiguous, strides W < C < H < N)", NCHW},
-    {Layout::kSliced, "sliced window of an nhwc buffer", CL},
-};
-
-// `t`'s values laid out as `layout`; the sliced view sits in a NaN buffer so that a read
-// outside it would show.
-Tensor relayout(const Tensor& t, Layout layout) {
-  const Shape& s = t.sizes();
-  Tensor view;
-  switch (layout) {
-    case Layout::kNchw:
-      view = empty(s);
-      break;
-    case Layout::kNhwc:
-      view = empty(s, CL);
-      break;
-    case Layout::kPermuted:
-      view = empty({s[0], s[2], s[1], s[3]}).permute({0, 2, 1, 3});
-      break;
-    case Layout::kSliced: {
-      const Tensor big = full({s[0] + 1, s[1] + 2, s[2] + 1, s[3] + 3}, NAN, CL);
-      const Shape& st = big.strides();
-      view = big.as_strided(s, st, st[0] + st[1] + st[2] + 2 * st[3]);
-      break;
-    }
-  }
-  view.copy_(t);
-  return view;
-}
-
 TEST(ReferenceConvTranspose2d, EveryLayoutGivesIdenticalValuesAndPyTorchsOutputFormat) {
   Generator gen(23);
   for (const TransposeCase& k : matrix_cases()) {
     if (k.weight[1] == 1) continue;  // a [C, 1, kh, kw] weight is ambiguous between formats
-    const Tensor x = randn(k.input, {}, gen);
-    const Tensor w = k.make_weight(gen);
-    const Tensor b = randn({k.weight[1] * k.groups}, {}, gen);
+    const auto [x, w, b] = random_operands(k, gen);
     const Tensor expected = conv_transpose2d(x, w, b, k.options());
-    for (const LayoutCase& li : kLayouts) {
-      for (const LayoutCase& lw : kLayouts) {
-        SCOPED_TRACE(k.name + std::string(", input ") + li.name + ", weight " + lw.name);
-        const Tensor xv = relayout(x, li.layout), wv = relayout(w, lw.layout);
+    const std::vector<testing::LayoutVariant> xs = testing::conv_layouts(x),
+                                              ws = testing::conv_layouts(w);
+    for (const testing::LayoutVariant& li : xs) {
+      for (const testing::LayoutVariant& lw : ws) {
+        SCOPED_TRACE(k.name + ", input " + li.name + ", weight " + lw.name);
+        const Tensor &xv = li.tensor, &wv = lw.tensor;
         ASSERT_EQ(xv.suggest_memory_format(), li.suggests);
         ASSERT_EQ(wv.suggest_memory_format(), lw.suggests);
         const Tensor out = conv_transpose2d(xv, wv, b, k.options());
@@ -304,9 +263,7 @@ TEST(ReferenceConvTranspose2d, BFloat16MatchesFloat32WithinBf16Tolerance) {
   for (const TransposeCase& k : matrix_cases()) {
     for (const MemoryFormat format : {NCHW, CL}) {
       SCOPED_TRACE(k.name + std::string(" ") + std::string(memory_format_name(format)));
-      const Tensor x = randn(k.input, {DType::Float32, format}, gen);
-      const Tensor w = k.make_weight(gen);
-      const Tensor b = randn({k.weight[1] * k.groups}, {}, gen);
+      const auto [x, w, b] = random_operands(k, gen, format);
       const Tensor out = conv_transpose2d(x.to(DType::BFloat16), w.to(DType::BFloat16),
                                           b.to(DType::BFloat16), k.options());
       EXPECT_EQ(out.dtype(), DType::BFloat16);
@@ -319,12 +276,6 @@ TEST(ReferenceConvTranspose2d, BFloat16MatchesFloat32WithinBf16Tolerance) {
 
 // ---------------------------------------------------------------- bad arguments
 
-struct BadCall {
-  std::string what;
-  std::function<Tensor()> call;
-  std::string message;  // a substring the error must contain
-};
-
 TEST(ReferenceConvTranspose2d, RejectsBadArgumentsWithMessagesNamingTheValue) {
   Generator gen(25);
   const Tensor x = randn({1, 8, 4, 4}, {}, gen);
@@ -335,7 +286,7 @@ TEST(ReferenceConvTranspose2d, RejectsBadArgumentsWithMessagesNamingTheValue) {
     return o;
   };
   const auto run = [&](auto&& edit) { return conv_transpose2d(x, w, {}, opt(edit)); };
-  const std::vector<BadCall> rows = {
+  const std::vector<testing::ErrorCase> rows = {
       {"stride 0", [&] { return run([](auto& o) {
                            o.stride = {1, 0};
                          }); },
@@ -416,16 +367,7 @@ TEST(ReferenceConvTranspose2d, RejectsBadArgumentsWithMessagesNamingTheValue) {
       {"undefined input", [&] { return conv_transpose2d(Tensor{}, w); }, "input is undefined"},
       {"undefined weight", [&] { return conv_transpose2d(x, Tensor{}); }, "weight is undefined"},
   };
-  for (const BadCall& row : rows) {
-    SCOPED_TRACE(row.what);
-    try {
-      row.call();
-      ADD_FAILURE() << "no error thrown";
-    } catch (const Error& e) {
-      EXPECT_THAT(e.what(), ::testing::HasSubstr(row.message));
-      EXPECT_THAT(e.what(), ::testing::StartsWith("conv_transpose2d: "));
-    }
-  }
+  testing::expect_errors(rows, "conv_transpose2d: ");
 }
 
 }  // namespace

@@ -1,24 +1,21 @@
 // Tests of refold::reference::linear: out[..., o] = bias[o] + sum_k in[..., k] · w[o, k].
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <functional>
-#include <string>
 #include <tuple>
 #include <vector>
 
-#include "refold/error.h"
 #include "refold/reference.h"
+#include "testing/builders.h"
 #include "testing/compare.h"
+#include "testing/error_table.h"
+#include "testing/layouts.h"
 
 namespace refold {
 namespace {
 
 using reference::linear;
 using testing::Tolerance;
-
-Tensor values(std::vector<float> v, const Shape& sizes) { return from_values(v, sizes); }
+using testing::values;
 
 // The definition as a hand loop in double over a flattened [rows, in] view of `x`.
 Tensor hand_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
@@ -75,16 +72,12 @@ TEST(ReferenceLinear, NonContiguousOperandsGiveIdenticalValuesAndAContiguousOutp
   const Tensor b = randn({19}, {}, gen);
   const Tensor expected = linear(x, w, b);
   // x as a permuted view: stored [13, 4, 3], read back as [3, 4, 13].
-  Tensor xp = empty({13, 4, 3}).permute({2, 1, 0});
-  xp.copy_(x);
+  const Tensor xp = testing::with_storage_order(x, {2, 1, 0});
   // w as its transpose's view (the [in, out] storage a column-major GEMM would use).
-  Tensor wt = empty({13, 19}).permute({1, 0});
-  wt.copy_(w);
-  // Sliced windows inside NaN buffers: a read outside the view would show as NaN.
-  Tensor xs = full({4, 6, 16}, NAN).as_strided({3, 4, 13}, {96, 16, 1}, 96 + 16 + 2);
-  xs.copy_(x);
-  Tensor bs = full({40}, NAN).as_strided({19}, {2}, 1);
-  bs.copy_(b);
+  const Tensor wt = testing::with_storage_order(w, {1, 0});
+  // A sliced window and a stride-2 view inside NaN buffers: a read outside shows as NaN.
+  const Tensor xs = testing::window_in_nan_buffer(x);
+  const Tensor bs = testing::every_other_element(b);
   for (const auto& [name, xv, wv, bv] :
        {std::tuple{"permuted input", xp, w, b}, std::tuple{"transposed weight", x, wt, b},
         std::tuple{"sliced input and strided bias", xs, wt, bs}}) {
@@ -101,10 +94,7 @@ TEST(ReferenceLinear, BFloat16MatchesFloat32WithinBf16Tolerance) {
   // Weights use PyTorch's default scale 1/sqrt(in_features) so outputs stay O(1).
   Generator gen(33);
   const std::int64_t in = 19, out_features = 13;
-  std::vector<float> wv(static_cast<std::size_t>(in * out_features));
-  for (float& e : wv)
-    e = static_cast<float>((2 * gen.uniform() - 1) / std::sqrt(static_cast<double>(in)));
-  const Tensor w = values(wv, {out_features, in});
+  const Tensor w = testing::pytorch_init({out_features, in}, in, gen);
   const Tensor b = randn({out_features}, {}, gen);
   const Tensor x = randn({2, 5, in}, {}, gen);
   const Tensor out = linear(x.to(DType::BFloat16), w.to(DType::BFloat16), b.to(DType::BFloat16));
@@ -112,16 +102,10 @@ TEST(ReferenceLinear, BFloat16MatchesFloat32WithinBf16Tolerance) {
   EXPECT_TRUE(testing::all_close(out, linear(x, w, b), Tolerance::bf16()));
 }
 
-struct BadCall {
-  std::string what;
-  std::function<Tensor()> call;
-  std::string message;  // a substring the error must contain
-};
-
 TEST(ReferenceLinear, RejectsBadArgumentsWithMessagesNamingTheValue) {
   const Tensor x = randn({2, 5});
   const Tensor w = randn({3, 5});
-  const std::vector<BadCall> rows = {
+  const std::vector<testing::ErrorCase> rows = {
       {"in_features mismatch",
        [&] {
          return linear(x, randn({3, 4}));
@@ -153,16 +137,7 @@ TEST(ReferenceLinear, RejectsBadArgumentsWithMessagesNamingTheValue) {
       {"undefined input", [&] { return linear(Tensor{}, w); }, "input is undefined"},
       {"undefined weight", [&] { return linear(x, Tensor{}); }, "weight is undefined"},
   };
-  for (const BadCall& row : rows) {
-    SCOPED_TRACE(row.what);
-    try {
-      row.call();
-      ADD_FAILURE() << "no error thrown";
-    } catch (const Error& e) {
-      EXPECT_THAT(e.what(), ::testing::HasSubstr(row.message));
-      EXPECT_THAT(e.what(), ::testing::StartsWith("linear: "));
-    }
-  }
+  testing::expect_errors(rows, "linear: ");
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 // Reference max / avg / adaptive avg pooling: known values for the PyTorch edge cases
 // (ceil_mode windows, count_include_pad, divisor_override, dilation, uneven adaptive windows),
 // every layout, 3-d inputs, bf16, bad arguments.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,42 +10,19 @@
 #include <utility>
 #include <vector>
 
-#include "refold/error.h"
 #include "refold/reference.h"
+#include "testing/builders.h"
 #include "testing/compare.h"
+#include "testing/error_table.h"
+#include "testing/layouts.h"
 
 namespace refold {
 namespace {
 
-using ::testing::HasSubstr;
+using testing::iota;
 using testing::Tolerance;
+using testing::values;
 constexpr auto CL = MemoryFormat::ChannelsLast;
-
-Tensor values(std::initializer_list<float> v, const Shape& sizes, TensorOptions options = {}) {
-  return from_values(std::vector<float>(v), sizes, options);
-}
-
-// 0, 1, 2, … in logical order.
-Tensor iota(const Shape& sizes) {
-  Tensor t = empty(sizes);
-  std::vector<float> v(static_cast<std::size_t>(t.numel()));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
-  return from_values(v, sizes);
-}
-
-// See reference_batch_norm_test.cpp: contiguous, channels_last, dense permuted, strided.
-std::vector<std::pair<std::string, Tensor>> layouts(const Tensor& t) {
-  const Shape& s = t.sizes();
-  Tensor permuted = empty({s[3], s[2], s[1], s[0]}, {t.dtype()}).permute({3, 2, 1, 0});
-  permuted.copy_(t);
-  Tensor wide = empty({s[0], s[1], s[2], 2 * s[3]}, {t.dtype()});
-  Tensor strided = wide.as_strided(s, {s[1] * s[2] * 2 * s[3], s[2] * 2 * s[3], 2 * s[3], 2}, 1);
-  strided.copy_(t);
-  return {{"contiguous", t},
-          {"channels_last", t.contiguous(CL)},
-          {"permuted", permuted},
-          {"strided", strided}};
-}
 
 MaxPool2dOptions max_opts(Size2d k, Size2d s, Size2d p, Size2d d = 1, bool ceil = false) {
   MaxPool2dOptions o;
@@ -215,7 +191,7 @@ TEST(ReferencePooling, EveryLayoutGivesTheSameValuesAndKeepsItsFormat) {
     const Tensor x = randn({2, c, 7, 5}, {}, gen);
     for (const auto& [pool_name, pool] : pools) {
       const Tensor expected = pool(x);
-      for (const auto& [name, input] : layouts(x)) {
+      for (const auto& [name, input, suggests] : testing::layouts(x)) {
         SCOPED_TRACE(pool_name + " on " + name + " C=" + std::to_string(c));
         const Tensor y = pool(input);
         EXPECT_TRUE(testing::all_close(y, expected, Tolerance::exact()));
@@ -274,11 +250,7 @@ TEST(ReferencePooling, BadArguments) {
   k0.kernel_size = 0;
   AvgPool2dOptions div0 = avg_opts(2, 2, 0);
   div0.divisor_override = 0;
-  const struct {
-    const char* what;
-    std::function<Tensor()> call;
-    const char* message;
-  } table[] = {
+  testing::expect_errors({
       {"max stride 0",
        [&] {
          return reference::max_pool2d(x, max_opts(2, {1, 0}, 0));
@@ -344,16 +316,7 @@ TEST(ReferencePooling, BadArguments) {
          return reference::avg_pool2d(zeros({1, 2, 4, 4}, {DType::Int64}), avg_opts(2, 2, 0));
        },
        "avg_pool2d: input has dtype int64"},
-  };
-  for (const auto& row : table) {
-    SCOPED_TRACE(row.what);
-    try {
-      row.call();
-      ADD_FAILURE() << "no error";
-    } catch (const Error& e) {
-      EXPECT_THAT(e.what(), HasSubstr(row.message));
-    }
-  }
+  });
 }
 
 }  // namespace

@@ -1,70 +1,32 @@
 // Reference flatten, cat, pad and pixel_shuffle: known values and index checks, output formats,
 // every layout, bf16, bad arguments.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
-#include "refold/error.h"
 #include "refold/reference.h"
+#include "testing/builders.h"
 #include "testing/compare.h"
+#include "testing/error_table.h"
+#include "testing/layouts.h"
 
 namespace refold {
 namespace {
 
-using ::testing::HasSubstr;
+using testing::iota;
 using testing::Tolerance;
+using testing::values;
 constexpr auto CL = MemoryFormat::ChannelsLast;
-
-Tensor values(std::initializer_list<float> v, const Shape& sizes, TensorOptions options = {}) {
-  return from_values(std::vector<float>(v), sizes, options);
-}
-
-// 0, 1, 2, … in logical order, so that a value names its own (row-major) position.
-Tensor iota(const Shape& sizes, float start = 0) {
-  Tensor t = empty(sizes);
-  std::vector<float> v(static_cast<std::size_t>(t.numel()));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = start + static_cast<float>(i);
-  return from_values(v, sizes);
-}
-
-// See reference_batch_norm_test.cpp: contiguous, channels_last, dense permuted, strided.
-std::vector<std::pair<std::string, Tensor>> layouts(const Tensor& t) {
-  const Shape& s = t.sizes();
-  Tensor permuted = empty({s[3], s[2], s[1], s[0]}, {t.dtype()}).permute({3, 2, 1, 0});
-  permuted.copy_(t);
-  Tensor wide = empty({s[0], s[1], s[2], 2 * s[3]}, {t.dtype()});
-  Tensor strided = wide.as_strided(s, {s[1] * s[2] * 2 * s[3], s[2] * 2 * s[3], 2 * s[3], 2}, 1);
-  strided.copy_(t);
-  return {{"contiguous", t},
-          {"channels_last", t.contiguous(CL)},
-          {"permuted", permuted},
-          {"strided", strided}};
-}
-
-void expect_errors(
-    const std::vector<std::tuple<const char*, std::function<Tensor()>, const char*>>& table) {
-  for (const auto& [what, call, message] : table) {
-    SCOPED_TRACE(what);
-    try {
-      call();
-      ADD_FAILURE() << "no error";
-    } catch (const Error& e) {
-      EXPECT_THAT(e.what(), HasSubstr(message));
-    }
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // flatten
 
 TEST(ReferenceShapeOps, FlattenUsesLogicalOrderInEveryLayout) {
   const Tensor x = iota({2, 13, 3, 4});
-  for (const auto& [name, input] : layouts(x)) {
+  for (const auto& [name, input, suggests] : testing::layouts(x)) {
     SCOPED_TRACE(name);
     const Tensor y = reference::flatten(input);  // start 1, end −1
     ASSERT_EQ(y.sizes(), (Shape{2, 13 * 3 * 4}));
@@ -132,8 +94,8 @@ TEST(ReferenceShapeOps, CatEveryLayoutAndTheOutputFormat) {
   Generator gen(1);
   const Tensor a = randn({2, 13, 3, 4}, {}, gen), b = randn({2, 19, 3, 4}, {}, gen);
   const Tensor expected = reference::cat({a, b}, 1);
-  for (const auto& [name_a, in_a] : layouts(a))
-    for (const auto& [name_b, in_b] : layouts(b)) {
+  for (const auto& [name_a, in_a, suggests_a] : testing::layouts(a))
+    for (const auto& [name_b, in_b, suggests_b] : testing::layouts(b)) {
       SCOPED_TRACE(name_a + " + " + name_b);
       const Tensor y = reference::cat({in_a, in_b}, 1);
       EXPECT_TRUE(testing::all_close(y, expected, Tolerance::exact()));
@@ -177,7 +139,7 @@ TEST(ReferenceShapeOps, PadEveryLayoutKeepsTheFormat) {
   const std::vector<std::int64_t> pads{1, 2, -1, 3, 0, 1};  // W (1, 2), H (−1, 3), C (0, 1)
   const Tensor expected = reference::pad(x, pads, -5);
   ASSERT_EQ(expected.sizes(), (Shape{2, 14, 6, 8}));
-  for (const auto& [name, input] : layouts(x)) {
+  for (const auto& [name, input, suggests] : testing::layouts(x)) {
     SCOPED_TRACE(name);
     const Tensor y = reference::pad(input, pads, -5);
     EXPECT_TRUE(testing::all_close(y, expected, Tolerance::exact()));
@@ -224,7 +186,7 @@ TEST(ReferenceShapeOps, PixelShuffleEveryLayoutKeepsTheFormat) {
   Generator gen(3);
   const Tensor x = randn({2, 13 * 4, 3, 5}, {}, gen);
   const Tensor expected = reference::pixel_shuffle(x, 2);
-  for (const auto& [name, input] : layouts(x)) {
+  for (const auto& [name, input, suggests] : testing::layouts(x)) {
     SCOPED_TRACE(name);
     const Tensor y = reference::pixel_shuffle(input, 2);
     EXPECT_TRUE(testing::all_close(y, expected, Tolerance::exact()));
@@ -266,7 +228,7 @@ TEST(ReferenceShapeOps, BFloat16MatchesFloat32WithinBf16Tolerance) {
 TEST(ReferenceShapeOps, BadArguments) {
   const Tensor x = ones({2, 3, 4, 4});
   const Tensor int64 = zeros({2, 3, 4, 4}, {DType::Int64});
-  expect_errors({
+  testing::expect_errors({
       {"flatten start after end", [&] { return reference::flatten(x, 2, 1); },
        "flatten: start_dim (2) cannot come after end_dim (1)"},
       {"flatten dim out of range", [&] { return reference::flatten(x, 4); },

@@ -4,18 +4,15 @@
 // Tolerance: testing::model_close (DESIGN.md: re-parameterized vs original).
 #include "refold/reparam/kernel_algebra.h"
 
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
-#include <string>
 #include <vector>
 
-#include "refold/error.h"
 #include "refold/reference.h"
 #include "testing/compare.h"
+#include "testing/error_table.h"
 
 namespace refold {
 namespace {
@@ -23,7 +20,6 @@ namespace {
 using reparam::BatchNormParams;
 using reparam::ConvKernel;
 using reparam::ConvTransposeKernel;
-using ::testing::HasSubstr;
 using testing::Tolerance;
 
 // ---- random parameters ---------------------------------------------------------------------
@@ -545,11 +541,7 @@ TEST(KernelAlgebra, BadArguments) {
   const ConvKernel bad_groups{k3.weight, Tensor{}, 3};
   const ConvTransposeKernel t{ones({4, 3, 3, 3}), Tensor{}, 2};  // out = 6
 
-  const struct {
-    const char* what;
-    std::function<void()> call;
-    const char* message;
-  } table[] = {
+  testing::expect_errors({
       {"identity with an even kernel", [] { reparam::identity_kernel(4, 1, 2); },
        "identity_kernel: kernel 2x2 must be odd"},
       {"identity 3x4",
@@ -628,16 +620,7 @@ TEST(KernelAlgebra, BadArguments) {
        "avg_pool_kernel: kernel size (0, 3) must be positive"},
       {"bias-only with groups not dividing", [] { reparam::bias_only_kernel(ones({4}), 6, 4, 3); },
        "bias_only_kernel: groups (4) must divide in_channels (6) and out_channels (4)"},
-  };
-  for (const auto& row : table) {
-    SCOPED_TRACE(row.what);
-    try {
-      row.call();
-      ADD_FAILURE() << "no error";
-    } catch (const Error& e) {
-      EXPECT_THAT(e.what(), HasSubstr(row.message));
-    }
-  }
+  });
 }
 
 }  // namespace
