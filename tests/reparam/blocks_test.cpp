@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,9 @@ std::vector<BlockCase> block_cases() {
        x4},
   };
 }
+
+// gtest prints a failing case by its name, not its bytes.
+void PrintTo(const BlockCase& c, std::ostream* os) { *os << c.name; }
 
 class ReparamBlocks : public ::testing::TestWithParam<BlockCase> {};
 
