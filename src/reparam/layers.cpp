@@ -77,16 +77,22 @@ Tensor BNAndPad::forward(const Tensor& input) {
   if (p == 0) return out;
   out = functional::pad(out, {p, p, p, p});
   // Overwrite the zero border with each channel's pad value: the top and bottom p rows in full,
-  // then the left and right p columns of the rows between.
+  // the left and right p columns of the rows between.
   const std::vector<float> values = pad_values().to_vector();
   const std::int64_t n = out.size(0), c = out.size(1), h = out.size(2), w = out.size(3);
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t ch = 0; ch < c; ++ch) {
       const float v = values[static_cast<std::size_t>(ch)];
+      const auto fill = [&](std::int64_t y, std::int64_t begin, std::int64_t end) {
+        for (std::int64_t x = begin; x < end; ++x) out.set({i, ch, y, x}, v);
+      };
       for (std::int64_t y = 0; y < h; ++y) {
-        const bool border_row = y < p || y >= h - p;
-        for (std::int64_t x = 0; x < w; ++x)
-          if (border_row || x < p || x >= w - p) out.set({i, ch, y, x}, v);
+        if (y < p || y >= h - p) {
+          fill(y, 0, w);
+        } else {
+          fill(y, 0, p);
+          fill(y, w - p, w);
+        }
       }
     }
   return out;
