@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "core/check.h"
 #include "core/checked_math.h"
@@ -61,17 +62,58 @@ std::int64_t pool_size(const char* op, const char* axis, std::int64_t in, std::i
   }
 }
 
-// Calls fn(oh, ow, plane, out_offset) for every output element (n, c, oh, ow): `plane` is the
-// input offset of (n, c, 0, 0), `out_offset` the output offset of the element itself.
+// The sliding window of max and average pooling and the output size it gives.
+struct Window {
+  Size2d k, s, p;  // kernel, stride (the kernel when unset), padding
+  std::int64_t out_h, out_w;
+};
+
+Window sliding_window(const char* op, const Tensor& input, Size2d kernel,
+                      std::optional<Size2d> stride, Size2d padding, Size2d dilation,
+                      bool ceil_mode) {
+  const Size2d s = stride.value_or(kernel);
+  return {kernel, s, padding,
+          pool_size(op, "height", input.size(-2), kernel.h, s.h, padding.h, dilation.h, ceil_mode),
+          pool_size(op, "width", input.size(-1), kernel.w, s.w, padding.w, dilation.w, ceil_mode)};
+}
+
+// One input plane (n, c), of height × width elements.
+struct Plane {
+  const FloatReader& in;
+  std::int64_t base, stride_h, stride_w;  // the offset of (n, c, 0, 0) and the plane's strides
+  std::int64_t height, width;
+
+  float at(std::int64_t h, std::int64_t w) const {
+    return in.at_offset(base + h * stride_h + w * stride_w);
+  }
+  // Σ in[h, w] over [h0, h1) × [w0, w1), in double.
+  double sum(std::int64_t h0, std::int64_t h1, std::int64_t w0, std::int64_t w1) const {
+    double total = 0;
+    for (std::int64_t h = h0; h < h1; ++h)
+      for (std::int64_t w = w0; w < w1; ++w) total += at(h, w);
+    return total;
+  }
+};
+
+// Makes the output of out_h × out_w planes (make_output) and sets every element (n, c, oh, ow)
+// to value(plane, oh, ow), `plane` being the input plane (n, c).
 template <typename Fn>
-void for_each_output(const Tensor& in4, const Tensor& out4, Fn&& fn) {
+Tensor pool(const Tensor& input, std::int64_t out_h, std::int64_t out_w, Fn&& value) {
+  Tensor output = make_output(input, out_h, out_w);
+  const Tensor in4 = as_4d(input);
+  Tensor out4 = as_4d(output);
+  const FloatReader in(in4);
+  const FloatWriter out(out4);
   const Shape& is = in4.strides();
   const Shape& os = out4.strides();
   for (std::int64_t n = 0; n < out4.size(0); ++n)
-    for (std::int64_t c = 0; c < out4.size(1); ++c)
-      for (std::int64_t oh = 0; oh < out4.size(2); ++oh)
-        for (std::int64_t ow = 0; ow < out4.size(3); ++ow)
-          fn(oh, ow, n * is[0] + c * is[1], n * os[0] + c * os[1] + oh * os[2] + ow * os[3]);
+    for (std::int64_t c = 0; c < out4.size(1); ++c) {
+      const Plane plane{in, n * is[0] + c * is[1], is[2], is[3], in4.size(2), in4.size(3)};
+      for (std::int64_t oh = 0; oh < out_h; ++oh)
+        for (std::int64_t ow = 0; ow < out_w; ++ow)
+          out.set_offset(n * os[0] + c * os[1] + oh * os[2] + ow * os[3], value(plane, oh, ow));
+    }
+  return output;
 }
 
 }  // namespace
@@ -80,90 +122,58 @@ Tensor max_pool2d(const Tensor& input, const MaxPool2dOptions& options) {
   constexpr const char* op = "max_pool2d";
   check_input(input, op);
   check_kernel(op, options.kernel_size);
-  const Size2d k = options.kernel_size;
-  const Size2d s = options.stride.value_or(k);
-  const Size2d p = options.padding;
   const Size2d d = options.dilation;
-  const std::int64_t oh_size =
-      pool_size(op, "height", input.size(-2), k.h, s.h, p.h, d.h, options.ceil_mode);
-  const std::int64_t ow_size =
-      pool_size(op, "width", input.size(-1), k.w, s.w, p.w, d.w, options.ceil_mode);
-
-  Tensor output = make_output(input, oh_size, ow_size);
-  const Tensor in4 = as_4d(input);
-  Tensor out4 = as_4d(output);
-  const FloatReader in(in4);
-  const FloatWriter out(out4);
-  const std::int64_t H = in4.size(2), W = in4.size(3);
+  const Window win = sliding_window(op, input, options.kernel_size, options.stride, options.padding,
+                                    d, options.ceil_mode);
+  const Size2d k = win.k, s = win.s, p = win.p;
   // out[oh, ow] = max over taps (i, j) of in[oh·s − p + i·d, ow·s − p + j·d]; taps in the
   // padding count as −inf, i.e. they are skipped. NaN wins, as in PyTorch.
-  for_each_output(
-      in4, out4, [&](std::int64_t oh, std::int64_t ow, std::int64_t base, std::int64_t out_offset) {
-        float best = -std::numeric_limits<float>::infinity();
-        for (std::int64_t i = 0; i < k.h; ++i) {
-          const std::int64_t h = oh * s.h - p.h + i * d.h;
-          if (h < 0 || h >= H) continue;
-          for (std::int64_t j = 0; j < k.w; ++j) {
-            const std::int64_t w = ow * s.w - p.w + j * d.w;
-            if (w < 0 || w >= W) continue;
-            const float v = in.at_offset(base + h * in4.stride(2) + w * in4.stride(3));
-            if (v > best || std::isnan(v)) best = v;
-            if (std::isnan(best)) break;
-          }
-        }
-        out.set_offset(out_offset, best);
-      });
-  return output;
+  return pool(input, win.out_h, win.out_w, [&](const Plane& in, std::int64_t oh, std::int64_t ow) {
+    float best = -std::numeric_limits<float>::infinity();
+    for (std::int64_t i = 0; i < k.h; ++i) {
+      const std::int64_t h = oh * s.h - p.h + i * d.h;
+      if (h < 0 || h >= in.height) continue;
+      for (std::int64_t j = 0; j < k.w; ++j) {
+        const std::int64_t w = ow * s.w - p.w + j * d.w;
+        if (w < 0 || w >= in.width) continue;
+        const float v = in.at(h, w);
+        if (v > best || std::isnan(v)) best = v;
+        if (std::isnan(best)) break;
+      }
+    }
+    return best;
+  });
 }
 
 Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options) {
   constexpr const char* op = "avg_pool2d";
   check_input(input, op);
   check_kernel(op, options.kernel_size);
-  const Size2d k = options.kernel_size;
-  const Size2d s = options.stride.value_or(k);
-  const Size2d p = options.padding;
   REFOLD_CHECK(!options.divisor_override || *options.divisor_override > 0,
                "{}: divisor_override ({}) must be positive", op,
                options.divisor_override.value_or(0));
-  const std::int64_t oh_size =
-      pool_size(op, "height", input.size(-2), k.h, s.h, p.h, 1, options.ceil_mode);
-  const std::int64_t ow_size =
-      pool_size(op, "width", input.size(-1), k.w, s.w, p.w, 1, options.ceil_mode);
-
-  Tensor output = make_output(input, oh_size, ow_size);
-  const Tensor in4 = as_4d(input);
-  Tensor out4 = as_4d(output);
-  const FloatReader in(in4);
-  const FloatWriter out(out4);
+  const Window win = sliding_window(op, input, options.kernel_size, options.stride, options.padding,
+                                    1, options.ceil_mode);
+  const Size2d k = win.k, s = win.s, p = win.p;
   const DType dtype = input.dtype();
-  const std::int64_t H = in4.size(2), W = in4.size(3);
-  for_each_output(
-      in4, out4, [&](std::int64_t oh, std::int64_t ow, std::int64_t base, std::int64_t out_offset) {
-        // PyTorch's divisor rule. The window [h0, h1) is cut at the end of the right padding, not
-        // at the kernel's end, so a ceil_mode window hanging past H + p does not count its
-        // overhang:
-        //   h0 = oh·s − p,  h1 = min(h0 + k, H + p),  pool_size = (h1 − h0)·(w1 − w0)   (padding
-        //   in)
-        // then the window is clipped to the input, [max(h0, 0), min(h1, H)), and
-        //   divisor = divisor_override  or  count_include_pad ? pool_size : elements in the clip.
-        std::int64_t h0 = oh * s.h - p.h, w0 = ow * s.w - p.w;
-        std::int64_t h1 = std::min(h0 + k.h, H + p.h), w1 = std::min(w0 + k.w, W + p.w);
-        const std::int64_t pool_area = (h1 - h0) * (w1 - w0);
-        h0 = std::max<std::int64_t>(h0, 0);
-        w0 = std::max<std::int64_t>(w0, 0);
-        h1 = std::min(h1, H);
-        w1 = std::min(w1, W);
-        double sum = 0;
-        for (std::int64_t h = h0; h < h1; ++h)
-          for (std::int64_t w = w0; w < w1; ++w)
-            sum += in.at_offset(base + h * in4.stride(2) + w * in4.stride(3));
-        const std::int64_t divisor = options.divisor_override    ? *options.divisor_override
-                                     : options.count_include_pad ? pool_area
-                                                                 : (h1 - h0) * (w1 - w0);
-        out.set_offset(out_offset, round_to_dtype(sum / static_cast<double>(divisor), dtype));
-      });
-  return output;
+  return pool(input, win.out_h, win.out_w, [&](const Plane& in, std::int64_t oh, std::int64_t ow) {
+    // PyTorch's divisor rule. The window [h0, h1) is cut at the end of the right padding, not
+    // at the kernel's end, so a ceil_mode window hanging past H + p does not count its overhang:
+    //   h0 = oh·s − p,  h1 = min(h0 + k, H + p),  pool_area = (h1 − h0)·(w1 − w0)  (padding in)
+    // then the window is clipped to the input, [max(h0, 0), min(h1, H)), and
+    //   divisor = divisor_override  or  count_include_pad ? pool_area : elements in the clip.
+    std::int64_t h0 = oh * s.h - p.h, w0 = ow * s.w - p.w;
+    std::int64_t h1 = std::min(h0 + k.h, in.height + p.h), w1 = std::min(w0 + k.w, in.width + p.w);
+    const std::int64_t pool_area = (h1 - h0) * (w1 - w0);
+    h0 = std::max<std::int64_t>(h0, 0);
+    w0 = std::max<std::int64_t>(w0, 0);
+    h1 = std::min(h1, in.height);
+    w1 = std::min(w1, in.width);
+    const std::int64_t divisor = options.divisor_override    ? *options.divisor_override
+                                 : options.count_include_pad ? pool_area
+                                                             : (h1 - h0) * (w1 - w0);
+    return round_to_dtype(in.sum(h0, h1, w0, w1) / static_cast<double>(divisor), dtype);
+  });
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size) {
@@ -171,13 +181,7 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size) {
   check_input(input, op);
   REFOLD_CHECK(output_size.h >= 0 && output_size.w >= 0,
                "{}: output_size ({}, {}) must be non-negative", op, output_size.h, output_size.w);
-  Tensor output = make_output(input, output_size.h, output_size.w);
-  const Tensor in4 = as_4d(input);
-  Tensor out4 = as_4d(output);
-  const FloatReader in(in4);
-  const FloatWriter out(out4);
   const DType dtype = input.dtype();
-  const std::int64_t H = in4.size(2), W = in4.size(3);
   // Output i of O averages input [floor(i·I / O), ceil((i + 1)·I / O)): windows cover the
   // input, overlapping by one when O does not divide I.
   auto start = [op](std::int64_t i, std::int64_t in_size, std::int64_t out_size) {
@@ -186,18 +190,13 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size) {
   auto end = [op](std::int64_t i, std::int64_t in_size, std::int64_t out_size) {
     return (checked_mul(i + 1, in_size, op) + out_size - 1) / out_size;
   };
-  for_each_output(
-      in4, out4, [&](std::int64_t oh, std::int64_t ow, std::int64_t base, std::int64_t out_offset) {
-        const std::int64_t h0 = start(oh, H, output_size.h), h1 = end(oh, H, output_size.h);
-        const std::int64_t w0 = start(ow, W, output_size.w), w1 = end(ow, W, output_size.w);
-        double sum = 0;
-        for (std::int64_t h = h0; h < h1; ++h)
-          for (std::int64_t w = w0; w < w1; ++w)
-            sum += in.at_offset(base + h * in4.stride(2) + w * in4.stride(3));
-        out.set_offset(out_offset,
-                       round_to_dtype(sum / static_cast<double>((h1 - h0) * (w1 - w0)), dtype));
-      });
-  return output;
+  const Size2d o = output_size;
+  return pool(input, o.h, o.w, [&](const Plane& in, std::int64_t oh, std::int64_t ow) {
+    const std::int64_t h0 = start(oh, in.height, o.h), h1 = end(oh, in.height, o.h);
+    const std::int64_t w0 = start(ow, in.width, o.w), w1 = end(ow, in.width, o.w);
+    return round_to_dtype(in.sum(h0, h1, w0, w1) / static_cast<double>((h1 - h0) * (w1 - w0)),
+                          dtype);
+  });
 }
 
 }  // namespace refold::reference
