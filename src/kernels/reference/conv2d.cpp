@@ -1,6 +1,7 @@
 // Reference conv2d (torch.nn.functional.conv2d): direct loops over logical indices, any strides,
 // accumulation in double, one rounding to the output dtype.
 #include <cstdint>
+#include <vector>
 
 #include "core/check.h"
 #include "core/element_access.h"
@@ -12,11 +13,8 @@ namespace refold::reference {
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& options) {
   constexpr std::string_view op = "conv2d";
-  detail::check_operand(op, "input", input, 4, "[N, C_in, H, W]");
-  detail::check_operand(op, "weight", weight, 4, "[C_out, C_in/groups, kh, kw]");
-  detail::check_same_dtype(op, "weight", weight, input);
-  detail::check_positive(op, "stride", options.stride);
-  detail::check_positive(op, "dilation", options.dilation);
+  detail::check_conv_operands(op, input, weight, "[C_out, C_in/groups, kh, kw]", options.stride,
+                              options.dilation);
   const std::int64_t groups = options.groups;
   REFOLD_CHECK(groups > 0, "{}: groups ({}) must be positive", op, groups);
 
@@ -52,47 +50,34 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
                         {input.dtype(), detail::conv_output_format(input, weight)});
 
   const FloatReader in(input), w(weight);
-  const std::int64_t in_sn = in.stride(0), in_sc = in.stride(1), in_sh = in.stride(2),
-                     in_sw = in.stride(3);
-  const std::int64_t w_so = w.stride(0), w_sc = w.stride(1), w_sh = w.stride(2), w_sw = w.stride(3);
-  const std::int64_t o_sn = output.stride(0), o_sc = output.stride(1), o_sh = output.stride(2),
-                     o_sw = output.stride(3);
-  void* out_base = output.data_ptr();
-  const DType out_dtype = output.dtype();
+  const detail::Strides4 is = detail::strides4(in.strides()), ws = detail::strides4(w.strides());
+  const std::vector<float> b = detail::bias_values(bias, out_channels);
   const std::int64_t group_in = in_channels / groups;    // Cg: input channels per group
   const std::int64_t group_out = out_channels / groups;  // output channels per group
 
-  for (std::int64_t n = 0; n < batch; ++n) {
-    for (std::int64_t oc = 0; oc < out_channels; ++oc) {
-      const std::int64_t g = oc / group_out;  // output channel oc belongs to group g
-      const double b = bias.defined() ? bias.at({oc}) : 0.0;
-      for (std::int64_t y = 0; y < out_h; ++y) {
-        for (std::int64_t x = 0; x < out_w; ++x) {
-          // out[n,oc,y,x] = bias[oc] + sum_{c<Cg, i<kh, j<kw}
-          //     in[n, g·Cg + c, y·sh − pad_top + i·dh, x·sw − pad_left + j·dw] · w[oc, c, i, j]
-          // where input positions outside [0,H)×[0,W) read as zero (the padding).
-          double acc = b;
-          for (std::int64_t c = 0; c < group_in; ++c) {
-            const std::int64_t in_c = in_sn * n + in_sc * (g * group_in + c);
-            const std::int64_t w_c = w_so * oc + w_sc * c;
-            for (std::int64_t i = 0; i < kh; ++i) {
-              const std::int64_t iy = y * sh - pads.top + i * dh;
-              if (iy < 0 || iy >= in_h) continue;
-              for (std::int64_t j = 0; j < kw; ++j) {
-                const std::int64_t ix = x * sw - pads.left + j * dw;
-                if (ix < 0 || ix >= in_w) continue;
-                acc += static_cast<double>(in.at_offset(in_c + in_sh * iy + in_sw * ix)) *
-                       static_cast<double>(w.at_offset(w_c + w_sh * i + w_sw * j));
-              }
-            }
-          }
-          // One rounding from double to the output dtype (round_to_dtype).
-          store_from_float(out_base, out_dtype, o_sn * n + o_sc * oc + o_sh * y + o_sw * x,
-                           round_to_dtype(acc, out_dtype));
+  detail::fill_output(output, [&](std::int64_t n, std::int64_t oc, std::int64_t y, std::int64_t x) {
+    // out[n,oc,y,x] = bias[oc] + sum_{c<Cg, i<kh, j<kw}
+    //     in[n, g·Cg + c, y·sh − pad_top + i·dh, x·sw − pad_left + j·dw] · w[oc, c, i, j]
+    // where g = oc / (C_out/groups) is oc's group and input positions outside [0,H)×[0,W) read
+    // as zero (the padding).
+    const std::int64_t g = oc / group_out;
+    double acc = b[static_cast<std::size_t>(oc)];
+    for (std::int64_t c = 0; c < group_in; ++c) {
+      const std::int64_t in_c = is.n * n + is.c * (g * group_in + c);
+      const std::int64_t w_c = ws.n * oc + ws.c * c;
+      for (std::int64_t i = 0; i < kh; ++i) {
+        const std::int64_t iy = y * sh - pads.top + i * dh;
+        if (iy < 0 || iy >= in_h) continue;
+        for (std::int64_t j = 0; j < kw; ++j) {
+          const std::int64_t ix = x * sw - pads.left + j * dw;
+          if (ix < 0 || ix >= in_w) continue;
+          acc += static_cast<double>(in.at_offset(in_c + is.h * iy + is.w * ix)) *
+                 static_cast<double>(w.at_offset(w_c + ws.h * i + ws.w * j));
         }
       }
     }
-  }
+    return acc;
+  });
   return output;
 }
 

@@ -3,9 +3,11 @@
 // Every message starts with the op name ("conv2d: ...") and gives the offending values.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "core/check.h"
 #include "core/element_access.h"
@@ -35,19 +37,36 @@ inline void check_same_dtype(std::string_view op, std::string_view name, const T
                name, dtype_name(t.dtype()), dtype_name(input.dtype()));
 }
 
-// An undefined bias means "no bias"; a defined one is [out_channels] of the input's dtype.
-inline void check_bias(std::string_view op, const Tensor& bias, std::int64_t out_channels,
-                       const Tensor& input) {
+// An undefined bias means "no bias"; a defined one is [outputs] of the input's dtype, where
+// `outputs` is the count named `outputs_name` (out_channels, out_features).
+inline void check_bias(std::string_view op, const Tensor& bias, std::int64_t outputs,
+                       const Tensor& input, std::string_view outputs_name = "out_channels") {
   if (!bias.defined()) return;
-  REFOLD_CHECK(bias.dim() == 1 && bias.size(0) == out_channels,
-               "{}: bias must be 1-d with out_channels ({}) elements, got {}", op, out_channels,
+  REFOLD_CHECK(bias.dim() == 1 && bias.size(0) == outputs,
+               "{}: bias must be 1-d with {} ({}) elements, got {}", op, outputs_name, outputs,
                bias.description());
   check_same_dtype(op, "bias", bias, input);
+}
+
+// The bias as `outputs` values; no bias reads as zeros.
+inline std::vector<float> bias_values(const Tensor& bias, std::int64_t outputs) {
+  return bias.defined() ? bias.to_vector() : std::vector<float>(static_cast<std::size_t>(outputs));
 }
 
 inline void check_positive(std::string_view op, std::string_view name, Size2d value) {
   REFOLD_CHECK(value.h > 0 && value.w > 0, "{}: {} ({}, {}) must be positive", op, name, value.h,
                value.w);
+}
+
+// The checks both convs start with: input [N, C_in, H, W] and weight (laid out as
+// `weight_layout`) are 4-d float tensors of one dtype; stride and dilation are positive.
+inline void check_conv_operands(std::string_view op, const Tensor& input, const Tensor& weight,
+                                std::string_view weight_layout, Size2d stride, Size2d dilation) {
+  check_operand(op, "input", input, 4, "[N, C_in, H, W]");
+  check_operand(op, "weight", weight, 4, weight_layout);
+  check_same_dtype(op, "weight", weight, input);
+  check_positive(op, "stride", stride);
+  check_positive(op, "dilation", dilation);
 }
 
 // Runs a size helper of op_options.h (conv_output_size, Padding2d::resolve, ...) and puts the
@@ -68,6 +87,27 @@ inline MemoryFormat conv_output_format(const Tensor& input, const Tensor& weight
   const bool cl = input.suggest_memory_format() == MemoryFormat::ChannelsLast ||
                   weight.suggest_memory_format() == MemoryFormat::ChannelsLast;
   return cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+}
+
+// The strides of a 4-d tensor [N, C, H, W], by name.
+struct Strides4 {
+  std::int64_t n, c, h, w;
+};
+inline Strides4 strides4(const Shape& s) { return {s[0], s[1], s[2], s[3]}; }
+
+// Sets every element (n, c, y, x) of the 4-d `output` to value(n, c, y, x), a double rounded
+// once to the output dtype (round_to_dtype): the reference convs' only rounding.
+template <typename Fn>
+void fill_output(Tensor& output, Fn&& value) {
+  const FloatWriter out(output);
+  const Strides4 o = strides4(output.strides());
+  const DType dtype = output.dtype();
+  for (std::int64_t n = 0; n < output.size(0); ++n)
+    for (std::int64_t c = 0; c < output.size(1); ++c)
+      for (std::int64_t y = 0; y < output.size(2); ++y)
+        for (std::int64_t x = 0; x < output.size(3); ++x)
+          out.set_offset(o.n * n + o.c * c + o.h * y + o.w * x,
+                         round_to_dtype(value(n, c, y, x), dtype));
 }
 
 }  // namespace refold::reference::detail

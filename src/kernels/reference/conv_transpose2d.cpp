@@ -1,6 +1,7 @@
 // Reference conv_transpose2d (torch.nn.functional.conv_transpose2d), the adjoint of conv2d:
 // direct loops over logical indices, any strides, accumulation in double, one rounding.
 #include <cstdint>
+#include <vector>
 
 #include "core/check.h"
 #include "core/element_access.h"
@@ -12,11 +13,8 @@ namespace refold::reference {
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
                         const ConvTranspose2dOptions& options) {
   constexpr std::string_view op = "conv_transpose2d";
-  detail::check_operand(op, "input", input, 4, "[N, C_in, H, W]");
-  detail::check_operand(op, "weight", weight, 4, "[C_in, C_out/groups, kh, kw]");
-  detail::check_same_dtype(op, "weight", weight, input);
-  detail::check_positive(op, "stride", options.stride);
-  detail::check_positive(op, "dilation", options.dilation);
+  detail::check_conv_operands(op, input, weight, "[C_in, C_out/groups, kh, kw]", options.stride,
+                              options.dilation);
   REFOLD_CHECK(options.padding.h >= 0 && options.padding.w >= 0,
                "{}: padding ({}, {}) must be non-negative", op, options.padding.h,
                options.padding.w);
@@ -54,13 +52,8 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
                         {input.dtype(), detail::conv_output_format(input, weight)});
 
   const FloatReader in(input), w(weight);
-  const std::int64_t in_sn = in.stride(0), in_sc = in.stride(1), in_sh = in.stride(2),
-                     in_sw = in.stride(3);
-  const std::int64_t w_si = w.stride(0), w_so = w.stride(1), w_sh = w.stride(2), w_sw = w.stride(3);
-  const std::int64_t o_sn = output.stride(0), o_sc = output.stride(1), o_sh = output.stride(2),
-                     o_sw = output.stride(3);
-  void* out_base = output.data_ptr();
-  const DType out_dtype = output.dtype();
+  const detail::Strides4 is = detail::strides4(in.strides()), ws = detail::strides4(w.strides());
+  const std::vector<float> b = detail::bias_values(bias, out_channels);
 
   // The scatter definition
   //   out[n, g·Cog + o, y·sh − ph + i·dh, x·sw − pw + j·dw] += in[n, g·Cig + c, y, x]
@@ -68,38 +61,31 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
   // is computed in gather form, one output element at a time: output row oy receives kernel
   // row i from input row y exactly when oy + ph − i·dh = y·sh, i.e. when (oy + ph − i·dh) is a
   // multiple of sh whose quotient y lies in [0, H) (the same for columns).
-  for (std::int64_t n = 0; n < batch; ++n) {
-    for (std::int64_t oc = 0; oc < out_channels; ++oc) {
-      const std::int64_t g = oc / group_out, o = oc % group_out;
-      const double b = bias.defined() ? bias.at({oc}) : 0.0;
-      for (std::int64_t oy = 0; oy < out_h; ++oy) {
-        for (std::int64_t ox = 0; ox < out_w; ++ox) {
-          // out[n,oc,oy,ox] = bias[oc] + sum_{c<Cig, i, j : y, x valid}
-          //                       in[n, g·Cig + c, y, x] · w[g·Cig + c, o, i, j]
-          double acc = b;
-          for (std::int64_t c = 0; c < group_in; ++c) {
-            const std::int64_t ic = g * group_in + c;
-            const std::int64_t in_c = in_sn * n + in_sc * ic;
-            const std::int64_t w_c = w_si * ic + w_so * o;
-            for (std::int64_t i = 0; i < kh; ++i) {
-              const std::int64_t ty = oy + ph - i * dh;  // = y·sh when row i lands on oy
-              if (ty < 0 || ty % sh != 0 || ty / sh >= in_h) continue;
-              const std::int64_t y = ty / sh;
-              for (std::int64_t j = 0; j < kw; ++j) {
-                const std::int64_t tx = ox + pw - j * dw;
-                if (tx < 0 || tx % sw != 0 || tx / sw >= in_w) continue;
-                const std::int64_t x = tx / sw;
-                acc += static_cast<double>(in.at_offset(in_c + in_sh * y + in_sw * x)) *
-                       static_cast<double>(w.at_offset(w_c + w_sh * i + w_sw * j));
-              }
+  detail::fill_output(
+      output, [&](std::int64_t n, std::int64_t oc, std::int64_t oy, std::int64_t ox) {
+        // out[n,oc,oy,ox] = bias[oc] + sum_{c<Cig, i, j : y, x valid}
+        //                       in[n, g·Cig + c, y, x] · w[g·Cig + c, o, i, j]
+        const std::int64_t g = oc / group_out, o = oc % group_out;
+        double acc = b[static_cast<std::size_t>(oc)];
+        for (std::int64_t c = 0; c < group_in; ++c) {
+          const std::int64_t ic = g * group_in + c;
+          const std::int64_t in_c = is.n * n + is.c * ic;
+          const std::int64_t w_c = ws.n * ic + ws.c * o;  // weight dims 0, 1 are C_in, C_out/groups
+          for (std::int64_t i = 0; i < kh; ++i) {
+            const std::int64_t ty = oy + ph - i * dh;  // = y·sh when row i lands on oy
+            if (ty < 0 || ty % sh != 0 || ty / sh >= in_h) continue;
+            const std::int64_t y = ty / sh;
+            for (std::int64_t j = 0; j < kw; ++j) {
+              const std::int64_t tx = ox + pw - j * dw;
+              if (tx < 0 || tx % sw != 0 || tx / sw >= in_w) continue;
+              const std::int64_t x = tx / sw;
+              acc += static_cast<double>(in.at_offset(in_c + is.h * y + is.w * x)) *
+                     static_cast<double>(w.at_offset(w_c + ws.h * i + ws.w * j));
             }
           }
-          store_from_float(out_base, out_dtype, o_sn * n + o_sc * oc + o_sh * oy + o_sw * ox,
-                           round_to_dtype(acc, out_dtype));
         }
-      }
-    }
-  }
+        return acc;
+      });
   return output;
 }
 

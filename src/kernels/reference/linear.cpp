@@ -1,6 +1,7 @@
 // Reference linear (torch.nn.functional.linear): y = x · Wᵀ + b over the last dimension, any
 // leading dimensions, any strides; accumulation in double, one rounding to the output dtype.
 #include <cstdint>
+#include <vector>
 
 #include "core/check.h"
 #include "core/element_access.h"
@@ -26,12 +27,7 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   REFOLD_CHECK(weight.size(1) == in_features,
                "{}: input has {} features (last dim of {}), weight expects {} (weight {})", op,
                in_features, input.description(), weight.size(1), weight.description());
-  if (bias.defined()) {
-    REFOLD_CHECK(bias.dim() == 1 && bias.size(0) == out_features,
-                 "{}: bias must be 1-d with out_features ({}) elements, got {}", op, out_features,
-                 bias.description());
-    detail::check_same_dtype(op, "bias", bias, input);
-  }
+  detail::check_bias(op, bias, out_features, input, "out_features");
 
   // Output [..., out_features]: the input's leading dims, contiguous (PyTorch's addmm result).
   Shape lead(input.sizes().begin(), input.sizes().end() - 1);
@@ -47,13 +43,14 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   const std::int64_t out_so = output.stride(-1);
   void* out_base = output.data_ptr();
   const DType out_dtype = output.dtype();
+  const std::vector<float> b = detail::bias_values(bias, out_features);
 
   for_each_index(lead, [&](const Shape& index) {
     const std::int64_t in_row = offset_of(index, in_lead_strides);
     const std::int64_t out_row = offset_of(index, out_lead_strides);
     for (std::int64_t o = 0; o < out_features; ++o) {
       // out[..., o] = bias[o] + sum_k in[..., k] · w[o, k]
-      double acc = bias.defined() ? bias.at({o}) : 0.0;
+      double acc = b[static_cast<std::size_t>(o)];
       for (std::int64_t k = 0; k < in_features; ++k) {
         acc += static_cast<double>(in.at_offset(in_row + in_sk * k)) *
                static_cast<double>(w.at_offset(w_so * o + w_sk * k));
