@@ -52,17 +52,37 @@ void check_kernel_size(std::string_view op, Size2d kernel) {
                kernel.h, kernel.w);
 }
 
+void check_float_dtype(std::string_view op, DType dtype) {
+  REFOLD_CHECK(is_floating(dtype), "{}: dtype {} is not supported (float32 or bfloat16)", op,
+               dtype_name(dtype));
+}
+
+// The size checks of a kernel built from scratch with one input channel per output channel
+// (identity, average pooling): C > 0, groups dividing C, a positive kernel.
+void check_per_channel_kernel(std::string_view op, std::int64_t channels, std::int64_t groups,
+                              Size2d kernel) {
+  REFOLD_CHECK(channels > 0, "{}: channels ({}) must be positive", op, channels);
+  check_groups(op, groups);
+  REFOLD_CHECK(channels % groups == 0, "{}: groups ({}) must divide channels ({})", op, groups,
+               channels);
+  check_kernel_size(op, kernel);
+}
+
+// A 4-d float weight laid out as `layout`, every size positive, and positive groups.
+void check_weight(std::string_view op, std::string_view name, const Tensor& weight,
+                  std::string_view layout, std::int64_t groups) {
+  check_float_tensor(op, name, weight);
+  REFOLD_CHECK(weight.dim() == 4, "{}: {} must be 4-d {}, got {}", op, name, layout,
+               weight.description());
+  for (std::int64_t s : weight.sizes())
+    REFOLD_CHECK(s > 0, "{}: {} has an empty dimension: {}", op, name, weight.description());
+  check_groups(op, groups);
+}
+
 // A ConvKernel: 4-d float weight [O, I/g, kh, kw] with every size positive, groups dividing O,
 // an optional [O] bias of the weight's dtype.
 void check_conv(std::string_view op, std::string_view name, const ConvKernel& k) {
-  const std::string weight_name = fmt::format("{} weight", name);
-  check_float_tensor(op, weight_name, k.weight);
-  REFOLD_CHECK(k.weight.dim() == 4, "{}: {} must be 4-d [out, in/groups, kh, kw], got {}", op,
-               weight_name, k.weight.description());
-  for (std::int64_t s : k.weight.sizes())
-    REFOLD_CHECK(s > 0, "{}: {} has an empty dimension: {}", op, weight_name,
-                 k.weight.description());
-  check_groups(op, k.groups);
+  check_weight(op, fmt::format("{} weight", name), k.weight, "[out, in/groups, kh, kw]", k.groups);
   REFOLD_CHECK(k.weight.size(0) % k.groups == 0, "{}: {} groups ({}) must divide out_channels ({})",
                op, name, k.groups, k.weight.size(0));
   checked_mul(k.weight.size(1), k.groups, op);  // in_channels() must not overflow
@@ -71,12 +91,7 @@ void check_conv(std::string_view op, std::string_view name, const ConvKernel& k)
 }
 
 void check_conv_transpose(std::string_view op, const ConvTransposeKernel& k) {
-  check_float_tensor(op, "weight", k.weight);
-  REFOLD_CHECK(k.weight.dim() == 4, "{}: weight must be 4-d [in, out/groups, kh, kw], got {}", op,
-               k.weight.description());
-  for (std::int64_t s : k.weight.sizes())
-    REFOLD_CHECK(s > 0, "{}: weight has an empty dimension: {}", op, k.weight.description());
-  check_groups(op, k.groups);
+  check_weight(op, "weight", k.weight, "[in, out/groups, kh, kw]", k.groups);
   REFOLD_CHECK(k.weight.size(0) % k.groups == 0, "{}: groups ({}) must divide in_channels ({})", op,
                k.groups, k.weight.size(0));
   const std::int64_t out_channels = checked_mul(k.weight.size(1), k.groups, op);
@@ -140,6 +155,13 @@ BatchNormScale batch_norm_scale(std::string_view op, const BatchNormParams& bn,
   return out;
 }
 
+// The folded bias b'[o] = (b[o] − μ[o])·s[o] + β[o] (b = 0 when the conv has none), rounded.
+Tensor folded_bias(const Tensor& bias, const BatchNormScale& s, std::int64_t out, DType dtype) {
+  std::vector<double> b = bias_or_zero(bias, out);
+  for (std::size_t o = 0; o < b.size(); ++o) b[o] = (b[o] - s.mean[o]) * s.scale[o] + s.beta[o];
+  return make_tensor(b, {out}, dtype);
+}
+
 // [O, I/g, kh, kw] zeros, as doubles, for the kernels built from scratch.
 std::vector<double> zero_weight(std::string_view op, std::int64_t out, std::int64_t in_per_group,
                                 Size2d kernel) {
@@ -166,9 +188,8 @@ ConvKernel fold_batch_norm(const ConvKernel& conv, const BatchNormParams& bn) {
   std::vector<double> w = values_of(conv.weight);
   const std::size_t per_out = w.size() / idx(out);  // I/g · kh · kw, row-major after dim 0
   for (std::size_t i = 0; i < w.size(); ++i) w[i] *= s.scale[i / per_out];
-  std::vector<double> b = bias_or_zero(conv.bias, out);
-  for (std::size_t o = 0; o < b.size(); ++o) b[o] = (b[o] - s.mean[o]) * s.scale[o] + s.beta[o];
-  return {make_tensor(w, conv.weight.sizes(), dtype), make_tensor(b, {out}, dtype), conv.groups};
+  return {make_tensor(w, conv.weight.sizes(), dtype), folded_bias(conv.bias, s, out, dtype),
+          conv.groups};
 }
 
 // Weight [in, out/g, kh, kw]: the element [g·(in/g) + i, j, :, :] feeds output channel
@@ -193,9 +214,8 @@ ConvTransposeKernel fold_batch_norm_into_conv_transpose(const ConvTransposeKerne
       for (std::size_t t = 0; t < taps; ++t) w[base + t] *= scale;
     }
   }
-  std::vector<double> b = bias_or_zero(conv.bias, out);
-  for (std::size_t o = 0; o < b.size(); ++o) b[o] = (b[o] - s.mean[o]) * s.scale[o] + s.beta[o];
-  return {make_tensor(w, conv.weight.sizes(), dtype), make_tensor(b, {out}, dtype), conv.groups};
+  return {make_tensor(w, conv.weight.sizes(), dtype), folded_bias(conv.bias, s, out, dtype),
+          conv.groups};
 }
 
 // ---- padding and alignment -----------------------------------------------------------------
@@ -269,16 +289,11 @@ void check_branch_alignment(Size2d kernel, const Padding2d& padding, Size2d targ
 // W[i, i mod (C/g), K_h/2, K_w/2] = 1.
 ConvKernel identity_kernel(std::int64_t channels, std::int64_t groups, Size2d kernel, DType dtype) {
   constexpr std::string_view op = "identity_kernel";
-  REFOLD_CHECK(channels > 0, "{}: channels ({}) must be positive", op, channels);
-  check_groups(op, groups);
-  REFOLD_CHECK(channels % groups == 0, "{}: groups ({}) must divide channels ({})", op, groups,
-               channels);
-  check_kernel_size(op, kernel);
+  check_per_channel_kernel(op, channels, groups, kernel);
   REFOLD_CHECK(kernel.h % 2 == 1 && kernel.w % 2 == 1,
                "{}: kernel {}x{} must be odd on both axes (an even kernel has no centre tap)", op,
                kernel.h, kernel.w);
-  REFOLD_CHECK(is_floating(dtype), "{}: dtype {} is not supported (float32 or bfloat16)", op,
-               dtype_name(dtype));
+  check_float_dtype(op, dtype);
   const std::int64_t per_group = channels / groups;
   std::vector<double> w = zero_weight(op, channels, per_group, kernel);
   for (std::int64_t i = 0; i < channels; ++i)
@@ -297,13 +312,8 @@ ConvKernel identity_with_batch_norm(std::int64_t channels, std::int64_t groups, 
 // W[o, o mod (C/g), :, :] = 1/(K_h·K_w).
 ConvKernel avg_pool_kernel(std::int64_t channels, std::int64_t groups, Size2d kernel, DType dtype) {
   constexpr std::string_view op = "avg_pool_kernel";
-  REFOLD_CHECK(channels > 0, "{}: channels ({}) must be positive", op, channels);
-  check_groups(op, groups);
-  REFOLD_CHECK(channels % groups == 0, "{}: groups ({}) must divide channels ({})", op, groups,
-               channels);
-  check_kernel_size(op, kernel);
-  REFOLD_CHECK(is_floating(dtype), "{}: dtype {} is not supported (float32 or bfloat16)", op,
-               dtype_name(dtype));
+  check_per_channel_kernel(op, channels, groups, kernel);
+  check_float_dtype(op, dtype);
   const std::int64_t per_group = channels / groups;
   const std::int64_t taps = checked_mul(kernel.h, kernel.w, op);
   std::vector<double> w = zero_weight(op, channels, per_group, kernel);
