@@ -11,7 +11,8 @@
 // created once, execute + wait per iteration. This file is the only one outside
 // src/kernels/onednn/ that includes dnnl.hpp: the baseline has to.
 //
-// FLOPS counter: 2·N·OH·OW·OC·(IC/groups)·kh·kw per iteration.
+// FLOPS counter: 2·N·OH·OW·OC·(IC/groups)·kh·kw per iteration. A third row per layer,
+// "paired", runs both alternately in one loop and reports the median per-pair time ratio.
 // Run (the exact command is in bench/RESULTS.md):
 //   REFOLD_NUM_THREADS=2 build/bench/conv_layers_bench --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only
@@ -19,6 +20,8 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -77,69 +80,134 @@ Operands make_operands(const Layer& l, MemoryFormat format) {
   return o;
 }
 
-void BM_Refold(benchmark::State& state, Layer l, MemoryFormat format) {
-  const Operands o = make_operands(l, format);
-  refold::Conv2dOptions options;
-  options.stride = l.stride;
-  options.padding = 1;
-  refold::PostOps post;
-  post.activation = refold::Activation::ReLU;
-  // First call outside the timing: creates the primitive and packs the weight.
-  benchmark::DoNotOptimize(
-      refold::onednn::conv2d(o.input, o.weight, o.bias, options, post).data_ptr());
-  for (auto _ : state) {
-    refold::Tensor y = refold::onednn::conv2d(o.input, o.weight, o.bias, options, post);
+// refold's path, as the dispatch calls it.
+class RefoldConv {
+ public:
+  RefoldConv(const Layer& l, MemoryFormat format) : o_(make_operands(l, format)) {
+    options_.stride = l.stride;
+    options_.padding = 1;
+    post_.activation = refold::Activation::ReLU;
+    run();  // creates the primitive and packs the weight, outside any timing
+  }
+  void run() const {
+    refold::Tensor y = refold::onednn::conv2d(o_.input, o_.weight, o_.bias, options_, post_);
     benchmark::DoNotOptimize(y.data_ptr());
   }
+
+ private:
+  Operands o_;
+  refold::Conv2dOptions options_;
+  refold::PostOps post_;
+};
+
+// The baseline: a plain oneDNN primitive and its memories, all created once.
+class DirectConv {
+ public:
+  DirectConv(const Layer& l, MemoryFormat format)
+      : o_(make_operands(l, format)), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
+    using md = dnnl::memory::desc;
+    using dt = dnnl::memory::data_type;
+    using tag = dnnl::memory::format_tag;
+    const tag t = format == MemoryFormat::ChannelsLast ? tag::nhwc : tag::nchw;
+    const std::int64_t out = out_size(l);
+    const md src_md({1, l.in_channels, l.size, l.size}, dt::f32, t);
+    const md dst_md({1, l.out_channels, out, out}, dt::f32, t);
+    const md weights_any({l.out_channels, l.in_channels, 3, 3}, dt::f32, tag::any);
+    const md bias_md({l.out_channels}, dt::f32, tag::a);
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    const dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
+        weights_any, bias_md, dst_md, {l.stride, l.stride}, {0, 0}, {1, 1}, {1, 1});
+    const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine_);
+    conv_ = dnnl::convolution_forward(pd);
+    impl_ = pd.impl_info_str();
+
+    // Weights: the user's (oihw, or ohwi for channels_last) reordered once into pd's format.
+    const md user_weights_md({l.out_channels, l.in_channels, 3, 3}, dt::f32,
+                             format == MemoryFormat::ChannelsLast ? tag::ohwi : tag::oihw);
+    dnnl::memory user_weights(user_weights_md, engine_, const_cast<void*>(o_.weight.data_ptr()));
+    dnnl::memory weights(pd.weights_desc(), engine_);
+    dnnl::reorder(user_weights, weights).execute(stream_, user_weights, weights);
+    stream_.wait();
+
+    dst_ = refold::empty({1, l.out_channels, out, out}, format);
+    args_ = {{DNNL_ARG_SRC, dnnl::memory(src_md, engine_, const_cast<void*>(o_.input.data_ptr()))},
+             {DNNL_ARG_WEIGHTS, weights},
+             {DNNL_ARG_BIAS, dnnl::memory(bias_md, engine_, const_cast<void*>(o_.bias.data_ptr()))},
+             {DNNL_ARG_DST, dnnl::memory(dst_md, engine_, dst_.data_ptr())}};
+    run();  // warm-up, as for refold
+  }
+  void run() {
+    conv_.execute(stream_, args_);
+    stream_.wait();
+  }
+  const std::string& impl() const { return impl_; }
+
+ private:
+  Operands o_;
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  dnnl::convolution_forward conv_;
+  std::string impl_;
+  refold::Tensor dst_;
+  std::unordered_map<int, dnnl::memory> args_;
+};
+
+void BM_Refold(benchmark::State& state, Layer l, MemoryFormat format) {
+  const RefoldConv conv(l, format);
+  for (auto _ : state) conv.run();
   set_counters(state, l);
 }
 
 void BM_Direct(benchmark::State& state, Layer l, MemoryFormat format) {
-  using md = dnnl::memory::desc;
-  using dt = dnnl::memory::data_type;
-  using tag = dnnl::memory::format_tag;
-  const Operands o = make_operands(l, format);
-  const tag t = format == MemoryFormat::ChannelsLast ? tag::nhwc : tag::nchw;
-  const std::int64_t out = out_size(l);
-  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  dnnl::stream stream(engine);
-
-  const md src_md({1, l.in_channels, l.size, l.size}, dt::f32, t);
-  const md dst_md({1, l.out_channels, out, out}, dt::f32, t);
-  const md weights_any({l.out_channels, l.in_channels, 3, 3}, dt::f32, tag::any);
-  const md bias_md({l.out_channels}, dt::f32, tag::a);
-  dnnl::post_ops ops;
-  ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-  dnnl::primitive_attr attr;
-  attr.set_post_ops(ops);
-  const dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md, weights_any,
-      bias_md, dst_md, {l.stride, l.stride}, {0, 0}, {1, 1}, {1, 1});
-  const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
-  const dnnl::convolution_forward conv(pd);
-
-  // Weights: the user's (oihw, or ohwi for channels_last) reordered once into pd's format.
-  const md user_weights_md({l.out_channels, l.in_channels, 3, 3}, dt::f32,
-                           format == MemoryFormat::ChannelsLast ? tag::ohwi : tag::oihw);
-  dnnl::memory user_weights(user_weights_md, engine, const_cast<void*>(o.weight.data_ptr()));
-  dnnl::memory weights(pd.weights_desc(), engine);
-  dnnl::reorder(user_weights, weights).execute(stream, user_weights, weights);
-  stream.wait();
-
-  refold::Tensor dst = refold::empty({1, l.out_channels, out, out}, format);
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, dnnl::memory(src_md, engine, const_cast<void*>(o.input.data_ptr()))},
-      {DNNL_ARG_WEIGHTS, weights},
-      {DNNL_ARG_BIAS, dnnl::memory(bias_md, engine, const_cast<void*>(o.bias.data_ptr()))},
-      {DNNL_ARG_DST, dnnl::memory(dst_md, engine, dst.data_ptr())}};
-  conv.execute(stream, args);  // warm-up, as for refold
-  stream.wait();
-  for (auto _ : state) {
-    conv.execute(stream, args);
-    stream.wait();
-  }
-  state.SetLabel(pd.impl_info_str());
+  DirectConv conv(l, format);
+  for (auto _ : state) conv.run();
+  state.SetLabel(conv.impl());
   set_counters(state, l);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// Both, call after call, in alternating order: on a shared machine whose load changes by the
+// second the two see the same conditions, so the per-pair ratio is much steadier than the ratio
+// of two separately measured medians. Counters: refold_us and direct_us (medians over the
+// iterations) and ratio = median of refold/direct per pair. The benchmark's own time is the
+// pair's.
+void BM_Paired(benchmark::State& state, Layer l, MemoryFormat format) {
+  using clock = std::chrono::steady_clock;
+  const RefoldConv refold_conv(l, format);
+  DirectConv direct_conv(l, format);
+  std::vector<double> refold_us, direct_us, ratio;
+  bool refold_first = true;
+  for (auto _ : state) {
+    double t_refold = 0, t_direct = 0;
+    for (int k = 0; k < 2; ++k) {
+      const auto t0 = clock::now();
+      if ((k == 0) == refold_first)
+        refold_conv.run();
+      else
+        direct_conv.run();
+      const double us = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
+      ((k == 0) == refold_first ? t_refold : t_direct) = us;
+    }
+    refold_first = !refold_first;
+    refold_us.push_back(t_refold);
+    direct_us.push_back(t_direct);
+    ratio.push_back(t_refold / t_direct);
+    state.SetIterationTime((t_refold + t_direct) * 1e-6);
+  }
+  state.counters["refold_us"] = median(refold_us);
+  state.counters["direct_us"] = median(direct_us);
+  state.counters["ratio"] = median(ratio);
+  state.SetLabel(direct_conv.impl());
 }
 
 }  // namespace
@@ -159,6 +227,9 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMicrosecond);
       benchmark::RegisterBenchmark((name + "/direct").c_str(), BM_Direct, l, format)
           ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark((name + "/paired").c_str(), BM_Paired, l, format)
+          ->UseManualTime()
           ->Unit(benchmark::kMicrosecond);
     }
   }

@@ -278,7 +278,10 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
   const bool has_bias = bias.defined();
 
   // The primitive depends on everything but the weight's values and strides.
-  CacheKey key{p.transposed, static_cast<std::int64_t>(dtype), static_cast<std::int64_t>(layout)};
+  CacheKey key;
+  key.reserve(48);  // one allocation: this runs on every call
+  key.insert(key.end(),
+             {p.transposed, static_cast<std::int64_t>(dtype), static_cast<std::int64_t>(layout)});
   key.insert(key.end(), p.src_dims.begin(), p.src_dims.end());
   key.insert(key.end(), p.dst_dims.begin(), p.dst_dims.end());
   key.push_back(static_cast<std::int64_t>(p.weight_dims.size()));
