@@ -1,7 +1,9 @@
 // The README's API example, compiled and run as a test: build a model in code, save and load
 // its weights by PyTorch name, convert the conv weights to channels_last, run it.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <vector>
 
 #include "refold/refold.h"
 
@@ -28,7 +30,11 @@ int main() {
 
   std::printf("output %s, permutes %llu\n", y.description().c_str(),
               static_cast<unsigned long long>(permute_count()));
-  const bool ok = y.is_contiguous(MemoryFormat::ChannelsLast) && permute_count() == 1 &&
-                  y.to_vector() == reference.to_vector();
+  // Same values as the NCHW run within DESIGN.md's fp32 op policy |a − b| ≤ 1e-4 + 1e-4·|ref|
+  // (oneDNN's NHWC and NCHW kernels sum in different orders).
+  bool ok = y.is_contiguous(MemoryFormat::ChannelsLast) && permute_count() == 1;
+  const std::vector<float> a = y.to_vector(), r = reference.to_vector();
+  for (std::size_t i = 0; i < a.size(); ++i)
+    ok = ok && std::fabs(a[i] - r[i]) <= 1e-4f + 1e-4f * std::fabs(r[i]);
   return ok ? 0 : 1;
 }

@@ -1,12 +1,18 @@
 // The functional API: validation of what only this layer adds, the memory-format rule of the
 // seed, then dispatch to an implementation.
 //
-// Dispatch: oneDNN joins here, fastest first, reference last. Today the reference kernels are
-// the only implementation, so each op below is one call; when a faster backend arrives, each
-// op tries it first and falls back to refold::reference when it declines.
+// Dispatch: each op tries its implementations fastest first — oneDNN, then the reference, which
+// never declines. A decline carries a reason; REFOLD_VERBOSE=1 prints which implementation ran
+// and why the others declined. Ops without a oneDNN kernel yet go straight to the reference.
 #include "refold/functional.h"
 
+#include <string>
+#include <string_view>
+
 #include "core/check.h"
+#include "kernels/onednn/conv2d.h"
+#include "kernels/reference/conv_common.h"
+#include "kernels/verbose.h"
 #include "refold/reference.h"
 
 namespace refold::functional {
@@ -24,15 +30,25 @@ Tensor conv_input_in_format(const Tensor& input, MemoryFormat format) {
   return input.contiguous(format);
 }
 
+// Runs `fast(&reason)`; when it declines (an undefined result), runs `reference()`.
+template <typename Fast, typename Reference>
+Tensor fastest_first(std::string_view op, Fast&& fast, Reference&& reference) {
+  std::string declined;
+  Tensor out = fast(&declined);
+  if (out.defined()) {
+    log_dispatch(op, "onednn");
+    return out;
+  }
+  log_dispatch(op, "reference", "onednn declined: " + declined);
+  return reference();
+}
+
 }  // namespace
 
 MemoryFormat conv_memory_format(const Tensor& input, const Tensor& weight) {
   REFOLD_CHECK(input.defined(), "conv_memory_format: input is undefined");
   REFOLD_CHECK(weight.defined(), "conv_memory_format: weight is undefined");
-  // PyTorch (mkldnn_conv_use_channels_last): either side suggesting channels_last wins.
-  const bool channels_last = input.suggest_memory_format() == MemoryFormat::ChannelsLast ||
-                             weight.suggest_memory_format() == MemoryFormat::ChannelsLast;
-  return channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  return reference::detail::conv_output_format(input, weight);
 }
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
@@ -40,8 +56,12 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   REFOLD_CHECK(input.defined(), "conv2d: input is undefined");
   REFOLD_CHECK(weight.defined(), "conv2d: weight is undefined");
   const Tensor src = conv_input_in_format(input, conv_memory_format(input, weight));
-  // oneDNN joins here, fastest first, reference last.
-  return reference::conv2d(src, weight, bias, options);
+  return fastest_first(
+      "conv2d",
+      [&](std::string* declined) {
+        return onednn::conv2d(src, weight, bias, options, {}, declined);
+      },
+      [&] { return reference::conv2d(src, weight, bias, options); });
 }
 
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
@@ -49,8 +69,12 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
   REFOLD_CHECK(input.defined(), "conv_transpose2d: input is undefined");
   REFOLD_CHECK(weight.defined(), "conv_transpose2d: weight is undefined");
   const Tensor src = conv_input_in_format(input, conv_memory_format(input, weight));
-  // oneDNN joins here, fastest first, reference last.
-  return reference::conv_transpose2d(src, weight, bias, options);
+  return fastest_first(
+      "conv_transpose2d",
+      [&](std::string* declined) {
+        return onednn::conv_transpose2d(src, weight, bias, options, {}, declined);
+      },
+      [&] { return reference::conv_transpose2d(src, weight, bias, options); });
 }
 
 // The ops below keep their input's format (reference.h), so they need no layout decision:

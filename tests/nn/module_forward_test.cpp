@@ -35,7 +35,8 @@ TEST_P(NnForward, Conv2d) {
     nn::Conv2d conv(options);
     const Tensor y = conv(x);
     const Tensor ref = reference::conv2d(x, conv.weight(), conv.bias(), options.op_options());
-    EXPECT_TRUE(testing::all_close(y, ref, Tolerance::exact()));
+    // oneDNN runs the conv (its own summation order): the fp32 op policy, not bit-identity.
+    EXPECT_TRUE(testing::all_close(y, ref, Tolerance::op_f32()));
     // PyTorch's rule: channels_last in, channels_last out.
     EXPECT_EQ(y.suggest_memory_format(), GetParam());
   }
@@ -50,7 +51,8 @@ TEST_P(NnForward, ConvTranspose2d) {
     nn::ConvTranspose2d up(options);
     const Tensor y = up(x);
     const Tensor ref = reference::conv_transpose2d(x, up.weight(), up.bias(), options.op_options());
-    EXPECT_TRUE(testing::all_close(y, ref, Tolerance::exact()));
+    // oneDNN runs the conv (its own summation order): the fp32 op policy, not bit-identity.
+    EXPECT_TRUE(testing::all_close(y, ref, Tolerance::op_f32()));
     EXPECT_EQ(y.suggest_memory_format(), GetParam());
   }
 }

@@ -86,7 +86,8 @@ TEST(ReparamModuleKernels, MakeConv2dOwnsItsParametersInTheRequestedFormat) {
   EXPECT_EQ(copy->options().stride(), Size2d(2));
   // Same values, same geometry: the same output, exactly.
   const Tensor x = randn({1, 3, 7, 7});
-  EXPECT_TRUE(testing::all_close((*copy)(x), conv(x), testing::Tolerance::exact()));
+  // oneDNN runs the conv (its own summation order): the fp32 op policy, not bit-identity.
+  EXPECT_TRUE(testing::all_close((*copy)(x), conv(x), testing::Tolerance::op_f32()));
   // The state_dict sees the installed tensors under PyTorch's names.
   const StateDict state = copy->state_dict();
   ASSERT_EQ(state.size(), 2u);
