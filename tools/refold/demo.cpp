@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "demo_util.h"
 #include "refold/refold.h"
 
 namespace refold::cli {
@@ -35,18 +36,6 @@ class LegacyNchwOp : public nn::Module {
     return y;
   }
 };
-
-// BatchNorm statistics far from the identity (as RepVGG's own equivalence check does), drawn
-// from a fixed generator so that every run prints the same numbers.
-void randomize(nn::BatchNorm2d& bn, Generator& gen) {
-  const Shape c{bn.options().num_features()};
-  Tensor var = rand(c, {}, gen);
-  for (std::int64_t i = 0; i < c[0]; ++i) var.set({i}, var.at({i}) + 0.5f);
-  bn.running_mean().copy_(randn(c, {}, gen));
-  bn.running_var().copy_(var);
-  bn.weight().copy_(randn(c, {}, gen));
-  bn.bias().copy_(randn(c, {}, gen));
-}
 
 std::shared_ptr<nn::Sequential> build_model() {
   manual_seed(1);  // conv weights: PyTorch's default init from refold's deterministic generator
@@ -87,7 +76,7 @@ Diff compare(const Tensor& actual, const Tensor& reference) {
 
 }  // namespace
 
-int run_demo(std::FILE* out) {
+int run_memory_format_demo(std::FILE* out) {
   auto print = [out](const std::string& s) { std::fputs(s.c_str(), out); };
   print(
       "refold demo: seed 1, convert_conv2d_weight_memory_format\n"
@@ -147,6 +136,13 @@ int run_demo(std::FILE* out) {
                   "{}\n",
                   diff.max_abs, diff_ok ? "OK" : "FAIL"));
   return permutes_ok && diff_ok ? 0 : 1;
+}
+
+int run_demo(std::FILE* out) {
+  const int memory_format = run_memory_format_demo(out);
+  std::fputs("\n", out);
+  const int reparam = run_reparam_demo(out);
+  return memory_format == 0 && reparam == 0 ? 0 : 1;
 }
 
 }  // namespace refold::cli

@@ -10,6 +10,15 @@ namespace refold::cli {
 // reference) and with channels_last conv weights, and prints a per-layer table of memory
 // formats and permutes, the total permute count (expected 3) and the max |diff| to the
 // reference. Returns the exit code: 0 only when both checks pass.
+int run_memory_format_demo(std::FILE* out);
+
+// Seed 2 (RepVGG): the seed's toy (conv3x3 + conv1x1 + identity == one 3×3 conv), then a small
+// RepVGG-style model with randomized BatchNorm statistics re-parameterized by
+// refold::reparameterize: the report, refold::verify against the training form, and the time of
+// both forms. Returns 0 only when both equivalences hold within DESIGN.md's tolerance.
+int run_reparam_demo(std::FILE* out);
+
+// Both sections; 0 only when every check passes.
 int run_demo(std::FILE* out);
 
 }  // namespace refold::cli
