@@ -10,7 +10,11 @@
 #include <string_view>
 
 #include "core/check.h"
+#include "kernels/onednn/batch_norm.h"
+#include "kernels/onednn/binary.h"
 #include "kernels/onednn/conv2d.h"
+#include "kernels/onednn/eltwise.h"
+#include "kernels/onednn/pooling.h"
 #include "kernels/reference/conv_common.h"
 #include "kernels/verbose.h"
 #include "refold/reference.h"
@@ -78,31 +82,85 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
 }
 
 // The ops below keep their input's format (reference.h), so they need no layout decision:
-// each hands its arguments to the implementation, which validates them.
+// each hands its arguments to the implementations, which validate them (oneDNN's with the
+// reference's messages, so an invalid call fails the same way whichever would have run).
 
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, double eps) {
-  return reference::batch_norm(input, running_mean, running_var, weight, bias, eps);
+  return fastest_first(
+      "batch_norm",
+      [&](std::string* declined) {
+        return onednn::batch_norm(input, running_mean, running_var, weight, bias, eps, declined);
+      },
+      [&] { return reference::batch_norm(input, running_mean, running_var, weight, bias, eps); });
 }
 
-Tensor relu(const Tensor& input) { return reference::relu(input); }
-Tensor relu6(const Tensor& input) { return reference::relu6(input); }
+// Activations: oneDNN's eltwise on the input's own strides (kernels/onednn/eltwise.h), the
+// reference for what it declines (non-dense input, bfloat16 without avx512_bf16).
+namespace {
+template <typename Reference>
+Tensor activation(onednn::EltwiseOp op, const Tensor& input, double negative_slope,
+                  Reference&& reference) {
+  return fastest_first(
+      onednn::eltwise_name(op),
+      [&](std::string* declined) { return onednn::eltwise(op, input, negative_slope, declined); },
+      reference);
+}
+}  // namespace
+
+Tensor relu(const Tensor& input) {
+  return activation(onednn::EltwiseOp::ReLU, input, 0.0, [&] { return reference::relu(input); });
+}
+Tensor relu6(const Tensor& input) {
+  return activation(onednn::EltwiseOp::ReLU6, input, 0.0, [&] { return reference::relu6(input); });
+}
 Tensor leaky_relu(const Tensor& input, double negative_slope) {
-  return reference::leaky_relu(input, negative_slope);
+  return activation(onednn::EltwiseOp::LeakyReLU, input, negative_slope,
+                    [&] { return reference::leaky_relu(input, negative_slope); });
 }
-Tensor sigmoid(const Tensor& input) { return reference::sigmoid(input); }
-Tensor silu(const Tensor& input) { return reference::silu(input); }
-Tensor hardswish(const Tensor& input) { return reference::hardswish(input); }
-Tensor hardsigmoid(const Tensor& input) { return reference::hardsigmoid(input); }
+Tensor sigmoid(const Tensor& input) {
+  return activation(onednn::EltwiseOp::Sigmoid, input, 0.0,
+                    [&] { return reference::sigmoid(input); });
+}
+Tensor silu(const Tensor& input) {
+  return activation(onednn::EltwiseOp::SiLU, input, 0.0, [&] { return reference::silu(input); });
+}
+Tensor hardswish(const Tensor& input) {
+  return activation(onednn::EltwiseOp::HardSwish, input, 0.0,
+                    [&] { return reference::hardswish(input); });
+}
+Tensor hardsigmoid(const Tensor& input) {
+  return activation(onednn::EltwiseOp::HardSigmoid, input, 0.0,
+                    [&] { return reference::hardsigmoid(input); });
+}
 
-Tensor add(const Tensor& a, const Tensor& b) { return reference::add(a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return reference::mul(a, b); }
+// add/mul: oneDNN's binary when one operand has the output's shape (kernels/onednn/binary.h),
+// the reference for what it declines.
+Tensor add(const Tensor& a, const Tensor& b) {
+  return fastest_first(
+      "add",
+      [&](std::string* declined) { return onednn::binary(onednn::BinaryOp::Add, a, b, declined); },
+      [&] { return reference::add(a, b); });
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return fastest_first(
+      "mul",
+      [&](std::string* declined) { return onednn::binary(onednn::BinaryOp::Mul, a, b, declined); },
+      [&] { return reference::mul(a, b); });
+}
 
+// Pools: oneDNN when the input is contiguous in the format it suggests (kernels/onednn/pooling.h).
 Tensor max_pool2d(const Tensor& input, const MaxPool2dOptions& options) {
-  return reference::max_pool2d(input, options);
+  return fastest_first(
+      "max_pool2d",
+      [&](std::string* declined) { return onednn::max_pool2d(input, options, declined); },
+      [&] { return reference::max_pool2d(input, options); });
 }
 Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options) {
-  return reference::avg_pool2d(input, options);
+  return fastest_first(
+      "avg_pool2d",
+      [&](std::string* declined) { return onednn::avg_pool2d(input, options, declined); },
+      [&] { return reference::avg_pool2d(input, options); });
 }
 Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size) {
   return reference::adaptive_avg_pool2d(input, output_size);

@@ -1,0 +1,207 @@
+// oneDNN binary add/mul: the full-shape operand as src0, the other (rank-extended with leading
+// 1s) as src1, each described by its own strides; cached per problem.
+#include "kernels/onednn/binary.h"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+#include "kernels/onednn/conv2d.h"
+#include "kernels/onednn/engine.h"
+#include "kernels/onednn/lru_cache.h"
+#include "kernels/onednn/threads.h"
+
+namespace refold::onednn {
+namespace {
+
+// The reference's checks and messages (reference/binary.cpp).
+void check_float(const Tensor& t, std::string_view op, const char* name) {
+  REFOLD_CHECK(t.defined(), "{}: {} is undefined", op, name);
+  REFOLD_CHECK(t.dtype() == DType::Float32 || t.dtype() == DType::BFloat16,
+               "{}: {} has dtype {}; only float32 and bfloat16 are supported", op, name,
+               dtype_name(t.dtype()));
+}
+
+Shape broadcast_shape(const Shape& a, const Shape& b, std::string_view op) {
+  const std::size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (std::size_t i = 0; i < rank; ++i) {  // i counts from the last dimension
+    const std::int64_t sa = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const std::int64_t sb = i < b.size() ? b[b.size() - 1 - i] : 1;
+    REFOLD_CHECK(sa == sb || sa == 1 || sb == 1,
+                 "{}: shapes [{}] and [{}] cannot be broadcast (dimension {}: {} vs {})", op,
+                 fmt::join(a, ", "), fmt::join(b, ", "), -static_cast<std::int64_t>(i) - 1, sa, sb);
+    out[rank - 1 - i] = sa == 1 ? sb : sa;
+  }
+  return out;
+}
+
+// `t`'s dims and strides at `rank` (≥ 1) dims: leading 1s added, whose strides (never used to
+// step) are the extent of the whole tensor, as an outer dim of a dense tensor would have.
+struct Desc {
+  Shape dims, strides;
+};
+Desc extended(const Tensor& t, std::size_t rank) {
+  std::int64_t extent = 1;
+  for (std::size_t d = 0; d < t.sizes().size(); ++d)
+    extent = std::max(extent, t.sizes()[d] * t.strides()[d]);
+  Desc desc{Shape(rank, 1), Shape(rank, extent)};
+  const std::size_t lead = rank - t.sizes().size();
+  std::copy(t.sizes().begin(), t.sizes().end(), desc.dims.begin() + lead);
+  std::copy(t.strides().begin(), t.strides().end(), desc.strides.begin() + lead);
+  return desc;
+}
+
+struct Primitive {
+  std::string declined;  // non-empty: oneDNN cannot take this problem (cached, not retried)
+  dnnl::binary primitive;
+};
+
+struct Caches {
+  std::mutex mutex;
+  LruCache<Primitive> primitives{1024};
+  BinaryStats stats;
+};
+
+Caches& caches() {
+  static Caches c;
+  return c;
+}
+
+Tensor decline(std::string_view op, std::string reason, std::string* declined) {
+  if (declined == nullptr) fail("{}: oneDNN declined: {}", op, reason);
+  *declined = std::move(reason);
+  return {};
+}
+
+dnnl::memory::desc memory_desc(const Desc& d, DType dtype) {
+  return dnnl::memory::desc(
+      dnnl::memory::dims(d.dims.begin(), d.dims.end()),
+      dtype == DType::Float32 ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16,
+      dnnl::memory::dims(d.strides.begin(), d.strides.end()));
+}
+
+}  // namespace
+
+std::string_view binary_name(BinaryOp op) { return op == BinaryOp::Add ? "add" : "mul"; }
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declined) {
+  const std::string_view name = binary_name(op);
+  check_float(a, name, "a");
+  check_float(b, name, "b");
+  REFOLD_CHECK(a.dtype() == b.dtype(), "{}: a has dtype {} but b has {}", name,
+               dtype_name(a.dtype()), dtype_name(b.dtype()));
+  const DType dtype = a.dtype();
+  const Shape sizes = broadcast_shape(a.sizes(), b.sizes(), name);
+
+  // src0 carries the output's shape and layout; only src1 may broadcast.
+  const bool a_full = a.sizes() == sizes;
+  if (!a_full && b.sizes() != sizes)
+    return decline(
+        name,
+        fmt::format("neither [{}] nor [{}] has the output's shape [{}]; oneDNN "
+                    "broadcasts only its second operand",
+                    fmt::join(a.sizes(), ", "), fmt::join(b.sizes(), ", "), fmt::join(sizes, ", ")),
+        declined);
+  const Tensor& src0 = a_full ? a : b;
+  const Tensor& src1 = a_full ? b : a;
+  for (const Tensor* t : {&src0, &src1})
+    if (!t->is_non_overlapping_and_dense())
+      return decline(name,
+                     fmt::format("operand {} (strides [{}]) is not dense; oneDNN binary takes "
+                                 "dense operands only",
+                                 t->description(), fmt::join(t->strides(), ", ")),
+                     declined);
+  if (src0.numel() == 0) return decline(name, "a zero-sized dimension", declined);
+  if (sizes.size() > DNNL_MAX_NDIMS)
+    return decline(name,
+                   fmt::format("{} dims, more than oneDNN's {}", sizes.size(), DNNL_MAX_NDIMS),
+                   declined);
+  if (dtype == DType::BFloat16 && !bf16_supported())
+    return decline(name, fmt::format("bfloat16 {} needs avx512_bf16, which this CPU lacks", name),
+                   declined);
+  const int threads = apply_num_threads();
+
+  // A 0-d output is one element: oneDNN sees [1].
+  const std::size_t rank = std::max<std::size_t>(sizes.size(), 1);
+  const Desc d0 = extended(src0, rank), d1 = extended(src1, rank);
+
+  CacheKey key;
+  key.reserve(4 + 4 * rank);
+  key.insert(key.end(), {static_cast<std::int64_t>(op), static_cast<std::int64_t>(dtype), threads,
+                         static_cast<std::int64_t>(rank)});
+  for (const Shape* s : {&d0.dims, &d0.strides, &d1.dims, &d1.strides})
+    key.insert(key.end(), s->begin(), s->end());
+
+  const dnnl::memory::desc md0 = call(name, [&] { return memory_desc(d0, dtype); });
+  const dnnl::memory::desc md1 = call(name, [&] { return memory_desc(d1, dtype); });
+
+  Caches& c = caches();
+  std::shared_ptr<Primitive> prim;
+  {
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    prim = c.primitives.find(key);
+    if (prim != nullptr) ++c.stats.primitive_hits;
+  }
+  if (prim == nullptr) {
+    // Created outside the lock; two threads racing on one new problem each build one, and the
+    // second insert replaces the first — harmless.
+    prim = std::make_shared<Primitive>();
+    try {
+      const dnnl::binary::desc desc(
+          op == BinaryOp::Add ? dnnl::algorithm::binary_add : dnnl::algorithm::binary_mul, md0, md1,
+          md0);
+      prim->primitive = dnnl::binary(dnnl::binary::primitive_desc(desc, cpu_engine()));
+    } catch (const dnnl::error& e) {
+      if (e.status != dnnl_unimplemented)
+        fail("{}: oneDNN failed in {} (status {})", name, e.what(), status_name(e.status));
+      prim->declined = "oneDNN has no binary implementation for this problem";
+    }
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    ++c.stats.primitive_misses;
+    c.primitives.insert(key, prim, 1);
+  }
+  if (!prim->declined.empty()) return decline(name, prim->declined, declined);
+
+  Tensor output = empty_like(src0, {dtype, MemoryFormat::Preserve});
+  REFOLD_CHECK(output.strides() == src0.strides(),
+               "{}: internal: output strides [{}] differ from the operand's [{}]", name,
+               fmt::join(output.strides(), ", "), fmt::join(src0.strides(), ", "));
+  call(name, [&] {
+    // oneDNN only reads the sources; const_cast avoids Tensor's writable data_ptr(), which
+    // would bump their versions.
+    const dnnl::memory m0(md0, cpu_engine(), const_cast<void*>(src0.data_ptr()));
+    const dnnl::memory m1(md1, cpu_engine(), const_cast<void*>(src1.data_ptr()));
+    const dnnl::memory dst(md0, cpu_engine(), output.data_ptr());
+    dnnl::stream& stream = cpu_stream();
+    prim->primitive.execute(stream,
+                            {{DNNL_ARG_SRC_0, m0}, {DNNL_ARG_SRC_1, m1}, {DNNL_ARG_DST, dst}});
+    stream.wait();
+  });
+  {
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    ++c.stats.runs;
+  }
+  return output;
+}
+
+BinaryStats binary_stats() {
+  Caches& c = caches();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  BinaryStats s = c.stats;
+  s.primitives = c.primitives.size();
+  return s;
+}
+
+void clear_binary_cache() {
+  Caches& c = caches();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  c.primitives.clear();
+  c.stats = {};
+}
+
+}  // namespace refold::onednn

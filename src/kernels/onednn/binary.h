@@ -1,0 +1,46 @@
+// oneDNN element-wise add and mul with NumPy broadcasting — the reference's add/mul
+// (refold/reference.h), run by oneDNN's binary primitive.
+//
+// Contract (the same as conv2d.h's):
+//   * oneDNN's binary takes src0 at the output's shape and lets only src1 broadcast (size-1 or
+//     missing leading dims). So the operand that already has the output's shape is src0 — `a`
+//     when it has it, else `b` (a + b = b + a and a · b = b · a exactly in IEEE arithmetic) —
+//     and the output takes that operand's strides (empty_like, MemoryFormat::Preserve): the
+//     reference's layout rule. When neither has the output's shape ([3, 1] + [1, 4]) the call
+//     is declined.
+//   * Both operands must be dense (Tensor::is_non_overlapping_and_dense), in any layout; oneDNN
+//     is handed their own strides. Expanded (stride-0) or sliced operands are declined.
+//   * Arguments are validated as the reference validates them, with the same refold::Error
+//     messages (undefined operands, dtypes, mixed dtypes, shapes that cannot broadcast).
+//   * Other declines: no elements, more dims than oneDNN's 12, bfloat16 without avx512_bf16,
+//     no oneDNN implementation. With declined == nullptr a decline throws refold::Error.
+//   * Primitives are cached (process-wide, thread-safe, least recently used) keyed by
+//     (op, dtype, both operands' sizes and strides, threads).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "refold/tensor.h"
+
+namespace refold::onednn {
+
+enum class BinaryOp { Add, Mul };
+
+std::string_view binary_name(BinaryOp op);  // "add", "mul"
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declined = nullptr);
+
+struct BinaryStats {
+  std::uint64_t runs = 0;  // calls executed by oneDNN (not declined)
+  std::uint64_t primitive_hits = 0;
+  std::uint64_t primitive_misses = 0;  // each miss creates a primitive (or records a decline)
+  std::size_t primitives = 0;          // entries now cached
+};
+BinaryStats binary_stats();
+// Drops every cached primitive and zeroes the counters.
+void clear_binary_cache();
+
+}  // namespace refold::onednn

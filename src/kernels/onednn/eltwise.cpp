@@ -1,0 +1,227 @@
+// oneDNN eltwise: each refold activation as one or two oneDNN eltwise steps on the input's own
+// memory descriptor (its sizes and strides), cached per problem.
+#include "kernels/onednn/eltwise.h"
+
+#include <bit>
+#include <cmath>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+#include "kernels/onednn/conv2d.h"
+#include "kernels/onednn/engine.h"
+#include "kernels/onednn/lru_cache.h"
+#include "kernels/onednn/threads.h"
+
+namespace refold::onednn {
+namespace {
+
+using alg = dnnl::algorithm;
+
+// One oneDNN eltwise step: d = f(s; alpha, beta).
+struct Step {
+  alg algorithm;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+};
+
+// The steps of each op, in oneDNN 2.6's algorithms (which has no hardsigmoid):
+//   relu(x)        = relu(x; α = 0)
+//   relu6(x)       = clip_v2(x; 0, 6)
+//   leaky_relu(x)  = relu(x; α = negative_slope)          (x > 0 ? x : α·x)
+//   sigmoid(x)     = logistic(x)
+//   silu(x)        = swish(x; α = 1)                      (x · σ(α·x))
+//   hardswish(x)   = hardswish(x)                         (x · relu6(x + 3) / 6)
+//   hardsigmoid(x) = clip_v2(linear(x; 1/6, 1/2); 0, 1)   ((x + 3)/6 clamped to [0, 1]; the
+//                    second step runs in place on the output)
+std::vector<Step> steps_of(EltwiseOp op, double negative_slope) {
+  switch (op) {
+    case EltwiseOp::ReLU:
+      return {{alg::eltwise_relu, 0.0f, 0.0f}};
+    case EltwiseOp::ReLU6:
+      return {{alg::eltwise_clip_v2, 0.0f, 6.0f}};
+    case EltwiseOp::LeakyReLU:
+      return {{alg::eltwise_relu, static_cast<float>(negative_slope), 0.0f}};
+    case EltwiseOp::Sigmoid:
+      return {{alg::eltwise_logistic, 0.0f, 0.0f}};
+    case EltwiseOp::SiLU:
+      return {{alg::eltwise_swish, 1.0f, 0.0f}};
+    case EltwiseOp::HardSwish:
+      return {{alg::eltwise_hardswish, 0.0f, 0.0f}};
+    case EltwiseOp::HardSigmoid:
+      return {{alg::eltwise_linear, 1.0f / 6.0f, 0.5f}, {alg::eltwise_clip_v2, 0.0f, 1.0f}};
+  }
+  fail("eltwise: unknown op {}", static_cast<int>(op));
+}
+
+// What oneDNN built for one problem, or why it could not.
+struct Primitive {
+  std::string declined;  // non-empty: oneDNN cannot take this problem (cached, not retried)
+  std::vector<dnnl::eltwise_forward> steps;
+};
+
+struct Caches {
+  std::mutex mutex;
+  LruCache<Primitive> primitives{1024};
+  EltwiseStats stats;
+};
+
+Caches& caches() {
+  static Caches c;
+  return c;
+}
+
+Tensor decline(std::string_view op, std::string reason, std::string* declined) {
+  if (declined == nullptr) fail("{}: oneDNN declined: {}", op, reason);
+  *declined = std::move(reason);
+  return {};
+}
+
+// Builds the steps for `desc`; a problem oneDNN has no implementation for is a decline.
+std::shared_ptr<Primitive> create(std::string_view op, const std::vector<Step>& steps,
+                                  const dnnl::memory::desc& desc) {
+  auto prim = std::make_shared<Primitive>();
+  for (const Step& s : steps) {
+    try {
+      const dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, s.algorithm, desc,
+                                          s.alpha, s.beta);
+      const dnnl::eltwise_forward::primitive_desc pd(d, cpu_engine());
+      prim->steps.emplace_back(pd);
+    } catch (const dnnl::error& e) {
+      if (e.status != dnnl_unimplemented)
+        fail("{}: oneDNN failed in {} (status {})", op, e.what(), status_name(e.status));
+      prim->declined = "oneDNN has no eltwise implementation for this problem";
+      prim->steps.clear();
+      return prim;
+    }
+  }
+  return prim;
+}
+
+}  // namespace
+
+std::string_view eltwise_name(EltwiseOp op) {
+  switch (op) {
+    case EltwiseOp::ReLU:
+      return "relu";
+    case EltwiseOp::ReLU6:
+      return "relu6";
+    case EltwiseOp::LeakyReLU:
+      return "leaky_relu";
+    case EltwiseOp::Sigmoid:
+      return "sigmoid";
+    case EltwiseOp::SiLU:
+      return "silu";
+    case EltwiseOp::HardSwish:
+      return "hardswish";
+    case EltwiseOp::HardSigmoid:
+      return "hardsigmoid";
+  }
+  return "eltwise";
+}
+
+Tensor eltwise(EltwiseOp op, const Tensor& input, double negative_slope, std::string* declined) {
+  const std::string_view name = eltwise_name(op);
+  // The reference's checks and messages (reference/activations.cpp).
+  if (op == EltwiseOp::LeakyReLU)
+    REFOLD_CHECK(std::isfinite(negative_slope), "leaky_relu: negative_slope ({}) must be finite",
+                 negative_slope);
+  REFOLD_CHECK(input.defined(), "{}: input is undefined", name);
+  const DType dtype = input.dtype();
+  REFOLD_CHECK(dtype == DType::Float32 || dtype == DType::BFloat16,
+               "{}: input has dtype {}; only float32 and bfloat16 are supported", name,
+               dtype_name(dtype));
+
+  if (!input.is_non_overlapping_and_dense())
+    return decline(name,
+                   fmt::format("input {} (strides [{}]) is not dense; oneDNN eltwise takes "
+                               "dense tensors only",
+                               input.description(), fmt::join(input.strides(), ", ")),
+                   declined);
+  if (input.numel() == 0) return decline(name, "a zero-sized dimension", declined);
+  if (input.dim() > DNNL_MAX_NDIMS)
+    return decline(name, fmt::format("{} dims, more than oneDNN's {}", input.dim(), DNNL_MAX_NDIMS),
+                   declined);
+  if (dtype == DType::BFloat16 && !bf16_supported())
+    return decline(name, fmt::format("bfloat16 {} needs avx512_bf16, which this CPU lacks", name),
+                   declined);
+  const int threads = apply_num_threads();
+
+  // A 0-d tensor is one element: oneDNN sees it as [1].
+  const Shape dims = input.dim() == 0 ? Shape{1} : input.sizes();
+  const Shape strides = input.dim() == 0 ? Shape{1} : input.strides();
+
+  CacheKey key;
+  key.reserve(8 + 2 * dims.size());
+  key.insert(key.end(),
+             {static_cast<std::int64_t>(op),
+              op == EltwiseOp::LeakyReLU ? std::bit_cast<std::int64_t>(negative_slope) : 0,
+              static_cast<std::int64_t>(dtype), threads, static_cast<std::int64_t>(dims.size())});
+  key.insert(key.end(), dims.begin(), dims.end());
+  key.insert(key.end(), strides.begin(), strides.end());
+
+  const auto data_type =
+      dtype == DType::Float32 ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
+  const dnnl::memory::desc desc = call(name, [&] {
+    return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.end()), data_type,
+                              dnnl::memory::dims(strides.begin(), strides.end()));
+  });
+
+  Caches& c = caches();
+  std::shared_ptr<Primitive> prim;
+  {
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    prim = c.primitives.find(key);
+    if (prim != nullptr) ++c.stats.primitive_hits;
+  }
+  if (prim == nullptr) {
+    // Created outside the lock (it can take milliseconds); two threads racing on one new
+    // problem each build one, and the second insert replaces the first — harmless.
+    prim = create(name, steps_of(op, negative_slope), desc);
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    ++c.stats.primitive_misses;
+    c.primitives.insert(key, prim, 1);
+  }
+  if (!prim->declined.empty()) return decline(name, prim->declined, declined);
+
+  Tensor output = empty_like(input, {dtype, MemoryFormat::Preserve});
+  REFOLD_CHECK(output.strides() == input.strides() || input.dim() == 0,
+               "{}: internal: output strides [{}] differ from the input's [{}]", name,
+               fmt::join(output.strides(), ", "), fmt::join(input.strides(), ", "));
+  call(name, [&] {
+    // oneDNN only reads the source; const_cast avoids Tensor's writable data_ptr(), which would
+    // bump the input's version.
+    const dnnl::memory src(desc, cpu_engine(), const_cast<void*>(input.data_ptr()));
+    const dnnl::memory dst(desc, cpu_engine(), output.data_ptr());
+    dnnl::stream& stream = cpu_stream();
+    for (std::size_t i = 0; i < prim->steps.size(); ++i)
+      prim->steps[i].execute(stream, {{DNNL_ARG_SRC, i == 0 ? src : dst}, {DNNL_ARG_DST, dst}});
+    stream.wait();
+  });
+  {
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    ++c.stats.runs;
+  }
+  return output;
+}
+
+EltwiseStats eltwise_stats() {
+  Caches& c = caches();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  EltwiseStats s = c.stats;
+  s.primitives = c.primitives.size();
+  return s;
+}
+
+void clear_eltwise_cache() {
+  Caches& c = caches();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  c.primitives.clear();
+  c.stats = {};
+}
+
+}  // namespace refold::onednn

@@ -1,0 +1,50 @@
+// oneDNN element-wise activations: relu, relu6, leaky_relu, sigmoid, silu, hardswish,
+// hardsigmoid — the reference's ops (refold/reference.h), run by oneDNN's eltwise primitive.
+//
+// Contract (the same as conv2d.h's):
+//   * Any rank, any dense layout (Tensor::is_non_overlapping_and_dense: NCHW, NHWC, any
+//     permutation): oneDNN is handed the input's own strides, and the output has exactly those
+//     strides (empty_like, MemoryFormat::Preserve) — the reference's layout rule.
+//   * Arguments are validated as the reference validates them, with the same refold::Error
+//     messages (undefined input, a dtype other than float32/bfloat16, a non-finite
+//     negative_slope).
+//   * Valid arguments oneDNN cannot take are *declined*: the result is an undefined Tensor and
+//     `*declined` says why (a non-dense input, no elements, more dims than oneDNN's 12, bfloat16
+//     without avx512_bf16, no oneDNN implementation); with declined == nullptr a decline throws.
+//   * Primitives are cached (process-wide, thread-safe, least recently used) keyed by
+//     (op, negative_slope, dtype, sizes, strides, threads).
+// Precision: float32 in oneDNN's vectorised formulas (exp-based sigmoid/silu), within
+// Tolerance::op_f32 of the double-precision reference. NaN: oneDNN's clip (relu6, hardsigmoid)
+// and hardswish use max/min, which turn a NaN into a bound, where the reference (and PyTorch)
+// propagate it; relu, leaky_relu, sigmoid and silu propagate NaN.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "refold/tensor.h"
+
+namespace refold::onednn {
+
+enum class EltwiseOp { ReLU, ReLU6, LeakyReLU, Sigmoid, SiLU, HardSwish, HardSigmoid };
+
+// "relu", "relu6", ... (the reference's op names, used in messages).
+std::string_view eltwise_name(EltwiseOp op);
+
+// y = op(input); negative_slope is used by LeakyReLU only.
+Tensor eltwise(EltwiseOp op, const Tensor& input, double negative_slope = 0.0,
+               std::string* declined = nullptr);
+
+struct EltwiseStats {
+  std::uint64_t runs = 0;  // calls executed by oneDNN (not declined)
+  std::uint64_t primitive_hits = 0;
+  std::uint64_t primitive_misses = 0;  // each miss creates a primitive (or records a decline)
+  std::size_t primitives = 0;          // entries now cached
+};
+EltwiseStats eltwise_stats();
+// Drops every cached primitive and zeroes the counters.
+void clear_eltwise_cache();
+
+}  // namespace refold::onednn
