@@ -827,5 +827,45 @@ TEST_F(OnednnOps, PoolingRejectsWhatTheReferenceRejects) {
   }
 }
 
+// --- NaN: where oneDNN differs from the reference (documented in eltwise.h and pooling.h).
+// These pin today's behaviour: if oneDNN (or the dispatch) starts propagating NaN, they fail and
+// the documentation must change with them.
+
+Tensor with_nans() {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  return from_values(std::vector<float>{nan, 1.0f, -1.0f, nan}, {1, 1, 2, 2});
+}
+
+TEST_F(OnednnOps, EltwiseNaN) {
+  const Tensor x = with_nans();
+  for (const Activation& a : activations()) {
+    SCOPED_TRACE(onednn::eltwise_name(a.op));
+    const std::vector<float> out = onednn::eltwise(a.op, x, a.negative_slope).to_vector();
+    const std::vector<float> ref = a.reference(x).to_vector();
+    EXPECT_TRUE(std::isnan(ref[0]) && std::isnan(ref[3]));  // the reference propagates
+    const bool max_based =
+        a.op == EltwiseOp::ReLU || a.op == EltwiseOp::ReLU6 || a.op == EltwiseOp::HardSigmoid;
+    EXPECT_EQ(std::isnan(out[0]), !max_based);
+    EXPECT_EQ(std::isnan(out[3]), !max_based);
+    // The finite elements agree either way.
+    EXPECT_NEAR(out[1], ref[1], 1e-4 + 1e-4 * std::abs(ref[1]));
+    EXPECT_NEAR(out[2], ref[2], 1e-4 + 1e-4 * std::abs(ref[2]));
+  }
+  // add/mul propagate.
+  EXPECT_TRUE(std::isnan(onednn::binary(BinaryOp::Add, x, x).to_vector()[0]));
+  EXPECT_TRUE(std::isnan(onednn::binary(BinaryOp::Mul, x, x).to_vector()[3]));
+}
+
+TEST_F(OnednnOps, PoolingNaN) {
+  const Tensor x = with_nans();
+  MaxPool2dOptions m;
+  m.kernel_size = 2;
+  EXPECT_TRUE(std::isnan(reference::max_pool2d(x, m).to_vector()[0]));
+  EXPECT_EQ(onednn::max_pool2d(x, m).to_vector()[0], 1.0f);
+  AvgPool2dOptions a;
+  a.kernel_size = 2;
+  EXPECT_TRUE(std::isnan(onednn::avg_pool2d(x, a).to_vector()[0]));
+}
+
 }  // namespace
 }  // namespace refold

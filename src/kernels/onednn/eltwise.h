@@ -14,9 +14,12 @@
 //   * Primitives are cached (process-wide, thread-safe, least recently used) keyed by
 //     (op, negative_slope, dtype, sizes, strides, threads).
 // Precision: float32 in oneDNN's vectorised formulas (exp-based sigmoid/silu), within
-// Tolerance::op_f32 of the double-precision reference. NaN: oneDNN's clip (relu6, hardsigmoid)
-// and hardswish use max/min, which turn a NaN into a bound, where the reference (and PyTorch)
-// propagate it; relu, leaky_relu, sigmoid and silu propagate NaN.
+// Tolerance::op_f32 of the double-precision reference.
+// NaN (a known difference from the reference and PyTorch, pinned by OnednnOps.EltwiseNaN):
+// oneDNN computes relu (α = 0) and clip (relu6, hardsigmoid's second step) with vector max/min,
+// which return the bound for a NaN input — relu(NaN) = relu6(NaN) = hardsigmoid(NaN) = 0 —
+// where the reference and PyTorch return NaN. leaky_relu, sigmoid, silu and hardswish propagate
+// NaN as the reference does.
 #pragma once
 
 #include <cstddef>

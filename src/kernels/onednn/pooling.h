@@ -19,7 +19,8 @@
 //     With declined == nullptr a decline throws refold::Error.
 //   * Primitives are cached (process-wide, thread-safe, least recently used) keyed by
 //     (algorithm, dtype, layout, sizes, window, threads).
-// NaN: oneDNN's max does not let a NaN win the window as the reference (and PyTorch) does.
+// NaN (a known difference, pinned by OnednnOps.PoolingNaN): oneDNN's max skips a NaN, where
+// the reference and PyTorch let it win the window.
 #pragma once
 
 #include <cstddef>
