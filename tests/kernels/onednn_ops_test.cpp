@@ -12,6 +12,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/onednn/batch_norm.h"
@@ -127,6 +128,52 @@ TEST_F(OnednnOps, EltwiseLeavesTheInputUntouched) {
   EXPECT_EQ(x.version(), version);
   EXPECT_TRUE(testing::all_close(x, copy, Tolerance::exact()));
   EXPECT_FALSE(y.shares_storage(x));
+}
+
+// A size-1 dim may have any stride, 0 included, and the tensor is still dense.
+TEST_F(OnednnOps, SizeOneDimsWithOddStrides) {
+  Generator gen(71);
+  const Tensor base = normal({2, 3, 5}, 2.0, gen);
+  for (std::int64_t odd : {0, 1, 1000}) {
+    SCOPED_TRACE(odd);
+    const Tensor x = base.as_strided({2, 1, 3, 5}, {15, odd, 5, 1}, 0);
+    ASSERT_TRUE(x.is_non_overlapping_and_dense());
+    std::string declined;
+    const Tensor y = onednn::eltwise(EltwiseOp::SiLU, x, 0.0, &declined);
+    ASSERT_TRUE(y.defined()) << declined;
+    EXPECT_TRUE(testing::all_close(y, reference::silu(x), Tolerance::op_f32()));
+    const Tensor b = normal({1, 1, 3, 1}, 2.0, gen);
+    const Tensor sum = onednn::binary(onednn::BinaryOp::Add, x, b, &declined);
+    ASSERT_TRUE(sum.defined()) << declined;
+    EXPECT_TRUE(testing::all_close(sum, reference::add(x, b), Tolerance::op_f32()));
+    const Tensor one = ones({1});
+    const Tensor bn = onednn::batch_norm(x, zeros({1}), one, one, zeros({1}), 1e-5, &declined);
+    ASSERT_TRUE(bn.defined()) << declined;
+    EXPECT_TRUE(testing::all_close(bn, reference::batch_norm(x, zeros({1}), one, one, zeros({1})),
+                                   Tolerance::op_f32()));
+  }
+}
+
+// Callers on several threads share the cached primitives (each thread runs on its own stream).
+TEST_F(OnednnOps, ConcurrentCallersShareThePrimitives) {
+  Generator gen(73);
+  const Tensor x = normal({2, 13, 6, 6}, 2.0, gen).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor b = normal({1, 13, 1, 1}, 2.0, gen);
+  const Tensor silu = reference::silu(x);
+  const Tensor sum = reference::add(x, b);
+  std::vector<int> ok(4, 0);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < ok.size(); ++t)
+    threads.emplace_back([&, t] {
+      bool all = true;
+      for (int i = 0; i < 20; ++i) {
+        all = all && testing::all_close(functional::silu(x), silu, Tolerance::op_f32());
+        all = all && testing::all_close(functional::add(x, b), sum, Tolerance::op_f32());
+      }
+      ok[t] = all ? 1 : 0;
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(ok, std::vector<int>(4, 1));
 }
 
 TEST_F(OnednnOps, EltwiseOfAScalar) {
