@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <mutex>
 #include <utility>
 
 #include <fmt/format.h>
@@ -12,7 +11,7 @@
 #include "core/check.h"
 #include "kernels/onednn/conv2d.h"
 #include "kernels/onednn/engine.h"
-#include "kernels/onednn/lru_cache.h"
+#include "kernels/onednn/primitive_cache.h"
 #include "kernels/onednn/threads.h"
 
 namespace refold::onednn {
@@ -61,28 +60,14 @@ struct Primitive {
   dnnl::binary primitive;
 };
 
-struct Caches {
-  std::mutex mutex;
-  LruCache<Primitive> primitives{1024};
-  BinaryStats stats;
-};
-
-Caches& caches() {
-  static Caches c;
+PrimitiveCache<Primitive, BinaryStats>& cache() {
+  static PrimitiveCache<Primitive, BinaryStats> c(1024);
   return c;
 }
 
-Tensor decline(std::string_view op, std::string reason, std::string* declined) {
-  if (declined == nullptr) fail("{}: oneDNN declined: {}", op, reason);
-  *declined = std::move(reason);
-  return {};
-}
-
 dnnl::memory::desc memory_desc(const Desc& d, DType dtype) {
-  return dnnl::memory::desc(
-      dnnl::memory::dims(d.dims.begin(), d.dims.end()),
-      dtype == DType::Float32 ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16,
-      dnnl::memory::dims(d.strides.begin(), d.strides.end()));
+  return dnnl::memory::desc(dnnl::memory::dims(d.dims.begin(), d.dims.end()), data_type_of(dtype),
+                            dnnl::memory::dims(d.strides.begin(), d.strides.end()));
 }
 
 }  // namespace
@@ -140,68 +125,36 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declin
   const dnnl::memory::desc md0 = call(name, [&] { return memory_desc(d0, dtype); });
   const dnnl::memory::desc md1 = call(name, [&] { return memory_desc(d1, dtype); });
 
-  Caches& c = caches();
-  std::shared_ptr<Primitive> prim;
-  {
-    const std::lock_guard<std::mutex> lock(c.mutex);
-    prim = c.primitives.find(key);
-    if (prim != nullptr) ++c.stats.primitive_hits;
-  }
-  if (prim == nullptr) {
-    // Created outside the lock; two threads racing on one new problem each build one, and the
-    // second insert replaces the first — harmless.
-    prim = std::make_shared<Primitive>();
-    try {
+  const std::shared_ptr<Primitive> prim = cache().find_or_make(key, [&] {
+    auto made = std::make_shared<Primitive>();
+    made->declined = try_build(name, "binary", [&] {
       const dnnl::binary::desc desc(
           op == BinaryOp::Add ? dnnl::algorithm::binary_add : dnnl::algorithm::binary_mul, md0, md1,
           md0);
-      prim->primitive = dnnl::binary(dnnl::binary::primitive_desc(desc, cpu_engine()));
-    } catch (const dnnl::error& e) {
-      if (e.status != dnnl_unimplemented)
-        fail("{}: oneDNN failed in {} (status {})", name, e.what(), status_name(e.status));
-      prim->declined = "oneDNN has no binary implementation for this problem";
-    }
-    const std::lock_guard<std::mutex> lock(c.mutex);
-    ++c.stats.primitive_misses;
-    c.primitives.insert(key, prim, 1);
-  }
+      made->primitive = dnnl::binary(dnnl::binary::primitive_desc(desc, cpu_engine()));
+    });
+    return made;
+  });
   if (!prim->declined.empty()) return decline(name, prim->declined, declined);
 
   Tensor output = empty_like(src0, {dtype, MemoryFormat::Preserve});
   REFOLD_CHECK(output.strides() == src0.strides(),
                "{}: internal: output strides [{}] differ from the operand's [{}]", name,
                fmt::join(output.strides(), ", "), fmt::join(src0.strides(), ", "));
-  call(name, [&] {
+  cache().execute(name, [&](dnnl::stream& stream) {
     // oneDNN only reads the sources; const_cast avoids Tensor's writable data_ptr(), which
     // would bump their versions.
     const dnnl::memory m0(md0, cpu_engine(), const_cast<void*>(src0.data_ptr()));
     const dnnl::memory m1(md1, cpu_engine(), const_cast<void*>(src1.data_ptr()));
     const dnnl::memory dst(md0, cpu_engine(), output.data_ptr());
-    dnnl::stream& stream = cpu_stream();
     prim->primitive.execute(stream,
                             {{DNNL_ARG_SRC_0, m0}, {DNNL_ARG_SRC_1, m1}, {DNNL_ARG_DST, dst}});
-    stream.wait();
   });
-  {
-    const std::lock_guard<std::mutex> lock(c.mutex);
-    ++c.stats.runs;
-  }
   return output;
 }
 
-BinaryStats binary_stats() {
-  Caches& c = caches();
-  const std::lock_guard<std::mutex> lock(c.mutex);
-  BinaryStats s = c.stats;
-  s.primitives = c.primitives.size();
-  return s;
-}
+BinaryStats binary_stats() { return cache().stats(); }
 
-void clear_binary_cache() {
-  Caches& c = caches();
-  const std::lock_guard<std::mutex> lock(c.mutex);
-  c.primitives.clear();
-  c.stats = {};
-}
+void clear_binary_cache() { cache().clear(); }
 
 }  // namespace refold::onednn

@@ -5,7 +5,6 @@
 #include <bit>
 #include <cmath>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -14,7 +13,7 @@
 #include "core/check.h"
 #include "kernels/onednn/conv2d.h"
 #include "kernels/onednn/engine.h"
-#include "kernels/onednn/lru_cache.h"
+#include "kernels/onednn/primitive_cache.h"
 #include "kernels/onednn/threads.h"
 
 namespace refold::onednn {
@@ -64,41 +63,24 @@ struct Primitive {
   std::vector<dnnl::eltwise_forward> steps;
 };
 
-struct Caches {
-  std::mutex mutex;
-  LruCache<Primitive> primitives{1024};
-  EltwiseStats stats;
-};
-
-Caches& caches() {
-  static Caches c;
+PrimitiveCache<Primitive, EltwiseStats>& cache() {
+  static PrimitiveCache<Primitive, EltwiseStats> c(1024);
   return c;
-}
-
-Tensor decline(std::string_view op, std::string reason, std::string* declined) {
-  if (declined == nullptr) fail("{}: oneDNN declined: {}", op, reason);
-  *declined = std::move(reason);
-  return {};
 }
 
 // Builds the steps for `desc`; a problem oneDNN has no implementation for is a decline.
 std::shared_ptr<Primitive> create(std::string_view op, const std::vector<Step>& steps,
                                   const dnnl::memory::desc& desc) {
   auto prim = std::make_shared<Primitive>();
-  for (const Step& s : steps) {
-    try {
+  prim->declined = try_build(op, "eltwise", [&] {
+    for (const Step& s : steps) {
       const dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, s.algorithm, desc,
                                           s.alpha, s.beta);
       const dnnl::eltwise_forward::primitive_desc pd(d, cpu_engine());
       prim->steps.emplace_back(pd);
-    } catch (const dnnl::error& e) {
-      if (e.status != dnnl_unimplemented)
-        fail("{}: oneDNN failed in {} (status {})", op, e.what(), status_name(e.status));
-      prim->declined = "oneDNN has no eltwise implementation for this problem";
-      prim->steps.clear();
-      return prim;
     }
-  }
+  });
+  if (!prim->declined.empty()) prim->steps.clear();
   return prim;
 }
 
@@ -164,64 +146,32 @@ Tensor eltwise(EltwiseOp op, const Tensor& input, double negative_slope, std::st
   key.insert(key.end(), dims.begin(), dims.end());
   key.insert(key.end(), strides.begin(), strides.end());
 
-  const auto data_type =
-      dtype == DType::Float32 ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
   const dnnl::memory::desc desc = call(name, [&] {
-    return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.end()), data_type,
+    return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.end()), data_type_of(dtype),
                               dnnl::memory::dims(strides.begin(), strides.end()));
   });
 
-  Caches& c = caches();
-  std::shared_ptr<Primitive> prim;
-  {
-    const std::lock_guard<std::mutex> lock(c.mutex);
-    prim = c.primitives.find(key);
-    if (prim != nullptr) ++c.stats.primitive_hits;
-  }
-  if (prim == nullptr) {
-    // Created outside the lock (it can take milliseconds); two threads racing on one new
-    // problem each build one, and the second insert replaces the first — harmless.
-    prim = create(name, steps_of(op, negative_slope), desc);
-    const std::lock_guard<std::mutex> lock(c.mutex);
-    ++c.stats.primitive_misses;
-    c.primitives.insert(key, prim, 1);
-  }
+  const std::shared_ptr<Primitive> prim =
+      cache().find_or_make(key, [&] { return create(name, steps_of(op, negative_slope), desc); });
   if (!prim->declined.empty()) return decline(name, prim->declined, declined);
 
   Tensor output = empty_like(input, {dtype, MemoryFormat::Preserve});
   REFOLD_CHECK(output.strides() == input.strides() || input.dim() == 0,
                "{}: internal: output strides [{}] differ from the input's [{}]", name,
                fmt::join(output.strides(), ", "), fmt::join(input.strides(), ", "));
-  call(name, [&] {
+  cache().execute(name, [&](dnnl::stream& stream) {
     // oneDNN only reads the source; const_cast avoids Tensor's writable data_ptr(), which would
     // bump the input's version.
     const dnnl::memory src(desc, cpu_engine(), const_cast<void*>(input.data_ptr()));
     const dnnl::memory dst(desc, cpu_engine(), output.data_ptr());
-    dnnl::stream& stream = cpu_stream();
     for (std::size_t i = 0; i < prim->steps.size(); ++i)
       prim->steps[i].execute(stream, {{DNNL_ARG_SRC, i == 0 ? src : dst}, {DNNL_ARG_DST, dst}});
-    stream.wait();
   });
-  {
-    const std::lock_guard<std::mutex> lock(c.mutex);
-    ++c.stats.runs;
-  }
   return output;
 }
 
-EltwiseStats eltwise_stats() {
-  Caches& c = caches();
-  const std::lock_guard<std::mutex> lock(c.mutex);
-  EltwiseStats s = c.stats;
-  s.primitives = c.primitives.size();
-  return s;
-}
+EltwiseStats eltwise_stats() { return cache().stats(); }
 
-void clear_eltwise_cache() {
-  Caches& c = caches();
-  const std::lock_guard<std::mutex> lock(c.mutex);
-  c.primitives.clear();
-  c.stats = {};
-}
+void clear_eltwise_cache() { cache().clear(); }
 
 }  // namespace refold::onednn

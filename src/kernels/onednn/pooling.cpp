@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -15,43 +14,14 @@
 #include "core/check.h"
 #include "kernels/onednn/conv2d.h"
 #include "kernels/onednn/engine.h"
-#include "kernels/onednn/lru_cache.h"
+#include "kernels/onednn/primitive_cache.h"
 #include "kernels/onednn/threads.h"
+#include "kernels/reference/pooling_checks.h"
 
 namespace refold::onednn {
 namespace {
 
 using tag = dnnl::memory::format_tag;
-
-// The reference's checks and messages (reference/pooling.cpp), in its order.
-void check_input(const Tensor& input, const char* op) {
-  REFOLD_CHECK(input.defined(), "{}: input is undefined", op);
-  REFOLD_CHECK(input.dtype() == DType::Float32 || input.dtype() == DType::BFloat16,
-               "{}: input has dtype {}; only float32 and bfloat16 are supported", op,
-               dtype_name(input.dtype()));
-  REFOLD_CHECK(input.dim() == 3 || input.dim() == 4,
-               "{}: input must be 3-d [C, H, W] or 4-d [N, C, H, W], got [{}]", op,
-               fmt::join(input.sizes(), ", "));
-  const std::int64_t c = input.size(-3), h = input.size(-2), w = input.size(-1);
-  REFOLD_CHECK(c > 0 && h > 0 && w > 0,
-               "{}: input [{}] must have non-zero channels, height and width", op,
-               fmt::join(input.sizes(), ", "));
-}
-
-void check_kernel(const char* op, Size2d kernel) {
-  REFOLD_CHECK(kernel.h > 0 && kernel.w > 0, "{}: kernel_size ({}, {}) must be positive", op,
-               kernel.h, kernel.w);
-}
-
-std::int64_t pool_size(const char* op, const char* axis, std::int64_t in, std::int64_t kernel,
-                       std::int64_t stride, std::int64_t pad, std::int64_t dilation,
-                       bool ceil_mode) {
-  try {
-    return pool_output_size(in, kernel, stride, pad, dilation, ceil_mode);
-  } catch (const Error& e) {
-    fail("{}: {}: {}", op, axis, e.message());
-  }
-}
 
 // One pooling problem in oneDNN's terms.
 struct Problem {
@@ -68,29 +38,19 @@ struct Primitive {
   dnnl::pooling_v2_forward primitive;
 };
 
-struct Caches {
-  std::mutex mutex;
-  LruCache<Primitive> primitives{1024};
-  PoolingStats stats;
-};
-
-Caches& caches() {
-  static Caches c;
+PrimitiveCache<Primitive, PoolingStats>& cache() {
+  static PrimitiveCache<Primitive, PoolingStats> c(1024);
   return c;
-}
-
-Tensor decline(std::string_view op, std::string reason, std::string* declined) {
-  if (declined == nullptr) fail("{}: oneDNN declined: {}", op, reason);
-  *declined = std::move(reason);
-  return {};
 }
 
 // Validates the window (as the reference does), then runs it or declines.
 Tensor run(const Problem& p, const Tensor& input, std::string* declined) {
   const Size2d k = p.kernel, s = p.stride, pad = p.padding, d = p.dilation;
   const std::int64_t in_h = input.size(-2), in_w = input.size(-1);
-  const std::int64_t out_h = pool_size(p.op, "height", in_h, k.h, s.h, pad.h, d.h, p.ceil_mode);
-  const std::int64_t out_w = pool_size(p.op, "width", in_w, k.w, s.w, pad.w, d.w, p.ceil_mode);
+  const std::int64_t out_h =
+      reference::detail::pool_size(p.op, "height", in_h, k.h, s.h, pad.h, d.h, p.ceil_mode);
+  const std::int64_t out_w =
+      reference::detail::pool_size(p.op, "width", in_w, k.w, s.w, pad.w, d.w, p.ceil_mode);
   // The right/bottom padding that makes oneDNN's floor((in + pl + pr − span) / s) + 1 equal
   // out: pr = (out − 1)·s + span − in − pl, never below pl (floor mode's dropped tail).
   const auto pad_r = [](std::int64_t out, std::int64_t in, std::int64_t kernel, std::int64_t stride,
@@ -144,57 +104,35 @@ Tensor run(const Problem& p, const Tensor& input, std::string* declined) {
                pr_w,
                threads};
 
-  const auto data_type =
-      dtype == DType::Float32 ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
+  const auto data_type = data_type_of(dtype);
   const tag layout = nhwc ? tag::nhwc : tag::nchw;
   const dnnl::memory::desc src_md({batch, channels, in_h, in_w}, data_type, layout);
   const dnnl::memory::desc dst_md({batch, channels, out_h, out_w}, data_type, layout);
 
-  Caches& c = caches();
-  std::shared_ptr<Primitive> prim;
-  {
-    const std::lock_guard<std::mutex> lock(c.mutex);
-    prim = c.primitives.find(key);
-    if (prim != nullptr) ++c.stats.primitive_hits;
-  }
-  if (prim == nullptr) {
-    // Created outside the lock; two threads racing on one new problem each build one, and the
-    // second insert replaces the first — harmless.
-    prim = std::make_shared<Primitive>();
-    try {
+  const std::shared_ptr<Primitive> prim = cache().find_or_make(key, [&] {
+    auto made = std::make_shared<Primitive>();
+    made->declined = try_build(p.op, "pooling", [&] {
       // oneDNN counts dilation as the gaps between taps: PyTorch's dilation − 1.
       const dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, p.algorithm,
                                                 src_md, dst_md, {s.h, s.w}, {k.h, k.w},
                                                 {d.h - 1, d.w - 1}, {pad.h, pad.w}, {pr_h, pr_w});
-      prim->primitive =
+      made->primitive =
           dnnl::pooling_v2_forward(dnnl::pooling_v2_forward::primitive_desc(desc, cpu_engine()));
-    } catch (const dnnl::error& e) {
-      if (e.status != dnnl_unimplemented)
-        fail("{}: oneDNN failed in {} (status {})", p.op, e.what(), status_name(e.status));
-      prim->declined = "oneDNN has no pooling implementation for this problem";
-    }
-    const std::lock_guard<std::mutex> lock(c.mutex);
-    ++c.stats.primitive_misses;
-    c.primitives.insert(key, prim, 1);
-  }
+    });
+    return made;
+  });
   if (!prim->declined.empty()) return decline(p.op, prim->declined, declined);
 
   // The reference's output: same rank and batch as the input, in the input's format.
   Tensor output = four_d ? empty({batch, channels, out_h, out_w}, {dtype, format})
                          : empty({channels, out_h, out_w}, {dtype});
-  call(p.op, [&] {
+  cache().execute(p.op, [&](dnnl::stream& stream) {
     // oneDNN only reads the source; const_cast avoids Tensor's writable data_ptr(), which would
     // bump the input's version.
     const dnnl::memory src(src_md, cpu_engine(), const_cast<void*>(input.data_ptr()));
     const dnnl::memory dst(dst_md, cpu_engine(), output.data_ptr());
-    dnnl::stream& stream = cpu_stream();
     prim->primitive.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-    stream.wait();
   });
-  {
-    const std::lock_guard<std::mutex> lock(c.mutex);
-    ++c.stats.runs;
-  }
   return output;
 }
 
@@ -202,8 +140,8 @@ Tensor run(const Problem& p, const Tensor& input, std::string* declined) {
 
 Tensor max_pool2d(const Tensor& input, const MaxPool2dOptions& options, std::string* declined) {
   constexpr const char* op = "max_pool2d";
-  check_input(input, op);
-  check_kernel(op, options.kernel_size);
+  reference::detail::check_pool_input(input, op);
+  reference::detail::check_pool_kernel(op, options.kernel_size);
   return run({op, dnnl::algorithm::pooling_max, options.kernel_size,
               options.stride.value_or(options.kernel_size), options.padding, options.dilation,
               options.ceil_mode, false},
@@ -212,11 +150,9 @@ Tensor max_pool2d(const Tensor& input, const MaxPool2dOptions& options, std::str
 
 Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options, std::string* declined) {
   constexpr const char* op = "avg_pool2d";
-  check_input(input, op);
-  check_kernel(op, options.kernel_size);
-  REFOLD_CHECK(!options.divisor_override || *options.divisor_override > 0,
-               "{}: divisor_override ({}) must be positive", op,
-               options.divisor_override.value_or(0));
+  reference::detail::check_pool_input(input, op);
+  reference::detail::check_pool_kernel(op, options.kernel_size);
+  reference::detail::check_divisor_override(op, options);
   const Problem p{op,
                   options.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                             : dnnl::algorithm::pooling_avg_exclude_padding,
@@ -229,19 +165,8 @@ Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options, std::str
   return run(p, input, declined);
 }
 
-PoolingStats pooling_stats() {
-  Caches& c = caches();
-  const std::lock_guard<std::mutex> lock(c.mutex);
-  PoolingStats s = c.stats;
-  s.primitives = c.primitives.size();
-  return s;
-}
+PoolingStats pooling_stats() { return cache().stats(); }
 
-void clear_pooling_cache() {
-  Caches& c = caches();
-  const std::lock_guard<std::mutex> lock(c.mutex);
-  c.primitives.clear();
-  c.stats = {};
-}
+void clear_pooling_cache() { cache().clear(); }
 
 }  // namespace refold::onednn

@@ -10,25 +10,11 @@
 #include "core/check.h"
 #include "core/checked_math.h"
 #include "core/element_access.h"
+#include "kernels/reference/pooling_checks.h"
 #include "refold/reference.h"
 
 namespace refold::reference {
 namespace {
-
-void check_input(const Tensor& input, const char* op) {
-  REFOLD_CHECK(input.defined(), "{}: input is undefined", op);
-  REFOLD_CHECK(input.dtype() == DType::Float32 || input.dtype() == DType::BFloat16,
-               "{}: input has dtype {}; only float32 and bfloat16 are supported", op,
-               dtype_name(input.dtype()));
-  REFOLD_CHECK(input.dim() == 3 || input.dim() == 4,
-               "{}: input must be 3-d [C, H, W] or 4-d [N, C, H, W], got [{}]", op,
-               fmt::join(input.sizes(), ", "));
-  // PyTorch allows an empty batch but not empty channels or planes.
-  const std::int64_t c = input.size(-3), h = input.size(-2), w = input.size(-1);
-  REFOLD_CHECK(c > 0 && h > 0 && w > 0,
-               "{}: input [{}] must have non-zero channels, height and width", op,
-               fmt::join(input.sizes(), ", "));
-}
 
 // [C, H, W] → [1, C, H, W] over the same storage; 4-d tensors are returned as they are.
 Tensor as_4d(const Tensor& t) {
@@ -45,23 +31,6 @@ Tensor make_output(const Tensor& input, std::int64_t oh, std::int64_t ow) {
                {input.dtype(), input.suggest_memory_format()});
 }
 
-// Checked before the stride, which defaults to the kernel size and would otherwise be blamed.
-void check_kernel(const char* op, Size2d kernel) {
-  REFOLD_CHECK(kernel.h > 0 && kernel.w > 0, "{}: kernel_size ({}, {}) must be positive", op,
-               kernel.h, kernel.w);
-}
-
-// pool_output_size for one axis; its errors get the op and the axis in front.
-std::int64_t pool_size(const char* op, const char* axis, std::int64_t in, std::int64_t kernel,
-                       std::int64_t stride, std::int64_t pad, std::int64_t dilation,
-                       bool ceil_mode) {
-  try {
-    return pool_output_size(in, kernel, stride, pad, dilation, ceil_mode);
-  } catch (const Error& e) {
-    fail("{}: {}: {}", op, axis, e.message());
-  }
-}
-
 // The sliding window of max and average pooling and the output size it gives.
 struct Window {
   Size2d k, s, p;  // kernel, stride (the kernel when unset), padding
@@ -73,8 +42,10 @@ Window sliding_window(const char* op, const Tensor& input, Size2d kernel,
                       bool ceil_mode) {
   const Size2d s = stride.value_or(kernel);
   return {kernel, s, padding,
-          pool_size(op, "height", input.size(-2), kernel.h, s.h, padding.h, dilation.h, ceil_mode),
-          pool_size(op, "width", input.size(-1), kernel.w, s.w, padding.w, dilation.w, ceil_mode)};
+          detail::pool_size(op, "height", input.size(-2), kernel.h, s.h, padding.h, dilation.h,
+                            ceil_mode),
+          detail::pool_size(op, "width", input.size(-1), kernel.w, s.w, padding.w, dilation.w,
+                            ceil_mode)};
 }
 
 // One input plane (n, c), of height × width elements.
@@ -120,8 +91,8 @@ Tensor pool(const Tensor& input, std::int64_t out_h, std::int64_t out_w, Fn&& va
 
 Tensor max_pool2d(const Tensor& input, const MaxPool2dOptions& options) {
   constexpr const char* op = "max_pool2d";
-  check_input(input, op);
-  check_kernel(op, options.kernel_size);
+  detail::check_pool_input(input, op);
+  detail::check_pool_kernel(op, options.kernel_size);
   const Size2d d = options.dilation;
   const Window win = sliding_window(op, input, options.kernel_size, options.stride, options.padding,
                                     d, options.ceil_mode);
@@ -147,11 +118,9 @@ Tensor max_pool2d(const Tensor& input, const MaxPool2dOptions& options) {
 
 Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options) {
   constexpr const char* op = "avg_pool2d";
-  check_input(input, op);
-  check_kernel(op, options.kernel_size);
-  REFOLD_CHECK(!options.divisor_override || *options.divisor_override > 0,
-               "{}: divisor_override ({}) must be positive", op,
-               options.divisor_override.value_or(0));
+  detail::check_pool_input(input, op);
+  detail::check_pool_kernel(op, options.kernel_size);
+  detail::check_divisor_override(op, options);
   const Window win = sliding_window(op, input, options.kernel_size, options.stride, options.padding,
                                     1, options.ceil_mode);
   const Size2d k = win.k, s = win.s, p = win.p;
@@ -178,7 +147,7 @@ Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options) {
 
 Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size) {
   constexpr const char* op = "adaptive_avg_pool2d";
-  check_input(input, op);
+  detail::check_pool_input(input, op);
   REFOLD_CHECK(output_size.h >= 0 && output_size.w >= 0,
                "{}: output_size ({}, {}) must be non-negative", op, output_size.h, output_size.w);
   const DType dtype = input.dtype();
