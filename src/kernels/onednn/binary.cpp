@@ -13,31 +13,10 @@
 #include "kernels/onednn/engine.h"
 #include "kernels/onednn/primitive_cache.h"
 #include "kernels/onednn/threads.h"
+#include "kernels/reference/binary_checks.h"
 
 namespace refold::onednn {
 namespace {
-
-// The reference's checks and messages (reference/binary.cpp).
-void check_float(const Tensor& t, std::string_view op, const char* name) {
-  REFOLD_CHECK(t.defined(), "{}: {} is undefined", op, name);
-  REFOLD_CHECK(t.dtype() == DType::Float32 || t.dtype() == DType::BFloat16,
-               "{}: {} has dtype {}; only float32 and bfloat16 are supported", op, name,
-               dtype_name(t.dtype()));
-}
-
-Shape broadcast_shape(const Shape& a, const Shape& b, std::string_view op) {
-  const std::size_t rank = std::max(a.size(), b.size());
-  Shape out(rank);
-  for (std::size_t i = 0; i < rank; ++i) {  // i counts from the last dimension
-    const std::int64_t sa = i < a.size() ? a[a.size() - 1 - i] : 1;
-    const std::int64_t sb = i < b.size() ? b[b.size() - 1 - i] : 1;
-    REFOLD_CHECK(sa == sb || sa == 1 || sb == 1,
-                 "{}: shapes [{}] and [{}] cannot be broadcast (dimension {}: {} vs {})", op,
-                 fmt::join(a, ", "), fmt::join(b, ", "), -static_cast<std::int64_t>(i) - 1, sa, sb);
-    out[rank - 1 - i] = sa == 1 ? sb : sa;
-  }
-  return out;
-}
 
 // `t`'s dims and strides at `rank` (≥ 1) dims: leading 1s added, whose strides (never used to
 // step) are the extent of the whole tensor, as an outer dim of a dense tensor would have.
@@ -76,12 +55,9 @@ std::string_view binary_name(BinaryOp op) { return op == BinaryOp::Add ? "add" :
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declined) {
   const std::string_view name = binary_name(op);
-  check_float(a, name, "a");
-  check_float(b, name, "b");
-  REFOLD_CHECK(a.dtype() == b.dtype(), "{}: a has dtype {} but b has {}", name,
-               dtype_name(a.dtype()), dtype_name(b.dtype()));
+  // The reference's checks and messages.
+  const Shape sizes = reference::detail::check_binary(a, b, name);
   const DType dtype = a.dtype();
-  const Shape sizes = broadcast_shape(a.sizes(), b.sizes(), name);
 
   // src0 carries the output's shape and layout; only src1 may broadcast.
   const bool a_full = a.sizes() == sizes;

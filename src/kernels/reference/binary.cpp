@@ -10,31 +10,11 @@
 
 #include "core/check.h"
 #include "core/element_access.h"
+#include "kernels/reference/binary_checks.h"
 #include "refold/reference.h"
 
 namespace refold::reference {
 namespace {
-
-void check_float(const Tensor& t, const char* op, const char* name) {
-  REFOLD_CHECK(t.defined(), "{}: {} is undefined", op, name);
-  REFOLD_CHECK(t.dtype() == DType::Float32 || t.dtype() == DType::BFloat16,
-               "{}: {} has dtype {}; only float32 and bfloat16 are supported", op, name,
-               dtype_name(t.dtype()));
-}
-
-Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
-  const std::size_t rank = std::max(a.size(), b.size());
-  Shape out(rank);
-  for (std::size_t i = 0; i < rank; ++i) {  // i counts from the last dimension
-    const std::int64_t sa = i < a.size() ? a[a.size() - 1 - i] : 1;
-    const std::int64_t sb = i < b.size() ? b[b.size() - 1 - i] : 1;
-    REFOLD_CHECK(sa == sb || sa == 1 || sb == 1,
-                 "{}: shapes [{}] and [{}] cannot be broadcast (dimension {}: {} vs {})", op,
-                 fmt::join(a, ", "), fmt::join(b, ", "), -static_cast<std::int64_t>(i) - 1, sa, sb);
-    out[rank - 1 - i] = sa == 1 ? sb : sa;
-  }
-  return out;
-}
 
 // Strides that read `t` at the output's indices: 0 for missing leading and broadcast dims.
 Shape broadcast_strides(const Tensor& t, const Shape& out_sizes) {
@@ -47,12 +27,8 @@ Shape broadcast_strides(const Tensor& t, const Shape& out_sizes) {
 
 template <typename F>
 Tensor binary(const Tensor& a, const Tensor& b, const char* op, F f) {
-  check_float(a, op, "a");
-  check_float(b, op, "b");
-  REFOLD_CHECK(a.dtype() == b.dtype(), "{}: a has dtype {} but b has {}", op, dtype_name(a.dtype()),
-               dtype_name(b.dtype()));
+  const Shape sizes = detail::check_binary(a, b, op);
   const DType dtype = a.dtype();
-  const Shape sizes = broadcast_shape(a.sizes(), b.sizes(), op);
   Tensor output = a.sizes() == sizes   ? empty_like(a, {dtype, MemoryFormat::Preserve})
                   : b.sizes() == sizes ? empty_like(b, {dtype, MemoryFormat::Preserve})
                                        : empty(sizes, {dtype, MemoryFormat::Contiguous});
