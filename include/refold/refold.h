@@ -29,5 +29,6 @@
 #include "refold/reparam/repvgg.h"
 #include "refold/state_dict.h"
 #include "refold/tensor.h"
+#include "refold/threads.h"
 #include "refold/verify.h"
 #include "refold/version.h"
