@@ -12,39 +12,10 @@ namespace refold::reference {
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& options) {
-  constexpr std::string_view op = "conv2d";
-  detail::check_conv_operands(op, input, weight, "[C_out, C_in/groups, kh, kw]", options.stride,
-                              options.dilation);
-  const std::int64_t groups = options.groups;
-  REFOLD_CHECK(groups > 0, "{}: groups ({}) must be positive", op, groups);
-
-  const std::int64_t batch = input.size(0), in_channels = input.size(1);
-  const std::int64_t in_h = input.size(2), in_w = input.size(3);
-  const std::int64_t out_channels = weight.size(0), kh = weight.size(2), kw = weight.size(3);
-  REFOLD_CHECK(in_channels % groups == 0, "{}: groups ({}) must divide in_channels ({})", op,
-               groups, in_channels);
-  REFOLD_CHECK(out_channels % groups == 0, "{}: groups ({}) must divide out_channels ({})", op,
-               groups, out_channels);
-  // weight is [C_out, C_in/groups, kh, kw]: each output channel sees its group's inputs only.
-  REFOLD_CHECK(weight.size(1) * groups == in_channels,
-               "{}: input has {} channels, weight expects {} (groups {}, weight {})", op,
-               in_channels, weight.size(1) * groups, groups, weight.description());
-  detail::check_bias(op, bias, out_channels, input);
-
-  // PyTorch rejects 'same' with stride > 1: the output could not keep the input's size.
-  REFOLD_CHECK(options.padding.mode() != Padding2d::Mode::Same ||
-                   (options.stride.h == 1 && options.stride.w == 1),
-               "{}: padding 'same' requires stride 1, got stride ({}, {})", op, options.stride.h,
-               options.stride.w);
-  const Pads2d pads = detail::with_context(op, "", [&] {
-    return options.padding.resolve({kh, kw}, options.dilation);
-  });
+  const auto [batch, in_channels, in_h, in_w, out_channels, kh, kw, groups, out_h, out_w, pads] =
+      detail::check_conv2d(input, weight, bias, options);
   const std::int64_t sh = options.stride.h, sw = options.stride.w;
   const std::int64_t dh = options.dilation.h, dw = options.dilation.w;
-  const std::int64_t out_h = detail::with_context(
-      op, "height", [&] { return conv_output_size(in_h, kh, sh, pads.top, pads.bottom, dh); });
-  const std::int64_t out_w = detail::with_context(
-      op, "width", [&] { return conv_output_size(in_w, kw, sw, pads.left, pads.right, dw); });
 
   Tensor output = empty({batch, out_channels, out_h, out_w},
                         {input.dtype(), detail::conv_output_format(input, weight)});

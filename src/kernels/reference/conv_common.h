@@ -81,6 +81,51 @@ auto with_context(std::string_view op, std::string_view axis, Fn&& fn) {
   }
 }
 
+// The validated shape of a conv2d problem: every argument check of conv2d, in one place, for
+// every backend (same refold::Error texts whichever implementation runs).
+struct Conv2dGeometry {
+  std::int64_t batch, in_channels, in_h, in_w, out_channels, kh, kw, groups, out_h, out_w;
+  Pads2d pads;
+};
+
+inline Conv2dGeometry check_conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                                   const Conv2dOptions& options) {
+  constexpr std::string_view op = "conv2d";
+  check_conv_operands(op, input, weight, "[C_out, C_in/groups, kh, kw]", options.stride,
+                      options.dilation);
+  Conv2dGeometry g{};
+  g.groups = options.groups;
+  REFOLD_CHECK(g.groups > 0, "{}: groups ({}) must be positive", op, g.groups);
+  g.batch = input.size(0), g.in_channels = input.size(1);
+  g.in_h = input.size(2), g.in_w = input.size(3);
+  g.out_channels = weight.size(0), g.kh = weight.size(2), g.kw = weight.size(3);
+  REFOLD_CHECK(g.in_channels % g.groups == 0, "{}: groups ({}) must divide in_channels ({})", op,
+               g.groups, g.in_channels);
+  REFOLD_CHECK(g.out_channels % g.groups == 0, "{}: groups ({}) must divide out_channels ({})", op,
+               g.groups, g.out_channels);
+  // weight is [C_out, C_in/groups, kh, kw]: each output channel sees its group's inputs only.
+  REFOLD_CHECK(weight.size(1) * g.groups == g.in_channels,
+               "{}: input has {} channels, weight expects {} (groups {}, weight {})", op,
+               g.in_channels, weight.size(1) * g.groups, g.groups, weight.description());
+  check_bias(op, bias, g.out_channels, input);
+  // PyTorch rejects 'same' with stride > 1: the output could not keep the input's size.
+  REFOLD_CHECK(options.padding.mode() != Padding2d::Mode::Same ||
+                   (options.stride.h == 1 && options.stride.w == 1),
+               "{}: padding 'same' requires stride 1, got stride ({}, {})", op, options.stride.h,
+               options.stride.w);
+  g.pads = with_context(op, "", [&] {
+    return options.padding.resolve({g.kh, g.kw}, options.dilation);
+  });
+  const Size2d s = options.stride, d = options.dilation;
+  g.out_h = with_context(op, "height", [&] {
+    return conv_output_size(g.in_h, g.kh, s.h, g.pads.top, g.pads.bottom, d.h);
+  });
+  g.out_w = with_context(op, "width", [&] {
+    return conv_output_size(g.in_w, g.kw, s.w, g.pads.left, g.pads.right, d.w);
+  });
+  return g;
+}
+
 // PyTorch's rule (at::native::ConvUtils' cudnn/mkldnn "conv_suggest_memory_format"): a conv
 // writes channels_last when either the input or the weight suggests channels_last.
 inline MemoryFormat conv_output_format(const Tensor& input, const Tensor& weight) {
