@@ -7,6 +7,7 @@ set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config clang-format
           libfmt-dev nlohmann-json3-dev libcli11-dev libdnnl-dev
+          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
           libgtest-dev libgmock-dev libbenchmark-dev)
 if [[ "${1:-}" == "--torch" ]]; then
   packages+=(python3-torch python3-numpy)

@@ -1,0 +1,42 @@
+// refold::onnx — read an ONNX model into a graph::Graph, write one back.
+//
+//   auto g = refold::onnx::load("model.onnx");
+//   refold::passes::optimize(*g);
+//   refold::onnx::save(*g, "model.fast.onnx");
+//
+// load() validates everything itself (RELIABILITY.md sections A–D, F): it never runs onnx's
+// checker or shape inference, refuses files over the memory budget before parsing, resolves
+// external data only inside the model's folder, and lists every unsupported op at once:
+//   model.onnx: 2 unsupported ops: node 'fc' (com.microsoft.FusedGemm), node 'n3' (Einsum)
+// Every error names the file and the node (name, op type) or tensor and the offending value.
+//
+// save() keeps what RELIABILITY.md lists under "nothing lost": header, interface, untouched
+// nodes and initializers byte-identical and in order; it writes a temporary file and renames it,
+// so the output is whole or absent.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "refold/graph/graph.h"
+#include "refold/tensor.h"
+
+namespace refold::onnx {
+
+struct LoadOptions {
+  // Upper bound on the bytes the model may make us allocate (file, tensors, folded constants).
+  std::uint64_t max_memory = std::uint64_t{8} << 30;
+  // Constant folding of shape arithmetic at import: results larger than this stay unfolded.
+  std::uint64_t max_folded_bytes = std::uint64_t{64} << 20;
+};
+
+std::shared_ptr<graph::Graph> load(const std::filesystem::path& file, const LoadOptions& options = {});
+void save(const graph::Graph& graph, const std::filesystem::path& file);
+
+// One TensorProto (.pb), as the ONNX test folders store inputs and outputs.
+Tensor load_tensor(const std::filesystem::path& file);
+void save_tensor(const Tensor& tensor, const std::string& name, const std::filesystem::path& file);
+
+}  // namespace refold::onnx
