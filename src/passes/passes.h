@@ -1,0 +1,18 @@
+// The passes of the optimizer, one per file, in pipeline order (pipeline.cpp runs them).
+// Each leaves the graph verified, changes nothing it cannot prove equal, and records in its
+// report what it did and, for every candidate it declined, why.
+#pragma once
+
+#include "refold/graph/graph.h"
+#include "refold/passes/pipeline.h"
+
+namespace refold::passes {
+
+PassReport fold_constants(graph::Graph& graph);           // constant_folding.cpp
+PassReport eliminate_dead_code(graph::Graph& graph);      // dead_code.cpp
+PassReport fold_batch_norms(graph::Graph& graph);         // bn_folding.cpp
+PassReport reparameterize_branches(graph::Graph& graph);  // reparameterize.cpp
+PassReport fuse_activations(graph::Graph& graph);         // activation_fusion.cpp
+PassReport plan_layout(graph::Graph& graph);              // layout.cpp
+
+}  // namespace refold::passes
