@@ -1,0 +1,139 @@
+// constant-folding: a node whose every input is a constant (or absent, "") is run once, here,
+// and its outputs become constants; the node goes away.
+//
+// Match: inputs all constants or ""; a graph::Op, or a plain module with at least one input;
+//        no output is a graph output (the interface keeps its producers; an exporter need not
+//        write an initializer as a graph output).
+// Apply: run the node exactly as Graph::run would (an input goes contiguous first when the
+//        module does not accept channels_last), then graph.set_constant(output, result) and
+//        erase the node.
+// Declined, with a note: a result over the byte budget (RELIABILITY G2, constant_folding.h),
+// a node whose module throws (left for run time to report in context), a wrong output count.
+//
+// One forward sweep reaches the fixed point: nodes are in topological order, so when a node is
+// visited every producer of its inputs has been visited and, if foldable, folded already.
+#include "passes/constant_folding.h"
+
+#include <fmt/format.h>
+
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "passes/passes.h"
+#include "refold/graph/op.h"
+
+namespace refold::passes {
+namespace {
+
+std::string describe(const graph::Node& node) {
+  return fmt::format("{} '{}'", node.op_type, node.name);
+}
+
+// Why the node cannot be folded before running it, or "" when it can.
+std::string static_problem(const graph::Graph& graph, const graph::Node& node) {
+  for (const std::string& in : node.inputs) {
+    if (!in.empty() && !graph.is_constant(in)) return "not constant";  // the common case
+  }
+  const bool is_op = dynamic_cast<const graph::Op*>(node.module.get()) != nullptr;
+  if (!is_op && node.inputs.empty()) return "has no input to run its module on";
+  if (node.outputs.empty()) return "has no output";
+  for (const std::string& out : node.outputs) {
+    if (graph.is_graph_output(out)) return fmt::format("writes graph output '{}'", out);
+  }
+  return "";
+}
+
+// The node run as Graph::run runs it (graph.h, "How a node runs").
+std::vector<Tensor> run_node(const graph::Graph& graph, const graph::Node& node) {
+  if (auto* op = dynamic_cast<graph::Op*>(node.module.get())) {
+    std::vector<Tensor> args;
+    args.reserve(node.inputs.size());
+    for (const std::string& in : node.inputs) {
+      Tensor t = in.empty() ? Tensor() : graph.constant(in);
+      if (!op->accepts_channels_last() && t.defined() && !t.is_contiguous()) t = t.contiguous();
+      args.push_back(std::move(t));
+    }
+    return op->run(args);
+  }
+  return {(*node.module)(graph.constant(node.inputs[0]))};
+}
+
+std::size_t byte_size(const Tensor& t) {
+  // numel() is overflow-checked where the tensor was made, and the storage exists, so the
+  // product fits: it is at most the bytes actually allocated.
+  return static_cast<std::size_t>(t.numel()) * t.element_size();
+}
+
+}  // namespace
+
+PassReport fold_constants(graph::Graph& graph, std::size_t max_bytes) {
+  PassReport report;
+  report.pass = "constant-folding";
+  std::size_t folded = 0;
+  for (std::size_t i = 0; i < graph.nodes().size();) {
+    const graph::Node& node = graph.nodes()[i];
+    const std::string problem = static_problem(graph, node);
+    if (!problem.empty()) {
+      if (problem != "not constant") {
+        report.notes.push_back(fmt::format("kept {}: {}", describe(node), problem));
+      }
+      ++i;
+      continue;
+    }
+    std::vector<Tensor> results;
+    try {
+      results = run_node(graph, node);
+    } catch (const std::exception& e) {
+      report.notes.push_back(
+          fmt::format("kept {}: running it failed: {}", describe(node), e.what()));
+      ++i;
+      continue;
+    }
+    std::string declined;
+    if (results.size() < node.outputs.size()) {
+      declined = fmt::format("gave {} outputs, expected {}", results.size(), node.outputs.size());
+    }
+    for (std::size_t k = 0; declined.empty() && k < node.outputs.size(); ++k) {
+      if (node.outputs[k].empty()) continue;
+      if (!results[k].defined()) {
+        declined = fmt::format("output '{}' is undefined", node.outputs[k]);
+      } else if (byte_size(results[k]) > max_bytes) {
+        declined = fmt::format("output '{}' ({}) is {} bytes, over the folding budget of {} bytes",
+                               node.outputs[k], results[k].description(), byte_size(results[k]),
+                               max_bytes);
+      }
+    }
+    if (!declined.empty()) {
+      report.notes.push_back(fmt::format("kept {}: {}", describe(node), declined));
+      ++i;
+      continue;
+    }
+    std::vector<std::string> made;
+    for (std::size_t k = 0; k < node.outputs.size(); ++k) {
+      if (node.outputs[k].empty()) continue;
+      Tensor value = results[k];
+      // A view of an input constant (Reshape, Squeeze, …) gets its own storage, so a later pass
+      // that rewrites one constant in place cannot change the other.
+      for (const std::string& in : node.inputs) {
+        if (!in.empty() && value.shares_storage(graph.constant(in))) {
+          value = value.clone();
+          break;
+        }
+      }
+      graph.set_constant(node.outputs[k], std::move(value));
+      made.push_back(node.outputs[k]);
+    }
+    report.notes.push_back(fmt::format("folded {} into constant{} {}", describe(node),
+                                       made.size() == 1 ? "" : "s", fmt::join(made, ", ")));
+    graph.erase_node(i);
+    ++folded;
+  }
+  report.changed = folded > 0;
+  return report;
+}
+
+PassReport fold_constants(graph::Graph& graph) { return fold_constants(graph, kMaxFoldedBytes); }
+
+}  // namespace refold::passes
