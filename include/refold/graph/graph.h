@@ -29,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -91,10 +92,10 @@ struct Node {
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
   Attributes attributes;
-  nn::ModulePtr module;       // what runs; registered as the graph's child under `name`
-  int source = -1;            // index of the unchanged ONNX NodeProto it came from, else -1
-  std::vector<Node> parts;    // a fused node: the nodes it replaces, written back on export
-  std::string origin;         // a node made by a pass: what it was made from (for the dump)
+  nn::ModulePtr module;     // what runs; registered as the graph's child under `name`
+  int source = -1;          // index of the unchanged ONNX NodeProto it came from, else -1
+  std::vector<Node> parts;  // a fused node: the nodes it replaces, written back on export
+  std::string origin;       // a node made by a pass: what it was made from (for the dump)
 };
 
 // Opaque to everything but src/onnx: the parsed file a graph came from, so that export can
@@ -128,8 +129,8 @@ class Graph : public nn::Module {
   // ---- constants (initializers), in insertion order ----
   bool is_constant(const std::string& value) const;
   const Tensor& constant(const std::string& value) const;  // throws when not a constant
-  // Adds or replaces; `source` is the index of the unchanged ONNX initializer it came from.
-  void set_constant(const std::string& value, Tensor tensor, int source = -1);
+  // Adds or replaces; `source_index` is the index of the unchanged ONNX initializer it came from.
+  void set_constant(const std::string& value, Tensor tensor, int source_index = -1);
   void erase_constant(const std::string& value);
   std::vector<std::string> constant_names() const;
   int constant_source(const std::string& value) const;  // -1 when made or changed here
@@ -152,9 +153,13 @@ class Graph : public nn::Module {
   // A readable listing: one line per node, "name: Op(inputs) -> outputs  [module, layout…]".
   std::string dump() const;
 
+  // Called after each node with the values it read (constants included; "" → undefined) and
+  // wrote: profiling, FLOP counting, tracing.
+  using NodeObserver = std::function<void(const Node& node, const std::vector<Tensor>& inputs,
+                                          const std::vector<Tensor>& outputs)>;
   // Runs the graph. `inputs` bind to `this->inputs` by position; returns `outputs` in order.
   // Throws refold::Error naming the input on a count/rank/static-dim mismatch.
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const NodeObserver& observe = {});
   // nn::Module: a graph with one input and one output.
   Tensor forward(const Tensor& input) override;
 

@@ -1,0 +1,41 @@
+// What a graph run costs: FLOPs per node and in total, time per node, peak activation memory.
+//
+//   graph::RunProfile p = graph::profile(*g, {x});
+//   fmt::print("{:.2f} GFLOP\n", p.flops * 1e-9);
+//
+// FLOPs follow refold's one convention (refold/reparam/block.h): 2 per multiply-add, counted
+// for the ops that dominate a CNN — Conv, ConvTranspose (the fused ones too: a node keeps the
+// op_type "Conv"), Gemm and MatMul; everything else counts 0. They come from the shapes the
+// nodes actually read and wrote, so symbolic dims are resolved by the run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "refold/graph/graph.h"
+#include "refold/tensor.h"
+
+namespace refold::graph {
+
+struct NodeProfile {
+  std::string name;
+  std::string op_type;
+  std::int64_t flops = 0;
+  double milliseconds = 0;
+};
+
+struct RunProfile {
+  std::int64_t flops = 0;
+  std::vector<NodeProfile> nodes;
+  std::vector<Tensor> outputs;
+};
+
+// The multiply-add work of one node, from the tensors it read and wrote (0 for other ops).
+std::int64_t node_flops(const Node& node, const std::vector<Tensor>& inputs,
+                        const std::vector<Tensor>& outputs);
+
+// Runs the graph once, timing each node.
+RunProfile profile(Graph& graph, const std::vector<Tensor>& inputs);
+
+}  // namespace refold::graph

@@ -1,0 +1,382 @@
+#include "refold/graph/graph.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+#include "core/check.h"
+#include "refold/graph/op.h"
+
+namespace refold::graph {
+
+namespace {
+
+// Module children may not contain '.', ONNX node names often do ("/stage1/rbr_dense/Conv").
+std::string child_name_for(const std::string& node_name) {
+  std::string name = node_name;
+  std::replace(name.begin(), name.end(), '.', '_');
+  return name;
+}
+
+// The ONNX element type a refold dtype is declared as.
+int elem_type_of(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return 1;
+    case DType::Int64:
+      return 7;
+    case DType::BFloat16:
+      return 16;
+  }
+  return 0;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) {
+    if (!out.empty()) out += ", ";
+    out += n.empty() ? "\"\"" : n;
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---- Attributes ----
+
+namespace {
+
+template <typename T>
+const T* attribute_as(const std::map<std::string, AttributeValue>& values, const std::string& name,
+                      const char* expected) {
+  auto it = values.find(name);
+  if (it == values.end()) return nullptr;
+  if (const T* value = std::get_if<T>(&it->second)) return value;
+  fail("attribute '{}' has another type, expected {}", name, expected);
+}
+
+}  // namespace
+
+std::int64_t Attributes::get_int(const std::string& name, std::int64_t fallback) const {
+  const auto* v = attribute_as<std::int64_t>(values_, name, "an int");
+  return v ? *v : fallback;
+}
+
+float Attributes::get_float(const std::string& name, float fallback) const {
+  const auto* v = attribute_as<float>(values_, name, "a float");
+  return v ? *v : fallback;
+}
+
+std::string Attributes::get_string(const std::string& name, const std::string& fallback) const {
+  const auto* v = attribute_as<std::string>(values_, name, "a string");
+  return v ? *v : fallback;
+}
+
+std::vector<std::int64_t> Attributes::get_ints(const std::string& name,
+                                               const std::vector<std::int64_t>& fallback) const {
+  const auto* v = attribute_as<std::vector<std::int64_t>>(values_, name, "ints");
+  return v ? *v : fallback;
+}
+
+std::vector<float> Attributes::get_floats(const std::string& name,
+                                          const std::vector<float>& fallback) const {
+  const auto* v = attribute_as<std::vector<float>>(values_, name, "floats");
+  return v ? *v : fallback;
+}
+
+Tensor Attributes::get_tensor(const std::string& name) const {
+  const auto* v = attribute_as<Tensor>(values_, name, "a tensor");
+  return v ? *v : Tensor();
+}
+
+// ---- Op ----
+
+Tensor Op::forward(const Tensor& input) {
+  std::vector<Tensor> out = run({input});
+  REFOLD_CHECK(out.size() == 1, "{}: used as a one-output module but gives {} outputs", type_name(),
+               out.size());
+  return out[0];
+}
+
+// ---- nodes ----
+
+Node& Graph::node(std::size_t index) {
+  REFOLD_CHECK(index < nodes_.size(), "Graph: node index {} out of range ({} nodes)", index,
+               nodes_.size());
+  return nodes_[index];
+}
+
+Node& Graph::insert_node(std::size_t index, Node node) {
+  REFOLD_CHECK(index <= nodes_.size(), "Graph: insert position {} out of range ({} nodes)", index,
+               nodes_.size());
+  REFOLD_CHECK(!node.name.empty(), "Graph: a {} node has no name", node.op_type);
+  REFOLD_CHECK(!find_node(node.name), "Graph: node name '{}' is taken", node.name);
+  REFOLD_CHECK(node.module != nullptr, "Graph: node '{}' ({}) has no module", node.name,
+               node.op_type);
+  const std::string child = child_name_for(node.name);
+  REFOLD_CHECK(!this->child(child), "Graph: node '{}' maps to module name '{}', which is taken",
+               node.name, child);
+  register_module(child, node.module);
+  return *nodes_.insert(nodes_.begin() + static_cast<std::ptrdiff_t>(index), std::move(node));
+}
+
+void Graph::erase_node(std::size_t index) {
+  Node& n = node(index);
+  unregister_module(child_name_for(n.name));
+  nodes_.erase(nodes_.begin() + static_cast<std::ptrdiff_t>(index));
+}
+
+void Graph::set_module(std::size_t index, nn::ModulePtr module) {
+  Node& n = node(index);
+  REFOLD_CHECK(module != nullptr, "Graph: set_module on node '{}' given a null module", n.name);
+  replace_child(child_name_for(n.name), module);
+  n.module = std::move(module);
+}
+
+std::optional<std::size_t> Graph::find_node(const std::string& name) const {
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].name == name) return i;
+  return std::nullopt;
+}
+
+// ---- constants ----
+
+bool Graph::is_constant(const std::string& value) const { return constants_.count(value) != 0; }
+
+const Tensor& Graph::constant(const std::string& value) const {
+  auto it = constants_.find(value);
+  REFOLD_CHECK(it != constants_.end(), "Graph: '{}' is not a constant", value);
+  return it->second.first;
+}
+
+void Graph::set_constant(const std::string& value, Tensor tensor, int source_index) {
+  REFOLD_CHECK(!value.empty(), "Graph: a constant needs a name");
+  REFOLD_CHECK(tensor.defined(), "Graph: constant '{}' is undefined", value);
+  auto it = constants_.find(value);
+  if (it == constants_.end()) constant_order_.push_back(value);
+  constants_[value] = {std::move(tensor), source_index};
+}
+
+void Graph::erase_constant(const std::string& value) {
+  if (constants_.erase(value) == 0) return;
+  constant_order_.erase(std::find(constant_order_.begin(), constant_order_.end(), value));
+}
+
+std::vector<std::string> Graph::constant_names() const { return constant_order_; }
+
+int Graph::constant_source(const std::string& value) const {
+  auto it = constants_.find(value);
+  return it == constants_.end() ? -1 : it->second.second;
+}
+
+// ---- who uses what ----
+
+std::optional<std::size_t> Graph::producer(const std::string& value) const {
+  if (value.empty()) return std::nullopt;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const auto& outs = nodes_[i].outputs;
+    if (std::find(outs.begin(), outs.end(), value) != outs.end()) return i;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::size_t> Graph::consumers(const std::string& value) const {
+  std::vector<std::size_t> result;
+  if (value.empty()) return result;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const auto& ins = nodes_[i].inputs;
+    if (std::find(ins.begin(), ins.end(), value) != ins.end()) result.push_back(i);
+  }
+  return result;
+}
+
+bool Graph::is_graph_output(const std::string& value) const {
+  return std::any_of(outputs.begin(), outputs.end(),
+                     [&](const ValueInfo& v) { return v.name == value; });
+}
+
+bool Graph::is_graph_input(const std::string& value) const {
+  return std::any_of(inputs.begin(), inputs.end(),
+                     [&](const ValueInfo& v) { return v.name == value; });
+}
+
+std::string Graph::unique_name(std::string_view base) const {
+  std::set<std::string> taken(constant_order_.begin(), constant_order_.end());
+  for (const ValueInfo& v : inputs) taken.insert(v.name);
+  for (const ValueInfo& v : outputs) taken.insert(v.name);
+  for (const ValueInfo& v : value_info) taken.insert(v.name);
+  for (const Node& n : nodes_) {
+    taken.insert(n.name);
+    taken.insert(n.outputs.begin(), n.outputs.end());
+    taken.insert(n.inputs.begin(), n.inputs.end());
+  }
+  std::string name(base);
+  for (int i = 1; taken.count(name) != 0; ++i) name = fmt::format("{}_{}", base, i);
+  return name;
+}
+
+// ---- checks and listing ----
+
+void Graph::verify() const {
+  std::set<std::string> defined;  // values readable so far
+  std::set<std::string> node_names;
+  auto define = [&](const std::string& value, const std::string& by) {
+    REFOLD_CHECK(defined.insert(value).second, "Graph: value '{}' is defined twice (again by {})",
+                 value, by);
+  };
+  for (const ValueInfo& v : inputs) define(v.name, "graph input");
+  for (const std::string& c : constant_order_) define(c, "constant");
+  for (const Node& n : nodes_) {
+    REFOLD_CHECK(!n.name.empty(), "Graph: a {} node has no name", n.op_type);
+    REFOLD_CHECK(node_names.insert(n.name).second, "Graph: node name '{}' is used twice", n.name);
+    REFOLD_CHECK(n.module != nullptr, "Graph: node '{}' ({}) has no module", n.name, n.op_type);
+    for (const std::string& in : n.inputs) {
+      REFOLD_CHECK(in.empty() || defined.count(in) != 0,
+                   "Graph: node '{}' ({}) reads '{}' before anything defines it", n.name, n.op_type,
+                   in);
+    }
+    for (const std::string& out : n.outputs) {
+      if (!out.empty()) define(out, fmt::format("node '{}' ({})", n.name, n.op_type));
+    }
+  }
+  for (const ValueInfo& v : outputs) {
+    REFOLD_CHECK(defined.count(v.name) != 0, "Graph: output '{}' is not produced", v.name);
+  }
+}
+
+std::string Graph::dump() const {
+  std::string out;
+  auto describe = [](const ValueInfo& v) {
+    std::string dims;
+    if (v.shape) {
+      for (const Dim& d : *v.shape) {
+        if (!dims.empty()) dims += ", ";
+        dims += d.is_static() ? std::to_string(d.value) : (d.param.empty() ? "?" : d.param);
+      }
+    }
+    return fmt::format("{} [{}]", v.name, v.shape ? dims : "rank ?");
+  };
+  for (const ValueInfo& v : inputs) out += "input  " + describe(v) + "\n";
+  for (const std::string& c : constant_order_) {
+    out += fmt::format("const  {}: {}\n", c, constant(c).description());
+  }
+  for (const Node& n : nodes_) {
+    out += fmt::format("{}: {}({}) -> {}  [{}]", n.name, n.op_type, join(n.inputs), join(n.outputs),
+                       n.module ? n.module->type_name() : "no module");
+    if (!n.parts.empty()) {
+      std::vector<std::string> parts;
+      for (const Node& p : n.parts) parts.push_back(p.op_type);
+      out += " fused " + join(parts);
+    }
+    if (!n.origin.empty()) out += " from " + n.origin;
+    out += "\n";
+  }
+  for (const ValueInfo& v : outputs) out += "output " + describe(v) + "\n";
+  return out;
+}
+
+// ---- running ----
+
+namespace {
+
+void check_input(const ValueInfo& declared, const Tensor& given, std::size_t position) {
+  REFOLD_CHECK(given.defined(), "Graph: input {} ('{}') is undefined", position, declared.name);
+  const int given_type = elem_type_of(given.dtype());
+  REFOLD_CHECK(declared.elem_type == given_type,
+               "Graph: input '{}' is declared with element type {}, given {} ({})", declared.name,
+               declared.elem_type, given_type, given.description());
+  if (!declared.shape) return;
+  const auto& dims = *declared.shape;
+  const Shape& sizes = given.sizes();
+  bool ok = dims.size() == sizes.size();
+  for (std::size_t i = 0; ok && i < dims.size(); ++i) {
+    ok = !dims[i].is_static() || dims[i].value == sizes[i];
+  }
+  if (ok) return;
+  std::string want;
+  for (const Dim& d : dims) {
+    if (!want.empty()) want += ", ";
+    want += d.is_static() ? std::to_string(d.value) : (d.param.empty() ? "?" : d.param);
+  }
+  fail("Graph: input '{}' is declared [{}], given {}", declared.name, want, given.description());
+}
+
+}  // namespace
+
+std::vector<Tensor> Graph::run(const std::vector<Tensor>& feeds, const NodeObserver& observe) {
+  REFOLD_CHECK(feeds.size() == inputs.size(), "Graph: {} inputs given, the graph takes {}",
+               feeds.size(), inputs.size());
+  std::unordered_map<std::string, Tensor> values;
+  for (std::size_t i = 0; i < feeds.size(); ++i) {
+    check_input(inputs[i], feeds[i], i);
+    values[inputs[i].name] = feeds[i];
+  }
+  auto lookup = [&](const std::string& name) -> Tensor {
+    if (name.empty()) return {};
+    if (auto it = values.find(name); it != values.end()) return it->second;
+    if (is_constant(name)) return constant(name);
+    fail("Graph: value '{}' is read before it is computed", name);
+  };
+
+  // The last node reading each value: after it runs the value is dropped (graph outputs stay).
+  std::unordered_map<std::string, std::size_t> last_use;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    for (const std::string& in : nodes_[i].inputs) last_use[in] = i;
+  }
+  for (const ValueInfo& v : outputs) last_use.erase(v.name);
+
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    std::vector<Tensor> results;
+    if (auto* op = dynamic_cast<Op*>(n.module.get())) {
+      std::vector<Tensor> args;
+      args.reserve(n.inputs.size());
+      for (const std::string& in : n.inputs) {
+        Tensor t = lookup(in);
+        // The memory-format rule of Module::operator(), for every input of an Op.
+        if (!op->accepts_channels_last() && t.defined() && !t.is_contiguous()) t = t.contiguous();
+        args.push_back(std::move(t));
+      }
+      try {
+        results = op->run(args);
+      } catch (const Error& e) {
+        throw e.with_context(fmt::format("{} '{}'", n.op_type, n.name));
+      }
+    } else {
+      REFOLD_CHECK(!n.inputs.empty(), "Graph: node '{}' ({}) has no input", n.name, n.op_type);
+      results.push_back((*n.module)(lookup(n.inputs[0])));
+    }
+    REFOLD_CHECK(results.size() >= n.outputs.size(),
+                 "Graph: node '{}' ({}) gave {} outputs, expected {}", n.name, n.op_type,
+                 results.size(), n.outputs.size());
+    if (observe) {
+      std::vector<Tensor> read;
+      for (const std::string& in : n.inputs) read.push_back(lookup(in));
+      observe(n, read, results);
+    }
+    for (std::size_t k = 0; k < n.outputs.size(); ++k) {
+      if (!n.outputs[k].empty()) values[n.outputs[k]] = std::move(results[k]);
+    }
+    for (const std::string& in : n.inputs) {
+      auto it = last_use.find(in);
+      if (it != last_use.end() && it->second == i) values.erase(in);
+    }
+  }
+
+  std::vector<Tensor> result;
+  result.reserve(outputs.size());
+  for (const ValueInfo& v : outputs) result.push_back(lookup(v.name));
+  return result;
+}
+
+Tensor Graph::forward(const Tensor& input) {
+  REFOLD_CHECK(inputs.size() == 1 && outputs.size() == 1,
+               "Graph: forward() takes one input and gives one output; this graph has {} and {} "
+               "(use run())",
+               inputs.size(), outputs.size());
+  return run({input})[0];
+}
+
+}  // namespace refold::graph

@@ -1,0 +1,148 @@
+#include "refold/graph/graph.h"
+
+#include <gtest/gtest.h>
+
+#include "refold/error.h"
+#include "refold/functional.h"
+#include "refold/graph/op.h"
+#include "refold/memory_format.h"
+#include "refold/nn/activation.h"
+#include "refold/nn/conv.h"
+#include "refold/nn/utils.h"
+#include "testing/compare.h"
+#include "testing/error_table.h"
+
+namespace refold::graph {
+namespace {
+
+// a + b, taking channels_last.
+class AddOp : public Op {
+ public:
+  AddOp() : Op("AddOp") {}
+  std::vector<Tensor> run(const std::vector<Tensor>& in) override {
+    return {functional::add(in.at(0), in.at(1))};
+  }
+};
+
+// Records whether its input arrived contiguous; refuses channels_last.
+class NchwOnly : public Op {
+ public:
+  NchwOnly() : Op("NchwOnly") {}
+  bool accepts_channels_last() const override { return false; }
+  std::vector<Tensor> run(const std::vector<Tensor>& in) override {
+    saw_contiguous = in.at(0).is_contiguous();
+    return {in.at(0)};
+  }
+  bool saw_contiguous = false;
+};
+
+Node make(std::string name, std::string op, std::vector<std::string> in,
+          std::vector<std::string> out, nn::ModulePtr module) {
+  Node n;
+  n.name = std::move(name);
+  n.op_type = std::move(op);
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.module = std::move(module);
+  return n;
+}
+
+// x -> Conv -> y1 ; Relu(y1) -> y2 ; Add(y1, y2) -> out
+std::shared_ptr<Graph> conv_relu_add() {
+  manual_seed(7);
+  auto g = std::make_shared<Graph>();
+  g->inputs = {{"x", 1, std::vector<Dim>{{1, ""}, {3, ""}, {-1, "h"}, {-1, "w"}}}};
+  g->outputs = {{"out", 1, std::nullopt}};
+  auto conv = std::make_shared<nn::Conv2d>(nn::Conv2dOptions(3, 4, 3).padding(1));
+  g->set_constant("W", conv->weight());
+  g->set_constant("B", conv->bias());
+  g->add_node(make("conv.0", "Conv", {"x", "W", "B"}, {"y1"}, conv));
+  g->add_node(make("relu", "Relu", {"y1"}, {"y2"}, std::make_shared<nn::ReLU>()));
+  g->add_node(make("add", "Add", {"y1", "y2"}, {"out"}, std::make_shared<AddOp>()));
+  return g;
+}
+
+TEST(Graph, RunsNodesInOrderAndMatchesTheModules) {
+  auto g = conv_relu_add();
+  g->verify();
+  Tensor x = randn({1, 3, 5, 6});
+  Tensor y1 = functional::conv2d(x, g->constant("W"), g->constant("B"), {1, 1});
+  Tensor expected = functional::add(y1, functional::relu(y1));
+  EXPECT_TRUE(testing::all_close(g->run({x})[0], expected, testing::Tolerance::op_f32()));
+  EXPECT_TRUE(testing::all_close(g->forward(x), expected, testing::Tolerance::op_f32()));
+}
+
+TEST(Graph, NodeModulesAreChildrenSoTheSeedUtilityReachesThem) {
+  auto g = conv_relu_add();
+  Tensor x = randn({1, 3, 5, 6});
+  Tensor before = g->run({x})[0];
+  nn::utils::convert_conv2d_weight_memory_format(*g, MemoryFormat::ChannelsLast);
+  EXPECT_TRUE(g->constant("W").is_contiguous(MemoryFormat::ChannelsLast));  // same handle
+  Tensor after = g->run({x})[0];
+  EXPECT_TRUE(after.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(testing::all_close(after, before, testing::Tolerance::op_f32()));
+  EXPECT_EQ(g->state_dict().size(), 2u);  // conv_0.weight, conv_0.bias
+}
+
+TEST(Graph, OpThatRefusesChannelsLastGetsAContiguousInput) {
+  auto g = conv_relu_add();
+  auto fence = std::make_shared<NchwOnly>();
+  g->outputs = {{"z", 1, std::nullopt}};
+  g->add_node(make("fence", "Fence", {"out"}, {"z"}, fence));
+  nn::utils::convert_conv2d_weight_memory_format(*g, MemoryFormat::ChannelsLast);
+  g->run({randn({1, 3, 4, 4})});
+  EXPECT_TRUE(fence->saw_contiguous);
+}
+
+TEST(Graph, ProducerConsumersAndUniqueNames) {
+  auto g = conv_relu_add();
+  EXPECT_EQ(g->producer("y1"), std::optional<std::size_t>(0));
+  EXPECT_FALSE(g->producer("x"));
+  EXPECT_EQ(g->consumers("y1"), (std::vector<std::size_t>{1, 2}));
+  EXPECT_TRUE(g->is_graph_output("out"));
+  EXPECT_TRUE(g->is_graph_input("x"));
+  EXPECT_EQ(g->unique_name("y1"), "y1_1");
+  EXPECT_EQ(g->unique_name("fresh"), "fresh");
+  g->erase_node(2);
+  EXPECT_FALSE(g->child("add"));
+  EXPECT_THROW(g->verify(), refold::Error);  // output "out" no longer produced
+}
+
+TEST(Graph, VerifyNamesTheBrokenInvariant) {
+  auto g = conv_relu_add();
+  g->node(1).inputs = {"nope"};
+  EXPECT_TRUE(testing::throws_error([&] { g->verify(); }, "node 'relu' (Relu) reads 'nope'"));
+  g = conv_relu_add();
+  g->node(2).outputs = {"y1"};
+  EXPECT_TRUE(testing::throws_error([&] { g->verify(); }, "value 'y1' is defined twice"));
+  g = conv_relu_add();
+  EXPECT_TRUE(testing::throws_error(
+      [&] { g->add_node(make("relu", "Relu", {"x"}, {"q"}, std::make_shared<nn::ReLU>())); },
+      "node name 'relu' is taken"));
+}
+
+TEST(Graph, RunChecksTheFeeds) {
+  auto g = conv_relu_add();
+  EXPECT_TRUE(testing::throws_error([&] { g->run({}); }, "0 inputs given, the graph takes 1"));
+  EXPECT_TRUE(testing::throws_error(
+      [&] {
+        g->run({randn({2, 3, 4, 4})});
+      },
+      "input 'x' is declared [1, 3, h, w]"));
+}
+
+TEST(Graph, ErrorsInsideANodeNameIt) {
+  auto bad = conv_relu_add();
+  bad->inputs[0].shape.reset();
+  EXPECT_TRUE(testing::throws_error([&] { bad->run({randn({1, 5, 4, 4})}); }, "conv_0"));
+}
+
+TEST(Graph, DumpListsNodes) {
+  auto g = conv_relu_add();
+  const std::string text = g->dump();
+  EXPECT_NE(text.find("conv.0: Conv(x, W, B) -> y1  [Conv2d]"), std::string::npos) << text;
+  EXPECT_NE(text.find("input  x [1, 3, h, w]"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace refold::graph
