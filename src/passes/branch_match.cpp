@@ -1,0 +1,114 @@
+#include "passes/branch_match.h"
+
+#include <algorithm>
+
+#include "passes/branch_nodes.h"
+
+namespace refold::passes::detail {
+namespace {
+
+// The node writing `value` when it is an `op_type` with at least one input.
+std::optional<std::size_t> producer_of(const graph::Graph& graph, const std::string& value,
+                                       const char* op_type) {
+  const auto p = graph.producer(value);
+  if (!p) return std::nullopt;
+  const graph::Node& n = graph.nodes()[*p];
+  if (!is_op(n, op_type) || n.inputs.empty() || n.outputs.empty() || n.outputs[0] != value)
+    return std::nullopt;
+  return p;
+}
+
+void collect(const graph::Graph& graph, std::size_t add, AddTree& tree) {
+  tree.adds.push_back(add);
+  for (const std::string& in : graph.nodes()[add].inputs) {
+    const auto p = graph.producer(in);
+    if (p && is_binary_add(graph.nodes()[*p]) && is_inner_add(graph, *p)) {
+      collect(graph, *p, tree);
+    } else {
+      tree.leaves.push_back(in);
+      tree.leaf_adds.push_back(add);
+    }
+  }
+}
+
+}  // namespace
+
+bool is_binary_add(const graph::Node& node) {
+  return is_op(node, "Add") && node.inputs.size() == 2 && node.outputs.size() == 1 &&
+         node.parts.empty();
+}
+
+bool is_inner_add(const graph::Graph& graph, std::size_t index) {
+  const std::string& out = graph.nodes()[index].outputs[0];
+  const std::vector<std::size_t> users = graph.consumers(out);
+  return users.size() == 1 && is_binary_add(graph.nodes()[users[0]]) &&
+         single_use_problem(graph, out, users[0]).empty();
+}
+
+AddTree collect_add_tree(const graph::Graph& graph, std::size_t root) {
+  AddTree tree;
+  tree.root = root;
+  collect(graph, root, tree);
+  return tree;
+}
+
+std::vector<Branch> interpret_leaf(const graph::Graph& graph, const std::string& leaf,
+                                   std::size_t add) {
+  Branch base;
+  base.leaf = leaf;
+  base.add = add;
+  // A trailing BN: the branch core is what it normalizes.
+  std::string core = leaf;
+  const auto bn = producer_of(graph, leaf, "BatchNormalization");
+  if (bn) core = graph.nodes()[*bn].inputs[0];
+  // Appends the trailing BN (if any) to a chain ending at the core.
+  const auto finish = [&](Branch b) {
+    if (bn) {
+      b.bn = b.chain.size();
+      b.chain.push_back(*bn);
+    }
+    return b;
+  };
+
+  std::vector<Branch> out;
+  if (const auto conv = producer_of(graph, core, "Conv")) {
+    const std::string& mid = graph.nodes()[*conv].inputs[0];
+    // x → Conv 1×1 → (BN) → Conv K×K: the first conv may sit behind a BN.
+    std::optional<std::size_t> first_bn = producer_of(graph, mid, "BatchNormalization");
+    const std::string& first_out = first_bn ? graph.nodes()[*first_bn].inputs[0] : mid;
+    if (const auto first = producer_of(graph, first_out, "Conv")) {
+      Branch b = base;
+      b.kind = BranchKind::Sequential;
+      b.input = graph.nodes()[*first].inputs[0];
+      b.first_conv = 0;
+      b.chain = {*first};
+      if (first_bn) {
+        b.first_bn = b.chain.size();
+        b.chain.push_back(*first_bn);
+      }
+      b.conv = b.chain.size();
+      b.chain.push_back(*conv);
+      out.push_back(finish(b));
+    }
+    Branch b = base;
+    b.kind = BranchKind::Conv;
+    b.input = mid;
+    b.conv = 0;
+    b.chain = {*conv};
+    out.push_back(finish(b));
+  } else if (const auto pool = producer_of(graph, core, "AveragePool")) {
+    Branch b = base;
+    b.kind = BranchKind::AvgPool;
+    b.input = graph.nodes()[*pool].inputs[0];
+    b.pool = 0;
+    b.chain = {*pool};
+    out.push_back(finish(b));
+  }
+  Branch identity = base;
+  identity.kind = BranchKind::Identity;
+  identity.input = core;
+  out.push_back(finish(identity));
+  return out;
+}
+
+}  // namespace refold::passes::detail

@@ -1,0 +1,177 @@
+#include "passes/branch_nodes.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace refold::passes::detail {
+namespace {
+
+bool is_ai_onnx(const graph::Node& node) { return node.domain.empty() || node.domain == "ai.onnx"; }
+
+// The node's module as exactly `M` (a subclass, e.g. a conv with a fused activation, is
+// something else and is left alone).
+template <typename M>
+std::shared_ptr<M> exact_module(const graph::Node& node, const char* type_name) {
+  if (!node.module || node.module->type_name() != type_name || !node.parts.empty()) return nullptr;
+  return std::dynamic_pointer_cast<M>(node.module);
+}
+
+std::string join_names(const graph::Graph& graph, const std::vector<std::size_t>& indices) {
+  std::string out;
+  for (std::size_t i : indices) {
+    if (!out.empty()) out += ", ";
+    out += describe(graph.nodes()[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string describe(const graph::Node& node) {
+  return fmt::format("{} '{}'", node.op_type, node.name);
+}
+
+bool is_op(const graph::Node& node, const char* op_type) {
+  return node.op_type == op_type && is_ai_onnx(node);
+}
+
+std::shared_ptr<nn::Conv2d> conv_module(const graph::Node& node) {
+  auto conv = exact_module<nn::Conv2d>(node, "Conv2d");
+  // A conv with a fused activation is no longer linear in its kernel.
+  return conv && conv->activation() == Activation::None ? conv : nullptr;
+}
+
+std::shared_ptr<nn::ConvTranspose2d> conv_transpose_module(const graph::Node& node) {
+  return exact_module<nn::ConvTranspose2d>(node, "ConvTranspose2d");
+}
+
+std::shared_ptr<nn::BatchNorm2d> batch_norm_module(const graph::Node& node) {
+  return exact_module<nn::BatchNorm2d>(node, "BatchNorm2d");
+}
+
+std::shared_ptr<nn::AvgPool2d> avg_pool_module(const graph::Node& node) {
+  return exact_module<nn::AvgPool2d>(node, "AvgPool2d");
+}
+
+std::string conv_problem(const graph::Graph& graph, const graph::Node& node) {
+  const bool transpose = is_op(node, "ConvTranspose");
+  if (!transpose && !is_op(node, "Conv")) return fmt::format("{} is not a Conv", describe(node));
+  if (node.inputs.size() < 2 || node.outputs.size() != 1)
+    return fmt::format("{} has {} inputs and {} outputs, expected 2-3 and 1", describe(node),
+                       node.inputs.size(), node.outputs.size());
+  for (std::size_t i = 1; i < node.inputs.size(); ++i) {
+    const std::string& v = node.inputs[i];
+    if (!v.empty() && !graph.is_constant(v))
+      return fmt::format("{}: {} '{}' is not a constant", describe(node),
+                         i == 1 ? "weight" : "bias", v);
+  }
+  const bool plain =
+      transpose ? conv_transpose_module(node) != nullptr : conv_module(node) != nullptr;
+  if (!plain)
+    return fmt::format("{} is not run by a plain {} module (runs {})", describe(node),
+                       transpose ? "ConvTranspose2d" : "Conv2d",
+                       node.module ? node.module->type_name() : "nothing");
+  return {};
+}
+
+std::string batch_norm_problem(const graph::Graph& graph, const graph::Node& node) {
+  if (!is_op(node, "BatchNormalization"))
+    return fmt::format("{} is not a BatchNormalization", describe(node));
+  if (node.attributes.get_int("training_mode", 0) != 0)
+    return fmt::format("{} is in training mode (training_mode=1)", describe(node));
+  if (node.attributes.get_int("spatial", 1) != 1)
+    return fmt::format("{} normalizes per activation (spatial=0)", describe(node));
+  if (node.inputs.size() != 5)
+    return fmt::format("{} has {} inputs, expected 5", describe(node), node.inputs.size());
+  static const char* const kParams[] = {"scale", "B", "input_mean", "input_var"};
+  for (std::size_t i = 1; i < 5; ++i) {
+    if (node.inputs[i].empty() || !graph.is_constant(node.inputs[i]))
+      return fmt::format("{}: {} '{}' is not a constant", describe(node), kParams[i - 1],
+                         node.inputs[i]);
+  }
+  for (std::size_t i = 1; i < node.outputs.size(); ++i) {
+    const std::string& v = node.outputs[i];
+    if (!v.empty() && (!graph.consumers(v).empty() || graph.is_graph_output(v)))
+      return fmt::format("{}: its optional output '{}' is used", describe(node), v);
+  }
+  if (!batch_norm_module(node))
+    return fmt::format("{} is not run by a plain BatchNorm2d module (runs {})", describe(node),
+                       node.module ? node.module->type_name() : "nothing");
+  return {};
+}
+
+std::string single_use_problem(const graph::Graph& graph, const std::string& value,
+                               std::size_t consumer) {
+  if (graph.is_graph_output(value)) return fmt::format("'{}' is a graph output", value);
+  const std::vector<std::size_t> users = graph.consumers(value);
+  if (users.size() != 1 || users[0] != consumer)
+    return fmt::format("'{}' has {} consumers ({})", value, users.size(), join_names(graph, users));
+  const auto& ins = graph.nodes()[consumer].inputs;
+  if (std::count(ins.begin(), ins.end(), value) != 1)
+    return fmt::format("'{}' is read twice by {}", value, describe(graph.nodes()[consumer]));
+  return {};
+}
+
+graph::Attributes conv_attributes(const nn::Conv2d& conv) {
+  const nn::Conv2dOptions& o = conv.options();
+  const Size2d k = {conv.weight().size(2), conv.weight().size(3)};
+  const Pads2d p = o.padding().resolve(k, o.dilation());
+  graph::Attributes a;
+  a.set("kernel_shape", std::vector<std::int64_t>{k.h, k.w});
+  a.set("strides", std::vector<std::int64_t>{o.stride().h, o.stride().w});
+  a.set("pads", std::vector<std::int64_t>{p.top, p.left, p.bottom, p.right});
+  a.set("dilations", std::vector<std::int64_t>{o.dilation().h, o.dilation().w});
+  a.set("group", o.groups());
+  return a;
+}
+
+std::vector<std::string> add_parameter_constants(graph::Graph& graph, const std::string& input,
+                                                 const std::string& base, const Tensor& weight,
+                                                 const Tensor& bias) {
+  std::vector<std::string> inputs = {input, graph.unique_name(base + ".weight")};
+  graph.set_constant(inputs[1], weight);
+  if (bias.defined()) {
+    inputs.push_back(graph.unique_name(base + ".bias"));
+    graph.set_constant(inputs[2], bias);
+  }
+  return inputs;
+}
+
+std::size_t replace_nodes(graph::Graph& graph, std::vector<std::size_t> erase, std::size_t anchor,
+                          graph::Node node) {
+  std::sort(erase.begin(), erase.end());
+  erase.erase(std::unique(erase.begin(), erase.end()), erase.end());
+  // Every value the erased nodes read or wrote, to tidy up after them.
+  std::set<std::string> touched;
+  for (std::size_t i : erase) {
+    const graph::Node& n = graph.nodes()[i];
+    touched.insert(n.inputs.begin(), n.inputs.end());
+    touched.insert(n.outputs.begin(), n.outputs.end());
+  }
+  const auto before_anchor = static_cast<std::size_t>(
+      std::count_if(erase.begin(), erase.end(), [&](std::size_t i) { return i < anchor; }));
+  for (auto it = erase.rbegin(); it != erase.rend(); ++it) graph.erase_node(*it);
+  const std::size_t at = anchor - before_anchor;
+  graph.insert_node(at, std::move(node));
+
+  std::set<std::string> live;
+  for (const graph::Node& n : graph.nodes()) {
+    live.insert(n.inputs.begin(), n.inputs.end());
+    live.insert(n.outputs.begin(), n.outputs.end());
+  }
+  for (const graph::ValueInfo& v : graph.outputs) live.insert(v.name);
+  for (const graph::ValueInfo& v : graph.inputs) live.insert(v.name);
+  for (const std::string& v : touched) {
+    if (live.count(v) != 0) continue;
+    graph.erase_constant(v);  // no-op for a value that is not a constant
+    auto& info = graph.value_info;
+    info.erase(std::remove_if(info.begin(), info.end(),
+                              [&](const graph::ValueInfo& vi) { return vi.name == v; }),
+               info.end());
+  }
+  return at;
+}
+
+}  // namespace refold::passes::detail

@@ -1,0 +1,64 @@
+// What the BN-folding and re-parameterization passes need to know about a node before they
+// may rewrite it, and the graph edits they share. A "problem" function returns the empty
+// string when the node qualifies, else the reason, naming the node and the value, ready to go
+// into a PassReport note.
+//
+// The preconditions (RELIABILITY F20–F24, after ONNX Runtime's conv/BN fusion):
+//   - a Conv / ConvTranspose is run by a plain nn::Conv2d / nn::ConvTranspose2d (not a fused
+//     node, not a runtime-weight Op) whose weight and bias are graph constants;
+//   - a BatchNormalization is run by an nn::BatchNorm2d over constant parameters, in inference
+//     mode, with no optional output (running mean/var) in use;
+//   - every value inside a rewritten pattern has exactly one consumer (the next node of the
+//     pattern, reading it once) and is not a graph output, so removing it loses nothing.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "refold/graph/graph.h"
+#include "refold/nn/batchnorm.h"
+#include "refold/nn/conv.h"
+#include "refold/nn/pooling.h"
+
+namespace refold::passes::detail {
+
+// "Conv 'conv1'" — how notes name a node.
+std::string describe(const graph::Node& node);
+
+bool is_op(const graph::Node& node, const char* op_type);
+
+// The modules, or nullptr when the node is not run by exactly that module type.
+std::shared_ptr<nn::Conv2d> conv_module(const graph::Node& node);
+std::shared_ptr<nn::ConvTranspose2d> conv_transpose_module(const graph::Node& node);
+std::shared_ptr<nn::BatchNorm2d> batch_norm_module(const graph::Node& node);
+std::shared_ptr<nn::AvgPool2d> avg_pool_module(const graph::Node& node);
+
+// A Conv or ConvTranspose node with constant weights run by the plain module.
+std::string conv_problem(const graph::Graph& graph, const graph::Node& node);
+// A BatchNormalization with constant parameters in inference mode, no optional output used.
+std::string batch_norm_problem(const graph::Graph& graph, const graph::Node& node);
+// `value` is read once, by node `consumer` only, and is not a graph output.
+std::string single_use_problem(const graph::Graph& graph, const std::string& value,
+                               std::size_t consumer);
+
+// ONNX Conv attributes for a module's geometry, the padding resolved to explicit pads
+// [top, left, bottom, right] (ONNX's [x1_begin, x2_begin, x1_end, x2_end]).
+graph::Attributes conv_attributes(const nn::Conv2d& conv);
+
+// Registers the module's weight (and bias) as new constants named `<base>.weight` /
+// `<base>.bias` (made unique), the same tensor handles the module holds, and returns the node
+// inputs [x, weight, bias?].
+std::vector<std::string> add_parameter_constants(graph::Graph& graph, const std::string& input,
+                                                 const std::string& base, const Tensor& weight,
+                                                 const Tensor& bias);
+
+// Replaces the nodes `erase` (indices, any order) by `node`, inserted where `anchor` (one of
+// them, the last of the pattern) was; then drops the constants the erased nodes read that no
+// node reads any more, and the value_info of values that no longer exist. Returns the new
+// node's index.
+std::size_t replace_nodes(graph::Graph& graph, std::vector<std::size_t> erase, std::size_t anchor,
+                          graph::Node node);
+
+}  // namespace refold::passes::detail
