@@ -15,9 +15,11 @@
 // so the output is whole or absent.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "refold/graph/graph.h"
@@ -30,9 +32,18 @@ struct LoadOptions {
   std::uint64_t max_memory = std::uint64_t{8} << 30;
   // Constant folding of shape arithmetic at import: results larger than this stay unfolded.
   std::uint64_t max_folded_bytes = std::uint64_t{64} << 20;
+  // Upper bound on the number of nodes (RELIABILITY.md A11).
+  std::size_t max_nodes = 1'000'000;
 };
 
-std::shared_ptr<graph::Graph> load(const std::filesystem::path& file, const LoadOptions& options = {});
+std::shared_ptr<graph::Graph> load(const std::filesystem::path& file,
+                                   const LoadOptions& options = {});
+// A model held in memory (RELIABILITY.md D10): `name` stands for the file in messages; external
+// data resolves against `base_dir` with the same checks, and is refused when `base_dir` is empty.
+std::shared_ptr<graph::Graph> load_from_memory(std::span<const std::byte> bytes,
+                                               const std::string& name,
+                                               const std::filesystem::path& base_dir = {},
+                                               const LoadOptions& options = {});
 void save(const graph::Graph& graph, const std::filesystem::path& file);
 
 // One TensorProto (.pb), as the ONNX test folders store inputs and outputs.

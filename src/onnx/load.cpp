@@ -1,0 +1,145 @@
+// onnx::load: parse, validate (RELIABILITY.md A–D), convert, build the modules.
+//
+// Policies:
+//   - an initializer also listed in graph.input (IR 3 style) is a constant, not a runtime input
+//     (B9): its value is the default the exporters meant;
+//   - unused initializers and dead nodes load (B10); export drops constants no node reads;
+//   - Constant nodes stay nodes (their value is a TENSOR attribute), so export writes them as
+//     they were;
+//   - every unsupported op, and every node with an attribute type refold cannot hold, is listed
+//     in one error (A10).
+#include <algorithm>
+#include <set>
+
+#include "core/check.h"
+#include "onnx/attributes.h"
+#include "onnx/op_registry.h"
+#include "onnx/proto_io.h"
+#include "onnx/source_model.h"
+#include "onnx/tensor_proto.h"
+#include "onnx/validate.h"
+#include "onnx/value_info.h"
+#include "refold/onnx/onnx.h"
+
+namespace refold::onnx {
+namespace {
+
+using namespace detail;
+
+std::shared_ptr<graph::Graph> build_graph(std::shared_ptr<graph::SourceModel> source,
+                                          std::uint64_t budget, const LoadOptions& options) {
+  const ::onnx::ModelProto& model = source->model;
+  const int opset = validate_header(model);
+  const ::onnx::GraphProto& proto = model.graph();
+  const GraphPlan plan = validate_graph(proto, options.max_nodes);
+
+  auto g = std::make_shared<graph::Graph>();
+  TensorReadContext context{"", source->base_dir, &budget};
+
+  std::set<std::string> initializer_names;
+  for (int i = 0; i < proto.initializer_size(); ++i) {
+    const auto& t = proto.initializer(i);
+    context.what = fmt::format("initializer '{}'", t.name());
+    g->set_constant(t.name(), tensor_from_proto(t, context), i);
+    initializer_names.insert(t.name());
+  }
+  for (const auto& v : proto.input()) {
+    if (initializer_names.count(v.name()) != 0) continue;  // B9: a constant with a default
+    g->inputs.push_back(value_info_from_proto(v, fmt::format("graph input '{}'", v.name())));
+  }
+  for (const auto& v : proto.output()) {
+    g->outputs.push_back(value_info_from_proto(v, fmt::format("graph output '{}'", v.name())));
+  }
+  for (const auto& v : proto.value_info()) {
+    // Only tensor types are kept here; export copies the others from the source unchanged.
+    if (v.has_type() && !v.type().has_tensor_type()) continue;
+    g->value_info.push_back(value_info_from_proto(v, fmt::format("value_info '{}'", v.name())));
+  }
+
+  // Convert every node, collecting what cannot run before building anything.
+  std::vector<graph::Node> nodes;
+  std::vector<std::string> unsupported;
+  for (std::size_t index : plan.order) {
+    const auto& n = proto.node(static_cast<int>(index));
+    const std::string& name = plan.node_names[index];
+    graph::Node node;
+    node.name = name;
+    node.op_type = n.op_type();
+    node.domain = n.domain();
+    node.inputs.assign(n.input().begin(), n.input().end());
+    node.outputs.assign(n.output().begin(), n.output().end());
+    node.source = static_cast<int>(index);
+    context.what = describe_node(name, n);
+    std::vector<std::string> reasons;
+    node.attributes = attributes_from_proto(n, context, reasons);
+    if (auto reason = unsupported_reason(node, opset)) reasons.insert(reasons.begin(), *reason);
+    if (!reasons.empty()) {
+      unsupported.push_back(fmt::format("{}: {}", context.what, fmt::join(reasons, ", ")));
+    }
+    nodes.push_back(std::move(node));
+  }
+  if (!unsupported.empty()) {
+    fail("{} unsupported op{}: {}", unsupported.size(), unsupported.size() == 1 ? "" : "s",
+         fmt::join(unsupported, "; "));
+  }
+
+  for (graph::Node& node : nodes) {
+    const auto& n = proto.node(node.source);
+    try {
+      node.module = build_module({node, *g, opset});
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", describe_node(node.name, n), e.what()));
+    }
+    REFOLD_CHECK(node.module != nullptr, "{}: no module was built", describe_node(node.name, n));
+    g->add_node(std::move(node));
+  }
+  g->source = std::move(source);
+  g->verify();
+  return g;
+}
+
+std::shared_ptr<graph::Graph> load_bytes(std::span<const std::byte> bytes, const std::string& name,
+                                         const std::filesystem::path& base_dir,
+                                         const LoadOptions& options) {
+  try {
+    REFOLD_CHECK(bytes.size() <= options.max_memory,
+                 "model is {} bytes, over the memory budget of {} bytes", bytes.size(),
+                 options.max_memory);
+    auto source = std::make_shared<graph::SourceModel>();
+    source->file = name;
+    if (!base_dir.empty()) {
+      std::error_code ec;
+      source->base_dir = std::filesystem::canonical(base_dir, ec);
+      REFOLD_CHECK(!ec, "cannot resolve the model folder '{}': {}", base_dir.string(),
+                   ec.message());
+    }
+    parse_model(bytes, source->model);
+    // The parsed model holds the file's bytes again; both count against the budget.
+    const std::uint64_t used = 2 * static_cast<std::uint64_t>(bytes.size());
+    REFOLD_CHECK(used <= options.max_memory,
+                 "model is {} bytes; parsed it needs {} bytes, over the memory budget of {} bytes",
+                 bytes.size(), used, options.max_memory);
+    return build_graph(std::move(source), options.max_memory - used, options);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", name, e.what()));
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<graph::Graph> load(const std::filesystem::path& file, const LoadOptions& options) {
+  // Messages about the file itself already read "model '<file>': …".
+  const std::vector<std::byte> bytes = read_file_bytes(file, options.max_memory, "model");
+  std::filesystem::path dir = file.parent_path();
+  if (dir.empty()) dir = ".";
+  return load_bytes(bytes, file.string(), dir, options);
+}
+
+std::shared_ptr<graph::Graph> load_from_memory(std::span<const std::byte> bytes,
+                                               const std::string& name,
+                                               const std::filesystem::path& base_dir,
+                                               const LoadOptions& options) {
+  return load_bytes(bytes, name, base_dir, options);
+}
+
+}  // namespace refold::onnx

@@ -1,0 +1,24 @@
+// graph::SourceModel — the parsed ONNX file a Graph came from (opaque outside src/onnx).
+//
+// The exporter copies from it: the header (ir_version, opset_import, producer, doc_string,
+// metadata_props), the NodeProto of every node whose `source` is its index, the TensorProto of
+// every constant whose `constant_source` is its index, and the declared ValueInfoProtos. That is
+// how "untouched nodes and initializers byte-identical, in the same order" holds.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <string>
+
+namespace refold::graph {
+
+struct SourceModel {
+  ::onnx::ModelProto model;
+  // The folder the model's external data was resolved against (absolute, canonical).
+  std::filesystem::path base_dir;
+  // The file name as it appears in messages.
+  std::string file;
+};
+
+}  // namespace refold::graph

@@ -1,0 +1,38 @@
+// Structural checks on a parsed ModelProto, before any tensor is read or module built.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace refold::onnx::detail {
+
+// Supported range (RELIABILITY.md A6, A8).
+inline constexpr int kMinIrVersion = 3;
+inline constexpr int kMaxIrVersion = 8;
+inline constexpr int kMinOpset = 11;
+inline constexpr int kMaxOpset = 18;
+
+// A1/A2 (no graph), A6 (IR version), A7 (no or repeated opset_import), A8 (opset range).
+// Returns the ai.onnx opset.
+int validate_header(const ::onnx::ModelProto& model);
+
+struct GraphPlan {
+  std::vector<std::string> node_names;  // per NodeProto index: its name, or "<OpType>_<index>"
+  std::vector<std::size_t> order;       // NodeProto indices in a topological order
+};
+
+// B1–B7 and the node limit: a name for every node (unnamed ones get "<OpType>_<index>", a
+// repeated name gets "_1", "_2", …), unique non-empty input/initializer names, single assignment
+// (no value written twice, no node writing an input or initializer), every node input and graph
+// output defined, and an order in which every value is written before it is read: the original
+// order when it already is one, else a stable topological sort; a cycle is an error naming its
+// nodes.
+GraphPlan validate_graph(const ::onnx::GraphProto& graph, std::size_t max_nodes);
+
+// "node 'conv1' (Conv)" or, for another domain, "node 'f' (com.microsoft.FusedConv)".
+std::string describe_node(const std::string& name, const ::onnx::NodeProto& node);
+
+}  // namespace refold::onnx::detail
