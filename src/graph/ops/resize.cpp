@@ -1,0 +1,120 @@
+#include "refold/graph/ops/resize.h"
+
+#include <cmath>
+
+#include "core/check.h"
+#include "graph/ops/tensor_values.h"
+#include "kernels/reference/tensor_ops.h"
+
+namespace refold::graph::ops {
+namespace {
+
+reference::ResizeParams kernel_params(const ResizeOptions& o) {
+  reference::ResizeParams p;
+  p.mode = o.mode == ResizeOptions::Mode::Linear ? reference::ResizeMode::Linear
+                                                 : reference::ResizeMode::Nearest;
+  switch (o.nearest_mode) {
+    case ResizeOptions::NearestMode::RoundPreferFloor:
+      p.nearest = reference::NearestMode::RoundPreferFloor;
+      break;
+    case ResizeOptions::NearestMode::RoundPreferCeil:
+      p.nearest = reference::NearestMode::RoundPreferCeil;
+      break;
+    case ResizeOptions::NearestMode::Floor:
+      p.nearest = reference::NearestMode::Floor;
+      break;
+    case ResizeOptions::NearestMode::Ceil:
+      p.nearest = reference::NearestMode::Ceil;
+      break;
+  }
+  switch (o.coordinates) {
+    case ResizeOptions::Coordinates::HalfPixel:
+      p.coordinates = reference::CoordinateMode::HalfPixel;
+      break;
+    case ResizeOptions::Coordinates::PytorchHalfPixel:
+      p.coordinates = reference::CoordinateMode::PytorchHalfPixel;
+      break;
+    case ResizeOptions::Coordinates::Asymmetric:
+      p.coordinates = reference::CoordinateMode::Asymmetric;
+      break;
+    case ResizeOptions::Coordinates::TfHalfPixelForNn:
+      p.coordinates = reference::CoordinateMode::TfHalfPixelForNn;
+      break;
+    case ResizeOptions::Coordinates::AlignCorners:
+      p.coordinates = reference::CoordinateMode::AlignCorners;
+      break;
+  }
+  return p;
+}
+
+bool given(const Tensor& t) { return t.defined() && t.numel() > 0; }
+
+}  // namespace
+
+void resize_geometry(const Shape& sizes, const Tensor& scales, const Tensor& sizes_input,
+                     const std::vector<std::int64_t>& axes_in, Shape& out_sizes,
+                     std::vector<double>& out_scales) {
+  const auto rank = static_cast<std::int64_t>(sizes.size());
+  REFOLD_CHECK(!(given(scales) && given(sizes_input)),
+               "Resize: both scales and sizes are given; exactly one is allowed");
+  REFOLD_CHECK(given(scales) || given(sizes_input), "Resize: neither scales nor sizes is given");
+  // The dimensions the inputs refer to: `axes`, or all of them.
+  std::vector<std::size_t> axes;
+  std::vector<bool> seen(sizes.size(), false);
+  for (std::int64_t a : axes_in) {
+    REFOLD_CHECK(a >= -rank && a < rank, "Resize: axis {} out of range for rank {}", a, rank);
+    const auto w = static_cast<std::size_t>(a < 0 ? a + rank : a);
+    REFOLD_CHECK(!seen[w], "Resize: axis {} repeated in axes [{}]", a, fmt::join(axes_in, ", "));
+    seen[w] = true;
+    axes.push_back(w);
+  }
+  if (axes_in.empty())
+    for (std::size_t d = 0; d < sizes.size(); ++d) axes.push_back(d);
+  out_sizes = sizes;
+  out_scales.assign(sizes.size(), 1.0);
+  if (given(scales)) {
+    const std::vector<double> values = float_vector(scales, "Resize", "scales");
+    REFOLD_CHECK(values.size() == axes.size(), "Resize: {} scales [{}] for {} axes of input [{}]",
+                 values.size(), fmt::join(values, ", "), axes.size(), fmt::join(sizes, ", "));
+    for (std::size_t k = 0; k < axes.size(); ++k) {
+      const double s = values[k];
+      REFOLD_CHECK(std::isfinite(s) && s > 0, "Resize: scale {} must be positive and finite", s);
+      const double out = std::floor(static_cast<double>(sizes[axes[k]]) * s);
+      REFOLD_CHECK(out < 9.0e15, "Resize: scale {} makes dimension {} of size {} too large", s,
+                   axes[k], sizes[axes[k]]);
+      out_sizes[axes[k]] = static_cast<std::int64_t>(out);
+      out_scales[axes[k]] = s;
+    }
+    return;
+  }
+  const std::vector<std::int64_t> values = int64_vector(sizes_input, "Resize", "sizes");
+  REFOLD_CHECK(values.size() == axes.size(), "Resize: {} sizes [{}] for {} axes of input [{}]",
+               values.size(), fmt::join(values, ", "), axes.size(), fmt::join(sizes, ", "));
+  for (std::size_t k = 0; k < axes.size(); ++k) {
+    const std::size_t d = axes[k];
+    REFOLD_CHECK(values[k] >= 0, "Resize: negative size {} in sizes [{}]", values[k],
+                 fmt::join(values, ", "));
+    REFOLD_CHECK(sizes[d] > 0 || values[k] == 0,
+                 "Resize: dimension {} has size 0 and cannot be resized to {}", d, values[k]);
+    out_sizes[d] = values[k];
+    // An empty input dimension keeps scale 1 (nothing is sampled).
+    out_scales[d] =
+        sizes[d] > 0 ? static_cast<double>(values[k]) / static_cast<double>(sizes[d]) : 1.0;
+    if (values[k] == 0) out_scales[d] = 1.0;
+  }
+}
+
+std::vector<Tensor> Resize::run(const std::vector<Tensor>& inputs) {
+  REFOLD_CHECK(!inputs.empty() && inputs.size() <= 4,
+               "Resize: expects 1 to 4 inputs (X, roi, scales, sizes), got {}", inputs.size());
+  const Tensor& x = inputs[0];
+  REFOLD_CHECK(x.defined(), "Resize: X is missing");
+  const Tensor scales = inputs.size() > 2 ? inputs[2] : Tensor();
+  const Tensor sizes = inputs.size() > 3 ? inputs[3] : Tensor();
+  Shape out_sizes;
+  std::vector<double> out_scales;
+  resize_geometry(x.sizes(), scales, sizes, options_.axes, out_sizes, out_scales);
+  return {reference::resize(x, out_sizes, out_scales, kernel_params(options_))};
+}
+
+}  // namespace refold::graph::ops

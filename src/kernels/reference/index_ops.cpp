@@ -1,0 +1,168 @@
+// Reference gather, slice and scatter_nd for any dtype: indices are int64 and checked, every
+// element is a bit copy (see tensor_ops.h).
+#include <algorithm>
+#include <span>
+
+#include "kernels/reference/tensor_ops.h"
+#include "kernels/reference/typed_elements.h"
+
+namespace refold::reference {
+namespace {
+
+using detail::offset_in;
+using detail::visit_storage_type;
+
+// An index in [−size, size) → [0, size).
+std::int64_t wrap_index(std::int64_t index, std::int64_t size, const char* op, std::size_t axis) {
+  REFOLD_CHECK(index >= -size && index < size, "{}: index {} out of range for axis {} of size {}",
+               op, index, axis, size);
+  return index < 0 ? index + size : index;
+}
+
+void check_indices(const Tensor& indices, const char* op) {
+  REFOLD_CHECK(indices.defined(), "{}: indices are undefined", op);
+  REFOLD_CHECK(indices.dtype() == DType::Int64, "{}: indices have dtype {}; expected int64", op,
+               dtype_name(indices.dtype()));
+}
+
+}  // namespace
+
+Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis) {
+  REFOLD_CHECK(data.defined(), "gather: data is undefined");
+  check_indices(indices, "gather");
+  REFOLD_CHECK(data.dim() > 0, "gather: data is 0-d");
+  const auto a = static_cast<std::size_t>(detail::wrap_axis(axis, data.dim(), "gather"));
+  const std::int64_t size = data.sizes()[a];
+  // Every index is checked before the output is made.
+  std::vector<std::int64_t> idx_values = detail::int64_values(indices);
+  for (std::int64_t& i : idx_values) i = wrap_index(i, size, "gather", a);
+
+  const Shape& ds = data.sizes();
+  Shape sizes(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(a));
+  sizes.insert(sizes.end(), indices.sizes().begin(), indices.sizes().end());
+  sizes.insert(sizes.end(), ds.begin() + static_cast<std::ptrdiff_t>(a) + 1, ds.end());
+  Tensor output = empty(sizes, data.dtype());
+  const std::size_t q = static_cast<std::size_t>(indices.dim());
+  // Row-major position of the index part of an output index → its value in idx_values.
+  const Shape idx_strides = contiguous_strides(indices.sizes());
+  visit_storage_type(data.dtype(), [&]<typename T>(T) {
+    const T* in = static_cast<const T*>(data.data_ptr());
+    T* out = static_cast<T*>(output.data_ptr());
+    std::int64_t o = 0;
+    for_each_index(sizes, [&](const Shape& oi) {
+      std::int64_t src = 0, flat = 0;
+      for (std::size_t d = 0; d < a; ++d) src += oi[d] * data.strides()[d];
+      for (std::size_t k = 0; k < q; ++k) flat += oi[a + k] * idx_strides[k];
+      src += idx_values[static_cast<std::size_t>(flat)] * data.strides()[a];
+      for (std::size_t d = a + 1; d < ds.size(); ++d) src += oi[d - 1 + q] * data.strides()[d];
+      out[o++] = in[src];
+    });
+  });
+  return output;
+}
+
+SliceDim resolve_slice(std::int64_t start, std::int64_t end, std::int64_t step, std::int64_t size) {
+  REFOLD_CHECK(step != 0, "slice: step must not be 0");
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  if (step > 0) {
+    start = std::clamp<std::int64_t>(start, 0, size);
+    end = std::clamp<std::int64_t>(end, 0, size);
+  } else {
+    start = std::clamp<std::int64_t>(start, 0, std::max<std::int64_t>(size - 1, 0));
+    end = std::clamp<std::int64_t>(end, -1, size - 1);
+  }
+  // count = ceil((end − start) / step) when positive. |end − start| ≤ size + 1, no overflow;
+  // a huge |step| is clamped first so the rounding addition cannot overflow.
+  const std::int64_t span = end - start;
+  const std::int64_t s = std::clamp<std::int64_t>(step, -(size + 2), size + 2);
+  std::int64_t count = 0;
+  if (s > 0 && span > 0) count = (span + s - 1) / s;
+  if (s < 0 && span < 0) count = (-span + (-s) - 1) / (-s);
+  return {start, step, count};
+}
+
+Tensor slice(const Tensor& data, const std::vector<SliceDim>& dims) {
+  REFOLD_CHECK(data.defined(), "slice: data is undefined");
+  REFOLD_CHECK(static_cast<std::int64_t>(dims.size()) == data.dim(),
+               "slice: {} dimensions given for a {}-d input", dims.size(), data.dim());
+  Shape sizes(dims.size()), strides(dims.size());
+  std::int64_t base = 0;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    const SliceDim& s = dims[d];
+    REFOLD_CHECK(
+        s.count >= 0 && (s.count == 0 || (s.start >= 0 && s.start < data.sizes()[d] &&
+                                          s.start + (s.count - 1) * s.step >= 0 &&
+                                          s.start + (s.count - 1) * s.step < data.sizes()[d])),
+        "slice: start {} step {} count {} outside dimension {} of size {}", s.start, s.step,
+        s.count, d, data.sizes()[d]);
+    sizes[d] = s.count;
+    strides[d] = s.step * data.strides()[d];
+    if (s.count > 0) base += s.start * data.strides()[d];
+  }
+  const bool channels_last =
+      data.dim() == 4 && data.suggest_memory_format() == MemoryFormat::ChannelsLast;
+  Tensor output = empty(
+      sizes, {data.dtype(), channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous});
+  visit_storage_type(data.dtype(), [&]<typename T>(T) {
+    const T* in = static_cast<const T*>(data.data_ptr()) + base;
+    T* out = static_cast<T*>(output.data_ptr());
+    for_each_index(sizes, [&](const Shape& idx) {
+      out[offset_in(idx, output.strides())] = in[offset_in(idx, strides)];
+    });
+  });
+  return output;
+}
+
+// indices [i_0 … i_{q−2}, k]: each row of k entries addresses a slice data[j_0 … j_{k−1}, :…]
+// of shape data.sizes[k:]; updates has shape indices.sizes[:−1] + data.sizes[k:].
+Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates) {
+  REFOLD_CHECK(data.defined() && updates.defined(), "scatter_nd: data or updates is undefined");
+  check_indices(indices, "scatter_nd");
+  REFOLD_CHECK(updates.dtype() == data.dtype(), "scatter_nd: updates have dtype {} but data has {}",
+               dtype_name(updates.dtype()), dtype_name(data.dtype()));
+  REFOLD_CHECK(indices.dim() >= 1, "scatter_nd: indices must have rank ≥ 1, got 0-d");
+  const std::int64_t k = indices.size(-1);
+  const std::int64_t r = data.dim();
+  REFOLD_CHECK(k <= r, "scatter_nd: indices' last dimension {} exceeds the data rank {}", k, r);
+  const Shape& is = indices.sizes();
+  Shape expected(is.begin(), is.end() - 1);
+  expected.insert(expected.end(), data.sizes().begin() + k, data.sizes().end());
+  REFOLD_CHECK(updates.sizes() == expected,
+               "scatter_nd: updates have shape [{}]; expected [{}] (indices [{}], data [{}])",
+               fmt::join(updates.sizes(), ", "), fmt::join(expected, ", "), fmt::join(is, ", "),
+               fmt::join(data.sizes(), ", "));
+  // Resolve every row of indices to an element offset of a contiguous output first.
+  Tensor output = data.clone(MemoryFormat::Contiguous);
+  const Shape out_strides = contiguous_strides(data.sizes());
+  const std::vector<std::int64_t> values = detail::int64_values(indices);
+  const std::size_t n_rows =
+      static_cast<std::size_t>(checked_numel(std::span(is).first(is.size() - 1), "scatter_nd"));
+  std::vector<std::int64_t> row_offsets(n_rows, 0);
+  for (std::size_t row = 0; row < n_rows; ++row)
+    for (std::size_t j = 0; j < static_cast<std::size_t>(k); ++j)
+      row_offsets[row] += wrap_index(values[row * static_cast<std::size_t>(k) + j], data.sizes()[j],
+                                     "scatter_nd", j) *
+                          out_strides[j];
+  const Shape slice_sizes(data.sizes().begin() + k, data.sizes().end());
+  const Shape slice_strides(out_strides.begin() + k, out_strides.end());
+  visit_storage_type(data.dtype(), [&]<typename T>(T) {
+    const T* in = static_cast<const T*>(updates.data_ptr());
+    T* out = static_cast<T*>(output.data_ptr());
+    const Shape& us = updates.strides();
+    const std::size_t lead = is.size() - 1;
+    std::size_t row = 0;
+    Shape ui(us.size());
+    for_each_index(Shape(is.begin(), is.end() - 1), [&](const Shape& ri) {
+      std::copy(ri.begin(), ri.end(), ui.begin());
+      for_each_index(slice_sizes, [&](const Shape& si) {
+        std::copy(si.begin(), si.end(), ui.begin() + static_cast<std::ptrdiff_t>(lead));
+        out[row_offsets[row] + offset_in(si, slice_strides)] = in[offset_in(ui, us)];
+      });
+      ++row;
+    });
+  });
+  return output;
+}
+
+}  // namespace refold::reference

@@ -1,0 +1,160 @@
+// Reference Resize (ONNX, modes nearest and linear). Per dimension, each output coordinate is
+// mapped to input taps once (a table); the output loop then reads taps through the input's
+// strides. Nearest copies elements bit for bit (any dtype); linear computes in double.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/reference/tensor_ops.h"
+#include "kernels/reference/typed_elements.h"
+
+namespace refold::reference {
+namespace {
+
+// Input coordinate of output coordinate x (see tensor_ops.h).
+double source_coordinate(std::int64_t x, std::int64_t in, std::int64_t out, double scale,
+                         CoordinateMode mode) {
+  const auto xd = static_cast<double>(x);
+  switch (mode) {
+    case CoordinateMode::HalfPixel:
+      return (xd + 0.5) / scale - 0.5;
+    case CoordinateMode::PytorchHalfPixel:
+      return out > 1 ? (xd + 0.5) / scale - 0.5 : 0.0;
+    case CoordinateMode::Asymmetric:
+      return xd / scale;
+    case CoordinateMode::TfHalfPixelForNn:
+      return (xd + 0.5) / scale;
+    case CoordinateMode::AlignCorners:
+      return out > 1 ? xd * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+  }
+  return 0.0;
+}
+
+std::int64_t round_nearest(double x, NearestMode mode) {
+  const double f = std::floor(x);
+  switch (mode) {
+    case NearestMode::RoundPreferFloor:
+      return static_cast<std::int64_t>(x - f == 0.5 ? f : std::round(x));
+    case NearestMode::RoundPreferCeil:
+      return static_cast<std::int64_t>(x - f == 0.5 ? f + 1 : std::round(x));
+    case NearestMode::Floor:
+      return static_cast<std::int64_t>(f);
+    case NearestMode::Ceil:
+      return static_cast<std::int64_t>(std::ceil(x));
+  }
+  return 0;
+}
+
+// One output coordinate of one dimension: value = w0·in[i0] + w1·in[i1] (nearest: w1 = 0).
+struct Tap {
+  std::int64_t i0 = 0, i1 = 0;
+  double w0 = 1, w1 = 0;
+};
+
+std::vector<Tap> taps_for(std::int64_t in, std::int64_t out, double scale,
+                          const ResizeParams& params) {
+  std::vector<Tap> taps(static_cast<std::size_t>(out));
+  const double last = static_cast<double>(in - 1);
+  for (std::int64_t x = 0; x < out; ++x) {
+    // Coordinates are clamped to [0, in − 1]: the ONNX reference pads by edge replication.
+    // NaN (0 / 0 cannot occur: scale > 0) is not expected; std::clamp keeps finite values.
+    const double c = source_coordinate(x, in, out, scale, params.coordinates);
+    Tap& t = taps[static_cast<std::size_t>(x)];
+    if (params.mode == ResizeMode::Nearest) {
+      const double r =
+          static_cast<double>(round_nearest(std::clamp(c, -1.0, last + 1.0), params.nearest));
+      t.i0 = t.i1 = static_cast<std::int64_t>(std::clamp(r, 0.0, last));
+      continue;
+    }
+    const double cc = std::clamp(c, 0.0, last);
+    const double f = std::floor(cc);
+    t.i0 = static_cast<std::int64_t>(f);
+    t.i1 = std::min<std::int64_t>(t.i0 + 1, in - 1);
+    t.w1 = cc - f;
+    t.w0 = 1.0 - t.w1;
+  }
+  return taps;
+}
+
+}  // namespace
+
+Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<double>& scales,
+              const ResizeParams& params) {
+  REFOLD_CHECK(input.defined(), "resize: input is undefined");
+  const auto rank = static_cast<std::size_t>(input.dim());
+  REFOLD_CHECK(out_sizes.size() == rank && scales.size() == rank,
+               "resize: {} output sizes and {} scales for a {}-d input", out_sizes.size(),
+               scales.size(), rank);
+  REFOLD_CHECK(params.mode == ResizeMode::Nearest || is_floating(input.dtype()),
+               "resize: linear mode needs a float input, got {}", dtype_name(input.dtype()));
+  for (std::size_t d = 0; d < rank; ++d) {
+    REFOLD_CHECK(std::isfinite(scales[d]) && scales[d] > 0,
+                 "resize: scale {} of dimension {} must be positive and finite", scales[d], d);
+    REFOLD_CHECK(out_sizes[d] >= 0, "resize: negative output size {} in dimension {}", out_sizes[d],
+                 d);
+    REFOLD_CHECK(input.sizes()[d] > 0 || out_sizes[d] == 0,
+                 "resize: dimension {} has size 0 and cannot be resized to {}", d, out_sizes[d]);
+  }
+  checked_mul(checked_numel(out_sizes, "resize"), static_cast<std::int64_t>(input.element_size()),
+              "resize");
+  const bool channels_last =
+      rank == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast;
+  Tensor output = empty(out_sizes, {input.dtype(), channels_last ? MemoryFormat::ChannelsLast
+                                                                 : MemoryFormat::Contiguous});
+  if (output.numel() == 0) return output;
+
+  std::vector<std::vector<Tap>> taps(rank);
+  std::vector<std::size_t> blended;  // dimensions where some output mixes two inputs
+  for (std::size_t d = 0; d < rank; ++d) {
+    taps[d] = taps_for(input.sizes()[d], out_sizes[d], scales[d], params);
+    for (const Tap& t : taps[d]) {
+      if (t.w1 == 0) continue;
+      blended.push_back(d);
+      break;
+    }
+  }
+  const Shape& is = input.strides();
+  const Shape& os = output.strides();
+  if (blended.empty()) {  // nearest, or linear landing on input samples: a gather
+    detail::visit_storage_type(input.dtype(), [&]<typename T>(T) {
+      const T* in = static_cast<const T*>(input.data_ptr());
+      T* out = static_cast<T*>(output.data_ptr());
+      for_each_index(out_sizes, [&](const Shape& idx) {
+        std::int64_t src = 0;
+        for (std::size_t d = 0; d < rank; ++d)
+          src += taps[d][static_cast<std::size_t>(idx[d])].i0 * is[d];
+        out[detail::offset_in(idx, os)] = in[src];
+      });
+    });
+    return output;
+  }
+  // n-linear: Σ over the 2^k corners of the blended dimensions of Π weights · input.
+  const void* in = input.data_ptr();
+  void* out = output.data_ptr();
+  const DType dtype = input.dtype();
+  const std::size_t corners = std::size_t{1} << blended.size();
+  for_each_index(out_sizes, [&](const Shape& idx) {
+    std::int64_t base = 0;
+    for (std::size_t d = 0; d < rank; ++d)
+      base += taps[d][static_cast<std::size_t>(idx[d])].i0 * is[d];
+    double value = 0;
+    for (std::size_t mask = 0; mask < corners; ++mask) {
+      double w = 1;
+      std::int64_t off = base;
+      for (std::size_t k = 0; k < blended.size(); ++k) {
+        const std::size_t d = blended[k];
+        const Tap& t = taps[d][static_cast<std::size_t>(idx[d])];
+        if ((mask >> k) & 1) {
+          w *= t.w1;
+          off += (t.i1 - t.i0) * is[d];
+        } else {
+          w *= t.w0;
+        }
+      }
+      if (w != 0) value += w * static_cast<double>(load_as_float(in, dtype, off));
+    }
+    store_from_float(out, dtype, detail::offset_in(idx, os), round_to_dtype(value, dtype));
+  });
+  return output;
+}
+
+}  // namespace refold::reference

@@ -1,0 +1,114 @@
+// Reference kernels of the ONNX tensor and shape-arithmetic ops (the graph::ops modules call
+// them; the constant folder runs them, so they are exact).
+//
+// Every kernel takes tensors of any rank and any strides and reads them by logical index.
+// Data movement (concat, transpose, depth_to_space, gather, slice, expand, where, scatter_nd)
+// copies elements bit for bit in the input's own dtype (float32, bfloat16 or int64); softmax and
+// resize compute in double and round once to the input's dtype. Booleans are int64 0/1 (DType
+// has no bool): equal() returns them, where() reads them.
+//
+// Output layout: a 4-d output keeps channels_last when the (first) input suggests it and the
+// op maps dimensions one to one (softmax, resize, slice, depth_to_space; concat when every input
+// does); every other output is contiguous.
+//
+// Errors are refold::Error starting with the kernel's name and the offending value, e.g.
+//   "gather: index 7 out of range for axis 1 of size 3".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "refold/tensor.h"
+
+namespace refold::reference {
+
+// Joins along `axis` (negative counts from the end); inputs share dtype, rank and every other
+// dimension.
+Tensor concat(const std::vector<Tensor>& inputs, std::int64_t axis);
+// out.sizes[k] = in.sizes[perm[k]]; an empty perm reverses the dimensions (ONNX default).
+Tensor transpose(const Tensor& input, const Shape& perm);
+// [N, C·b², H, W] → [N, C, H·b, W·b]:
+//   DCR: out[n, c, h·b + i, w·b + j] = in[n, (i·b + j)·C + c, h, w]
+//   CRD: out[n, c, h·b + i, w·b + j] = in[n, c·b² + i·b + j, h, w]   (= pixel_shuffle)
+Tensor depth_to_space(const Tensor& input, std::int64_t blocksize, bool dcr);
+
+// softmax along `axis`: out = exp(x − max) / Σ exp(x − max), the sums over that axis.
+Tensor softmax(const Tensor& input, std::int64_t axis);
+// ONNX Softmax before opset 13: the input seen as 2-d [prod(dims < axis), prod(dims ≥ axis)],
+// softmax over each row; `axis` in [−rank, rank].
+Tensor softmax_coerced_2d(const Tensor& input, std::int64_t axis);
+
+enum class ResizeMode { Nearest, Linear };
+enum class NearestMode { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
+enum class CoordinateMode {
+  HalfPixel,
+  Asymmetric,
+  AlignCorners,
+  PytorchHalfPixel,
+  TfHalfPixelForNn
+};
+struct ResizeParams {
+  ResizeMode mode = ResizeMode::Nearest;
+  NearestMode nearest = NearestMode::RoundPreferFloor;
+  CoordinateMode coordinates = CoordinateMode::HalfPixel;
+};
+// Resizes every dimension d from in.size(d) to out_sizes[d] with scale scales[d] (ONNX:
+// scales given → out = floor(in · scale); sizes given → scale = out / in). For output
+// coordinate x of a dimension, the input coordinate is
+//   half_pixel          (x + 0.5) / scale − 0.5
+//   pytorch_half_pixel  out > 1 ? (x + 0.5) / scale − 0.5 : 0
+//   asymmetric          x / scale
+//   tf_half_pixel_for_nn (x + 0.5) / scale
+//   align_corners       out > 1 ? x · (in − 1) / (out − 1) : 0
+// nearest rounds it (nearest mode) and clamps to [0, in − 1]; linear interpolates between the
+// two neighbours of the coordinate clamped to [0, in − 1], in every dimension (n-linear).
+Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<double>& scales,
+              const ResizeParams& params);
+
+// out = data.sizes[:axis] + indices.sizes + data.sizes[axis+1:];
+// out[i.., j.., k..] = data[i.., indices[j..], k..]; indices (int64) in [−size, size).
+Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis);
+
+// One sliced dimension: element k of the output reads start + k·step, for k < count.
+struct SliceDim {
+  std::int64_t start = 0;
+  std::int64_t step = 1;
+  std::int64_t count = 0;
+};
+// ONNX Slice's clamping of (start, end, step) on a dimension of `size` (step ≠ 0):
+//   negative start/end add size; then step > 0 clamps start, end to [0, size],
+//   step < 0 clamps start to [0, size − 1] and end to [−1, size − 1];
+//   count = max(0, ceil((end − start) / step)).
+SliceDim resolve_slice(std::int64_t start, std::int64_t end, std::int64_t step, std::int64_t size);
+// `dims` has one entry per input dimension.
+Tensor slice(const Tensor& data, const std::vector<SliceDim>& dims);
+
+// Broadcasts `input` to broadcast(input.sizes, shape) (ONNX Expand is bidirectional).
+Tensor expand(const Tensor& input, const Shape& shape);
+// out = condition ? x : y, broadcast; condition is int64 (0 false) or float (0 false).
+Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y);
+// out = (a == b) as int64 0/1, broadcast; a and b share dtype.
+Tensor equal(const Tensor& a, const Tensor& b);
+
+// ONNX TensorProto element types Cast can produce. Bool and Int32 are stored as int64:
+//   Bool: x ≠ 0 → 1, else 0 (NaN → 1, as numpy);  Int32: float truncated toward zero,
+//   int64 wrapped to 32 bits (two's complement);  Int64: float truncated toward zero.
+// A float → integer cast of NaN, ±Inf or a value outside the target range is an error.
+enum class CastTarget { Float32, BFloat16, Int64, Int32, Bool };
+Tensor cast(const Tensor& input, CastTarget target);
+
+// start, start + delta, … while below limit (delta > 0) / above limit (delta < 0); scalar
+// inputs of one dtype; count = max(ceil((limit − start) / delta), 0). int64 exact; float32
+// computes start + k·delta in float, as the ONNX reference does.
+Tensor range(const Tensor& start, const Tensor& limit, const Tensor& delta);
+
+// data copied, then data[indices[i.., :]] = updates[i..] for every i (reduction none);
+// indices int64 [..., k] with k ≤ rank, entries in [−size, size); duplicate targets: the last
+// write wins.
+Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates);
+
+// A tensor of `shape` filled with the single element of `value` (any dtype).
+Tensor constant_of_shape(const Shape& shape, const Tensor& value);
+
+}  // namespace refold::reference

@@ -1,0 +1,21 @@
+// Constant inputs of a node, as the tensor builders read them (tensor_builders.h).
+#include "graph/ops/tensor_values.h"
+#include "onnx/ops/tensor_builders.h"
+
+namespace refold::onnx::ops {
+
+std::optional<Tensor> constant_input(const BuildContext& context, std::size_t i) {
+  const auto& inputs = context.node.inputs;
+  if (i >= inputs.size() || inputs[i].empty() || !context.graph.is_constant(inputs[i]))
+    return std::nullopt;
+  return context.graph.constant(inputs[i]);
+}
+
+std::optional<std::vector<std::int64_t>> constant_ints(const BuildContext& context, std::size_t i,
+                                                       const char* what) {
+  const auto t = constant_input(context, i);
+  if (!t) return std::nullopt;
+  return graph::ops::int64_vector(*t, context.node.op_type.c_str(), what);
+}
+
+}  // namespace refold::onnx::ops
