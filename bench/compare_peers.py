@@ -144,7 +144,8 @@ def parse_refold_json(text):
             continue
         median = find_number(obj, REFOLD_KEY, ("optimized", "nhwc", "median"))
         if median is not None:
-            p90 = find_number(obj, REFOLD_KEY.replace("median", "p90"), ("optimized", "nhwc", "p90"))
+            p90 = find_number(obj, REFOLD_KEY.replace("median", "p90"),
+                              ("optimized", "nhwc", "p90"))
             return median, p90, obj
     return None, None, f"no '{REFOLD_KEY}' in refold's output: {text[-300:]!r}"
 
@@ -251,8 +252,9 @@ def main():
     for name, out in outputs.items():
         if name != reference:
             checks[name] = max_error(out, outputs[reference])
+            scale = max(float(np.abs(o).max()) for o in outputs[reference])
             print(f"{name} vs {reference}: max |a - b| = {checks[name]:.3g} "
-                  f"(max |{reference}| = {max(float(np.abs(o).max()) for o in outputs[reference]):.3g})")
+                  f"(max |{reference}| = {scale:.3g})")
 
     for run in runners.values():
         for _ in range(args.warmup):
