@@ -205,10 +205,12 @@ MODELS = {
     "acnet": (lambda: Seq(ACBlock(3, 8, 3, padding=1), nn.ReLU(),
                           ACBlock(8, 8, 3, stride=2, padding=1), nn.ReLU()),
               (1, 3, 16, 16), 17, None),
+    "acnet_crop": (lambda: Seq(ACBlock(3, 8, 3, padding=0), nn.ReLU()), (1, 3, 16, 16), 13, None),
     "dbb": (lambda: Seq(dbb(3, 8, 3), dbb(8, 8, 3, stride=2, internal=16)),
             (1, 3, 16, 16), 13, None),
     "dbb_padded_conv": (lambda: Seq(dbb(3, 8, 3, cls=DBBPaddedConv),
-                                    dbb(8, 8, 3, stride=2, internal=16, cls=DBBPaddedConv)),
+                                    dbb(8, 8, 3, stride=2, internal=16, cls=DBBPaddedConv),
+                                    dbb(8, 8, 3, groups=8, cls=DBBPaddedConv)),
                         (1, 3, 16, 16), 13, None),
     "mobileone": (lambda: Seq(mobileone(3, 8, 3, stride=2, branches=1),
                               mobileone(8, 8, 3, groups=8), mobileone(8, 16, 1),
@@ -277,6 +279,12 @@ EXPECTED = {
     # Add(Add(square, ver), hor) per block, then Relu; before Conv 6, Add 4 → after Conv 2.
     "acnet": dict(before={"Conv": 6, "BatchNormalization": 0, "Add": 4},
                   ops_after={"Conv": 2, "Relu": 2}, layout=STRAIGHT),
+    # 1 ACBlock with padding 0 (the reference's crop path): the 3×1 conv reads x[:, :, :, 1:-1]
+    # and the 1×3 conv x[:, :, 1:-1, :] (two Slice ops on the input, opset 13); all three
+    # windows still center, so after: one 3×3 Conv (pads 0), no Slice. Stretch: the matcher must
+    # see a Conv on a centered crop of x as a Conv on x.
+    "acnet_crop": dict(before={"Conv": 3, "BatchNormalization": 0, "Add": 2},
+                       ops_after={"Conv": 1, "Relu": 1}, layout=STRAIGHT, stretch=True),
     # 2 DBBs, the reference code as is: 3→8 (idconv1 path: internal = in), 8→8 s2 (conv1 8→16).
     # Branches: K×K(+BN), 1×1(+BN), 1×1 → BNAndPad → AvgPool → BN, 1×1 (or idconv1) → BNAndPad
     # → K×K (pads 0) → BN. The exporter folds the BN straight after a conv whose weight is a
@@ -287,13 +295,16 @@ EXPECTED = {
     # recognised as "pad with the BN's zero response" (= the folded 1×1 conv's bias).
     # After: one Conv per block, no BN, no Add, no AveragePool, no Pad, no ScatterND.
     "dbb": dict(before={"Conv": 10, "BatchNormalization": 3, "Add": 54},
-                ops_after={"Conv": 2, "Relu": 2}, layout=STRAIGHT),
+                ops_after={"Conv": 2, "Relu": 2}, layout=STRAIGHT, stretch=True),
     # The same two DBBs with BNAndPad written as a padded 1×1 conv (DBBPaddedConv): per block
     # Conv K×K, Conv 1×1, Conv1×1(pads 1) → Pad(zeros, from the AvgPool export) → AveragePool
     # (pads 0) → BatchNormalization, Conv1×1(pads 1) → Conv K×K(pads 0) (block 1: idconv1's
-    # Conv → BatchNormalization unfolded, see dbb); Add chain. After: the same as dbb.
-    "dbb_padded_conv": dict(before={"Conv": 10, "BatchNormalization": 3, "Add": 6},
-                            ops_after={"Conv": 2, "Relu": 2}, layout=STRAIGHT),
+    # Conv → BatchNormalization unfolded, see dbb); Add chain. Plus a third, depthwise DBB
+    # (groups = out = 8): no dbb_1x1, the avg branch is AveragePool(pads 1, counting the padded
+    # zeros) → BN on x itself, conv1 8→16 (groups 8) → BN → conv2 16→8 (groups 8) → BN.
+    # After: one Conv per block.
+    "dbb_padded_conv": dict(before={"Conv": 13, "BatchNormalization": 4, "Add": 8},
+                            ops_after={"Conv": 3, "Relu": 3}, layout=STRAIGHT),
     # 5 MobileOne blocks: stem 3→8 s2 (1 branch + scale), depthwise 3×3 8→8 (2 branches, scale,
     # skip BN), pointwise 8→16 (2 branches, no scale for k = 1, no skip), depthwise 3×3 s2 (no
     # skip), pointwise 16→16 (2 branches + skip BN). Add chain: Add(Add(scale, skip), conv0),
@@ -444,7 +455,7 @@ def expectation(name, rule, proto, after, extra):
     ops = (set(counts) | set(after) | set(COUNTED)) - {"Constant"}
     layout = dict(rule["layout"])
     layout["permutes"] = layout["to_nhwc"] + layout["to_nchw"]
-    return dict(extra, before=before, before_all_ops=counts,
+    return dict(extra, stretch=rule.get("stretch", False), before=before, before_all_ops=counts,
                 after={op: after.get(op, 0) for op in sorted(ops)}, layout=layout)
 
 
