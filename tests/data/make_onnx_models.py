@@ -247,10 +247,14 @@ MODELS = {
 # YOLOv6's BN after rbr_reparam, which the exporter then folds), the deployed model must give
 # the training model's output within DESIGN.md's re-parameterization tolerance, and its export
 # must have exactly these op counts.
-# "layout": the fewest activation permutes when every Conv / ConvTranspose runs NHWC:
+# "layout": the fewest activation permutes in the optimized graph when every Conv /
+# ConvTranspose runs NHWC:
 #   to_nhwc   NCHW → NHWC copies (the graph input at the first conv; again after a fence),
 #   to_nchw   NHWC → NCHW copies before an op that needs NCHW order (a fence),
-#   permutes  to_nhwc + to_nchw (what Tensor's permute_count() would count while running),
+#   permutes  to_nhwc + to_nchw: the layout conversions the plan inserts. The data movement an
+#             op makes by its own definition (a Transpose node's copy, in either layout) is not
+#             a layout permute and not counted here, even where an implementation happens to
+#             route it through Tensor::contiguous (and so through permute_count()),
 #   nhwc_outputs  4-d graph outputs left NHWC (a writer that emits NCHW bytes permutes each one
 #             once more; not counted in `permutes`, as PyTorch leaves a channels_last output so).
 # Layout-agnostic (run NHWC as is): elementwise ops (Relu, Sigmoid, Mul, Add), BN, pools,
