@@ -10,6 +10,7 @@
     /tmp/peers-venv/bin/python bench/compare_peers.py MODEL.onnx --torch none
     options: --refold build/tools/refold/refold  --threads 2  --runs 30  --rounds 6
              --warmup 5  --json OUT.json
+    /usr/bin/python3 bench/compare_peers.py --self-test   # the JSON parsing only, no peers
 
 Without MODEL, RepVGG-A0 in training form (real widths, batch 1, 224²) is written to
 /tmp/refold_peers/repvgg_a0_train.onnx by `tests/data/make_onnx_models.py --large` (the same
@@ -197,7 +198,29 @@ def max_error(a, b):
                for x, y in zip(a, b))
 
 
+def self_test():
+    """The tolerant parsing of refold's JSON, on the shapes it may take (--self-test)."""
+    cases = [
+        ('[====] 100%\n{"optimized_nhwc_ms_median": 12.5, "optimized_nhwc_ms_p90": 13}\n',
+         (12.5, 13.0)),
+        ('{"runs": [{"form": "imported", "NCHW_median_ms": 20},'
+         ' {"Optimized_NHWC_median_ms": 9}]}', (9.0, None)),
+        ('{"optimized": {"nhwc": {"median_ms": 3, "p90_ms": 4}}, "imported": {"nchw": '
+         '{"median_ms": 7}}}', (3.0, 4.0)),
+        ('log {not json}\n{"a": 1}\n{"optimized_nhwc_ms_median": 5}', (5.0, None)),
+        ('{"optimized_nhwc_ms_median": true}', (None, None)),
+        ("no json at all", (None, None)),
+    ]
+    for text, expected in cases:
+        got = parse_refold_json(text)[:2]
+        assert got == expected, f"parse_refold_json({text!r}) = {got}, expected {expected}"
+    print(f"self-test: {len(cases)} passed, 0 failed")
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        self_test()
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("model", nargs="?", help="ONNX file (default: RepVGG-A0, generated)")
     parser.add_argument("--refold", default=str(ROOT / "build" / "tools" / "refold" / "refold"),
