@@ -6,6 +6,7 @@
 #include "refold/functional.h"
 #include "refold/io/safetensors.h"
 #include "refold/memory_format.h"
+#include "refold/models/repvgg.h"
 #include "refold/nn/activation.h"
 #include "refold/nn/basic.h"
 #include "refold/nn/batchnorm.h"

@@ -50,9 +50,9 @@ TEST(Cli, DemoRunsTheSeedAndPasses) {
       << run.output;
   // Seed 2: the toy and a re-parameterized model, both verified.
   EXPECT_NE(run.output.find("the seed's toy (2 channels, 9x9 ones)"), std::string::npos);
-  EXPECT_NE(run.output.find("reparameterize: 6 blocks converted, 0 left"), std::string::npos)
+  EXPECT_NE(run.output.find("reparameterize: 22 blocks converted, 0 left"), std::string::npos)
       << run.output;
-  const auto verified = run.output.find("verify (training form vs re-parameterized");
+  const auto verified = run.output.find("verify (training form NCHW vs re-parameterized NHWC");
   ASSERT_NE(verified, std::string::npos) << run.output;
   const auto line_end = run.output.find('\n', run.output.find('\n', verified) + 1);
   EXPECT_EQ(run.output.substr(line_end - 2, 2), "OK") << run.output;

@@ -12,10 +12,11 @@ namespace refold::cli {
 // reference. Returns the exit code: 0 only when both checks pass.
 int run_memory_format_demo(std::FILE* out);
 
-// Seed 2 (RepVGG): the seed's toy (conv3x3 + conv1x1 + identity == one 3×3 conv), then a small
-// RepVGG-style model with randomized BatchNorm statistics re-parameterized by
-// refold::reparameterize: the report, refold::verify against the training form, and the time of
-// both forms. Returns 0 only when both equivalences hold within DESIGN.md's tolerance.
+// Seed 2 (RepVGG): the seed's toy (conv3x3 + conv1x1 + identity == one 3×3 conv), then
+// RepVGG-A0 at real scale (224², deterministic weights, randomized BatchNorm statistics)
+// re-parameterized by refold::reparameterize and laid out NHWC by seed 1's utility: the report,
+// refold::verify against the training form, and both forms timed in NCHW and NHWC. Returns 0 only
+// when both equivalences hold within DESIGN.md's tolerance.
 int run_reparam_demo(std::FILE* out);
 
 // Both sections; 0 only when every check passes.

@@ -42,36 +42,32 @@ OutputError seed_toy() {
   return verify(a, b, {x}).outputs.front();
 }
 
-// A RepVGG-style network (RepVGG-A0's pattern at a small scale): stride-2 blocks open each
-// stage, every block in training form with randomized BatchNorm statistics.
-std::shared_ptr<nn::Sequential> build_repvgg(std::uint64_t seed) {
-  manual_seed(seed);
-  auto model = std::make_shared<nn::Sequential>();
-  const std::vector<std::pair<std::int64_t, std::int64_t>> stages{{3, 16}, {16, 32}, {32, 64}};
-  for (auto [in, out] : stages) {
-    model->push_back(
-        std::make_shared<reparam::RepVGGBlock>(reparam::RepVGGBlockOptions(in, out).stride(2)));
-    model->push_back(std::make_shared<reparam::RepVGGBlock>(reparam::RepVGGBlockOptions(out, out)));
-  }
-  Generator gen(seed + 1);
-  for (auto& [name, module] : model->named_modules())
-    if (auto* bn = dynamic_cast<nn::BatchNorm2d*>(module.get())) randomize(*bn, gen);
-  return model;
-}
+struct Timed {
+  std::string name;
+  nn::Module* model;
+  std::vector<double> ms;
+};
 
-// Median wall time of `runs` calls after 3 warm-up calls, in milliseconds.
-double median_ms(nn::Module& model, const Tensor& x, int runs) {
-  for (int i = 0; i < 3; ++i) model(x);
-  std::vector<double> times;
-  for (int i = 0; i < runs; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    model(x);
-    times.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count());
+// Times every model `runs` times, interleaved (one call of each per round, so the machine's
+// noise falls on all alike), after 3 warm-up calls each; returns the medians in order.
+std::vector<double> interleaved_medians(std::vector<Timed>& models, const Tensor& x, int runs) {
+  for (Timed& t : models)
+    for (int i = 0; i < 3; ++i) (*t.model)(x);
+  for (int r = 0; r < runs; ++r) {
+    for (Timed& t : models) {
+      const auto start = std::chrono::steady_clock::now();
+      (*t.model)(x);
+      t.ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
   }
-  std::nth_element(times.begin(), times.begin() + runs / 2, times.end());
-  return times[runs / 2];
+  std::vector<double> medians;
+  for (Timed& t : models) {
+    std::nth_element(t.ms.begin(), t.ms.begin() + runs / 2, t.ms.end());
+    medians.push_back(t.ms[static_cast<std::size_t>(runs / 2)]);
+  }
+  return medians;
 }
 
 }  // namespace
@@ -90,32 +86,45 @@ int run_reparam_demo(std::FILE* out) {
       "the seed's toy (2 channels, 9x9 ones): branches vs one 3x3 conv, max |diff| {:g}  {}\n\n",
       toy.max_abs_error, toy_ok ? "OK" : "FAIL"));
 
-  const Shape input_shape{1, 3, 64, 64};
-  auto training = build_repvgg(7);
-  auto deployed = build_repvgg(7);  // the same weights and statistics
-  const ReparamReport report = reparameterize(*deployed, {.input_shape = input_shape});
+  // RepVGG-A0 at real scale: 22 training-form blocks, 224x224, batch 1.
+  const Shape input_shape{1, 3, 224, 224};
+  auto training_nchw = models::repvgg_a0(0);
+  auto training_nhwc = models::repvgg_a0(0);
+  auto deployed_nchw = models::repvgg_a0(0);  // the same weights and statistics
+  auto deployed_nhwc = models::repvgg_a0(0);
+  const ReparamReport report = reparameterize(*deployed_nhwc, {.input_shape = input_shape});
+  reparameterize(*deployed_nchw);
+  print("RepVGG-A0, training form (deterministic weights, randomized BN statistics):\n");
   print(report.to_string());
 
-  for (auto* model : {training.get(), deployed.get()})
+  // Seed 1 on the result: channels_last conv weights, so every conv runs NHWC kernels.
+  for (auto* model : {training_nhwc.get(), deployed_nhwc.get()})
     nn::utils::convert_conv2d_weight_memory_format(*model, MemoryFormat::ChannelsLast);
   Generator gen(11);
   const Tensor x = randn(input_shape, {}, gen);
-  const VerifyResult check = verify(*training, *deployed, {x});
+  const VerifyResult check = verify(*training_nchw, *deployed_nhwc, {x});
   const bool model_ok = check.within();
   std::string lines = check.to_string();  // one line per output, newline-terminated
   lines.pop_back();
-  print(
-      fmt::format("\nverify (training form vs re-parameterized, channels_last weights):\n"
-                  "{}  {}\n",
-                  lines, model_ok ? "OK" : "FAIL"));
+  print(fmt::format(
+      "\nverify (training form NCHW vs re-parameterized NHWC, input [1, 3, 224, 224]):\n{}  {}\n",
+      lines, model_ok ? "OK" : "FAIL"));
 
-  constexpr int kRuns = 20;
-  const double t_train = median_ms(*training, x, kRuns);
-  const double t_deploy = median_ms(*deployed, x, kRuns);
-  print(
-      fmt::format("time, input [1, 3, 64, 64], median of {} runs: training form {:.3f} ms, "
-                  "re-parameterized {:.3f} ms ({:.2f}x)\n",
-                  kRuns, t_train, t_deploy, t_train / t_deploy));
+  constexpr int kRuns = 10;
+  std::vector<Timed> timed{{"training form, NCHW", training_nchw.get(), {}},
+                           {"training form, NHWC", training_nhwc.get(), {}},
+                           {"re-parameterized, NCHW", deployed_nchw.get(), {}},
+                           {"re-parameterized, NHWC", deployed_nhwc.get(), {}}};
+  const std::vector<double> ms = interleaved_medians(timed, x, kRuns);
+  const double flops = static_cast<double>(report.flops_after.value_or(0));
+  print(fmt::format("\ntime, batch 1, {} threads, median of {} interleaved runs:\n",
+                    get_num_threads(), kRuns));
+  print(fmt::format("  {:<24} {:>9} {:>9}\n", "", "ms", "speed-up"));
+  for (std::size_t i = 0; i < timed.size(); ++i) {
+    print(fmt::format("  {:<24} {:>9.2f} {:>8.2f}x\n", timed[i].name, ms[i], ms[0] / ms[i]));
+  }
+  print(fmt::format("  (re-parameterized: {:.2f} GFLOP in the blocks, {:.1f} GFLOP/s NHWC)\n",
+                    flops * 1e-9, flops / (ms[3] * 1e6)));
   print("(REFOLD_VERBOSE=1 shows which implementation ran each op)\n");
   return toy_ok && model_ok ? 0 : 1;
 }

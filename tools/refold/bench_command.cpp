@@ -1,0 +1,169 @@
+// `refold bench`: the model as imported and optimized, each in NCHW and with the planned NHWC
+// layout, timed interleaved (one run of each variant per round, so the machine's noise falls on
+// all alike): median and p90 latency, GFLOP/s, speed-up over the imported NCHW model, peak
+// activation memory.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "commands.h"
+#include "model_inputs.h"
+#include "refold/error.h"
+#include "refold/graph/profile.h"
+#include "refold/onnx/onnx.h"
+#include "refold/passes/pipeline.h"
+#include "refold/threads.h"
+
+namespace refold::cli {
+
+namespace {
+
+struct Variant {
+  std::string name;
+  std::set<std::string> disabled;  // passes left out
+  std::shared_ptr<graph::Graph> graph;
+  std::vector<double> ms;
+  std::int64_t flops = 0;
+  std::uint64_t peak_bytes = 0;
+  double median = 0, p90 = 0;
+};
+
+// The q-quantile of sorted samples (nearest rank).
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+void progress(int done, int total) {
+  if (isatty(STDERR_FILENO) == 0) return;
+  const int width = 30, filled = total == 0 ? width : done * width / total;
+  std::fprintf(stderr, "\r[%s%s] %d/%d", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+               std::string(static_cast<std::size_t>(width - filled), ' ').c_str(), done, total);
+  if (done == total) std::fputs("\r\033[K", stderr);
+  std::fflush(stderr);
+}
+
+// A horizontal bar chart of the medians, p90 as a whisker.
+void write_plot(const std::string& file, const std::string& model, const std::vector<Variant>& vs) {
+  double longest = 0;
+  for (const Variant& v : vs) longest = std::max(longest, v.p90);
+  const int bar_h = 28, left = 150, width = 420, top = 40;
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "font-family=\"sans-serif\" font-size=\"13\">\n<text x=\"10\" y=\"22\">refold bench {} "
+      "(median ms, p90 whisker)</text>\n",
+      left + width + 90, top + bar_h * static_cast<int>(vs.size()) + 20, model);
+  for (std::size_t i = 0; i < vs.size(); ++i) {
+    const int y = top + bar_h * static_cast<int>(i);
+    const double w = longest > 0 ? vs[i].median / longest * width : 0;
+    const double p = longest > 0 ? vs[i].p90 / longest * width : 0;
+    svg += fmt::format(
+        "<text x=\"10\" y=\"{}\">{}</text><rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" "
+        "fill=\"#4878a8\"/><line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"black\"/>"
+        "<text x=\"{:.1f}\" y=\"{}\">{:.2f} ms</text>\n",
+        y + 18, vs[i].name, left, y + 4, w, bar_h - 8, left + p, left + p, y + 6, y + bar_h - 6,
+        left + p + 6, y + 18, vs[i].median);
+  }
+  svg += "</svg>\n";
+  const std::string tmp = file + ".tmp";
+  std::ofstream(tmp) << svg;
+  std::filesystem::rename(tmp, file);
+}
+
+}  // namespace
+
+int bench_command(const BenchArgs& args, std::FILE* out) {
+  if (args.threads > 0) set_num_threads(args.threads);
+  if (args.dtype != "f32" && args.dtype != "bf16") {
+    throw Error(fmt::format("bench: --dtype must be f32 or bf16, got '{}'", args.dtype));
+  }
+  if (args.runs < 1) throw Error(fmt::format("bench: --runs must be ≥ 1, got {}", args.runs));
+  const DType dtype = args.dtype == "bf16" ? DType::BFloat16 : DType::Float32;
+
+  // Each variant is the pipeline with some passes left out.
+  const std::set<std::string> all_but_layout{"constant-folding", "dead-code", "bn-folding",
+                                             "reparameterize", "activation-fusion"};
+  std::set<std::string> everything = all_but_layout;
+  everything.insert("layout");
+  std::vector<Variant> variants(4);
+  variants[0].name = "imported NCHW";
+  variants[0].disabled = everything;
+  variants[1].name = "imported NHWC";
+  variants[1].disabled = all_but_layout;
+  variants[2].name = "optimized NCHW";
+  variants[2].disabled = {"layout"};
+  variants[3].name = "optimized NHWC";
+  std::vector<Tensor> inputs;
+  for (Variant& v : variants) {
+    v.graph = onnx::load(args.model);
+    passes::optimize(*v.graph, {v.disabled});
+    if (inputs.empty())
+      inputs = random_inputs(*v.graph, std::max<std::int64_t>(args.batch, 1), args.batch > 0);
+    if (dtype != DType::Float32) v.graph->to(dtype);
+  }
+  for (Tensor& t : inputs) t = t.to(dtype);
+
+  // Warm-up: primitives created, weights packed; FLOPs and peak memory from the last one.
+  for (Variant& v : variants) {
+    for (int i = 0; i < args.warmup; ++i) v.graph->run(inputs);
+    v.flops = graph::profile(*v.graph, inputs).flops;
+    v.peak_bytes = 0;  // MEMORY-PENDING: refold/memory.h
+  }
+  const int total = args.runs * static_cast<int>(variants.size());
+  int done = 0;
+  for (int r = 0; r < args.runs; ++r) {
+    for (Variant& v : variants) {
+      const auto start = std::chrono::steady_clock::now();
+      v.graph->run(inputs);
+      v.ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+      progress(++done, total);
+    }
+  }
+  for (Variant& v : variants) {
+    v.median = quantile(v.ms, 0.5);
+    v.p90 = quantile(v.ms, 0.9);
+  }
+  const double baseline = variants[0].median;
+
+  if (!args.plot.empty()) write_plot(args.plot, args.model, variants);
+  if (args.json) {
+    nlohmann::json j = {{"model", args.model},
+                        {"batch", inputs.empty() ? 0 : inputs[0].sizes()[0]},
+                        {"threads", get_num_threads()},
+                        {"dtype", args.dtype},
+                        {"runs", args.runs}};
+    for (const Variant& v : variants) {
+      j["variants"].push_back({{"name", v.name},
+                               {"median_ms", v.median},
+                               {"p90_ms", v.p90},
+                               {"gflops", v.flops / (v.median * 1e6)},
+                               {"flops", v.flops},
+                               {"speedup", baseline / v.median},
+                               {"peak_activation_bytes", v.peak_bytes}});
+    }
+    j["optimized_nhwc_ms_median"] = variants[3].median;
+    fmt::print(out, "{}\n", j.dump(2));
+    return 0;
+  }
+  fmt::print(out, "{}: batch {}, {} threads, {}, {} runs interleaved\n", args.model,
+             inputs.empty() ? 0 : inputs[0].sizes()[0], get_num_threads(), args.dtype, args.runs);
+  fmt::print(out, "{:<16} {:>10} {:>10} {:>9} {:>9} {:>12}\n", "variant", "median ms", "p90 ms",
+             "GFLOP/s", "speed-up", "peak act MB");
+  for (const Variant& v : variants) {
+    fmt::print(out, "{:<16} {:>10.3f} {:>10.3f} {:>9.1f} {:>8.2f}x {:>12.2f}\n", v.name, v.median,
+               v.p90, v.flops / (v.median * 1e6), baseline / v.median, v.peak_bytes / 1048576.0);
+  }
+  return 0;
+}
+
+}  // namespace refold::cli

@@ -1,0 +1,54 @@
+// The ONNX commands of the refold CLI. Each returns the process exit code and prints to `out`;
+// errors are thrown as refold::Error and reported by main().
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace refold::cli {
+
+struct OptimizeArgs {
+  std::string input;
+  std::string output;
+  bool verify = false;
+  bool json = false;
+  bool verbose = false;
+  std::vector<std::string> disable;  // pass names
+};
+// `refold optimize IN.onnx -o OUT.onnx`: op counts before → after, the layout plan, and with
+// --verify the max error of OUT against IN on random inputs (exit 1 when out of tolerance).
+int optimize_command(const OptimizeArgs& args, std::FILE* out);
+
+struct RunArgs {
+  std::string model;
+  std::vector<std::string> inputs;  // NAME=FILE (.npy or TensorProto .pb)
+  std::string output_dir;
+  bool optimize = true;
+};
+// `refold run MODEL.onnx --input x=x.npy -o DIR`: writes DIR/<output name>.npy per output.
+int run_command(const RunArgs& args, std::FILE* out);
+
+struct TestArgs {
+  std::vector<std::string> dirs;
+  std::string skip_list;  // a SKIPPED.md-style file: lines "- `test_name`: reason"
+  bool verbose = false;
+};
+// `refold test DIR…`: ONNX test folders, each run as imported and optimized.
+int test_command(const TestArgs& args, std::FILE* out);
+
+struct BenchArgs {
+  std::string model;
+  std::int64_t batch = 0;  // 0: the model's own (symbolic batch → 1)
+  int threads = 0;         // 0: refold's default
+  std::string dtype = "f32";
+  int runs = 20;
+  int warmup = 3;
+  bool json = false;
+  std::string plot;  // an SVG bar chart
+};
+// `refold bench MODEL.onnx`: as imported vs optimized, NCHW vs planned NHWC.
+int bench_command(const BenchArgs& args, std::FILE* out);
+
+}  // namespace refold::cli

@@ -1,0 +1,29 @@
+// Inputs for a graph the user gave no data for: deterministic random tensors of the declared
+// shapes, and the comparison of two runs' outputs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "refold/graph/graph.h"
+#include "refold/tensor.h"
+
+namespace refold::cli {
+
+// One tensor per graph input: N(0, 1) float32 from a generator seeded with `seed`. A symbolic
+// first dim takes `batch`; a static first dim is replaced by `batch` when `batch` > 0 and the
+// user asked for it (override_batch). Other symbolic dims are an error naming the input.
+std::vector<Tensor> random_inputs(const graph::Graph& graph, std::int64_t batch,
+                                  bool override_batch, std::uint64_t seed = 1);
+
+// Largest |a − b| over all outputs, and that relative to the largest |reference| (the DESIGN.md
+// model tolerance reads max|a − b| ≤ 1e-4 · max(1, max|ref|)).
+struct OutputDiff {
+  double max_abs = 0;
+  double reference_max_abs = 0;
+  bool within_model_tolerance() const;
+};
+OutputDiff compare_outputs(const std::vector<Tensor>& actual, const std::vector<Tensor>& reference);
+
+}  // namespace refold::cli

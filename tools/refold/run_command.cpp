@@ -1,0 +1,73 @@
+// `refold run MODEL.onnx --input NAME=FILE … -o DIR`: inference on given data. Inputs are .npy
+// or TensorProto .pb files; each output is written as DIR/<output name>.npy.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+
+#include "commands.h"
+#include "refold/error.h"
+#include "refold/io/npy.h"
+#include "refold/onnx/onnx.h"
+#include "refold/passes/pipeline.h"
+
+namespace refold::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Tensor read_input(const fs::path& file) {
+  if (file.extension() == ".npy") return io::load_npy(file);
+  if (file.extension() == ".pb") return onnx::load_tensor(file);
+  throw Error(fmt::format("input file '{}': expected .npy or .pb", file.string()));
+}
+
+// An output name as a file name: path separators and the like become '_'.
+std::string file_name_for(const std::string& value) {
+  std::string name = value;
+  for (char& c : name) {
+    if (c == '/' || c == '\\' || c == ':' || c == '\0') c = '_';
+  }
+  if (name.empty() || name == "." || name == "..") name = "_" + name;
+  return name + ".npy";
+}
+
+}  // namespace
+
+int run_command(const RunArgs& args, std::FILE* out) {
+  auto graph = onnx::load(args.model);
+  std::map<std::string, std::string> given;
+  for (const std::string& spec : args.inputs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw Error(fmt::format("--input '{}': expected NAME=FILE", spec));
+    }
+    if (!given.emplace(spec.substr(0, eq), spec.substr(eq + 1)).second) {
+      throw Error(fmt::format("--input '{}' given twice", spec.substr(0, eq)));
+    }
+  }
+  std::vector<Tensor> feeds;
+  for (const graph::ValueInfo& input : graph->inputs) {
+    auto it = given.find(input.name);
+    if (it == given.end()) throw Error(fmt::format("missing --input {}=FILE", input.name));
+    feeds.push_back(read_input(it->second));
+    given.erase(it);
+  }
+  if (!given.empty()) {
+    throw Error(
+        fmt::format("--input {}: the model has no input of that name", given.begin()->first));
+  }
+  if (args.optimize) passes::optimize(*graph);
+  const std::vector<Tensor> results = graph->run(feeds);
+  fs::create_directories(args.output_dir);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const fs::path file = fs::path(args.output_dir) / file_name_for(graph->outputs[i].name);
+    io::save_npy(results[i], file);
+    fmt::print(out, "{}: {} -> {}\n", graph->outputs[i].name, results[i].description(),
+               file.string());
+  }
+  return 0;
+}
+
+}  // namespace refold::cli
