@@ -189,7 +189,7 @@ std::string data_type_name(int data_type) {
   if (::onnx::TensorProto_DataType_IsValid(data_type)) {
     return ::onnx::TensorProto_DataType_Name(static_cast<::onnx::TensorProto_DataType>(data_type));
   }
-  return fmt::format("data type {}", data_type);
+  return "unknown";
 }
 
 Tensor tensor_from_proto(const TP& proto, const TensorReadContext& context) {

@@ -24,7 +24,7 @@
 
 namespace refold::onnx::detail {
 
-// "FLOAT", "INT64", … or "data type 99".
+// "FLOAT", "INT64", … or "unknown".
 std::string data_type_name(int data_type);
 
 struct TensorReadContext {

@@ -62,6 +62,7 @@ std::vector<std::size_t> find_cycle(const std::vector<std::vector<std::size_t>>&
   std::vector<std::size_t> cycle(path.begin() + static_cast<std::ptrdiff_t>(position[at]),
                                  path.end());
   std::reverse(cycle.begin(), cycle.end());  // producer before consumer
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
   return cycle;
 }
 
@@ -148,9 +149,14 @@ GraphPlan validate_graph(const ::onnx::GraphProto& graph, std::size_t max_nodes)
     for (std::size_t i : plan.order) left[i] = false;
     const auto first =
         static_cast<std::size_t>(std::find(left.begin(), left.end(), true) - left.begin());
+    // "cycle involving nodes 'a' (Add) -> 'b' (Relu) -> 'a'"
     std::vector<std::string> described;
-    for (std::size_t i : find_cycle(preds, left, first)) described.push_back(node_text(i));
-    fail("cycle involving nodes {}", fmt::join(described, " -> "));
+    const std::vector<std::size_t> cycle = find_cycle(preds, left, first);
+    for (std::size_t i : cycle) {
+      described.push_back(
+          fmt::format("'{}' ({})", names[i], graph.node(static_cast<int>(i)).op_type()));
+    }
+    fail("cycle involving nodes {} -> '{}'", fmt::join(described, " -> "), names[cycle.front()]);
   }
   return plan;
 }
