@@ -3,11 +3,13 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "commands.h"
 #include "model_inputs.h"
 #include "refold/error.h"
 #include "refold/onnx/onnx.h"
+#include "refold/passes/layout.h"
 #include "refold/passes/pipeline.h"
 
 namespace refold::cli {
@@ -22,6 +24,20 @@ nlohmann::json report_json(const passes::PipelineReport& report) {
   return {{"op_counts_before", report.op_counts_before},
           {"op_counts_after", report.op_counts_after},
           {"passes", passes}};
+}
+
+// The layout the optimized graph will run with: its conv modules' weights as they now are.
+passes::LayoutPlan current_layout(const graph::Graph& graph) {
+  std::set<std::string> channels_last;
+  for (const graph::Node& n : graph.nodes()) {
+    if (n.op_type != "Conv" && n.op_type != "ConvTranspose") continue;
+    for (const auto& [name, p] : n.module->named_parameters()) {
+      if (p.dim() == 4 && p.suggest_memory_format() == MemoryFormat::ChannelsLast) {
+        channels_last.insert(n.name);
+      }
+    }
+  }
+  return passes::evaluate_layout(graph, channels_last);
 }
 
 }  // namespace
@@ -65,6 +81,11 @@ int optimize_command(const OptimizeArgs& args, std::FILE* out) {
 
   if (args.json) {
     nlohmann::json j = report_json(report);
+    const passes::LayoutPlan layout = current_layout(*graph);
+    j["layout"] = {{"permutes", layout.permutes.size()},
+                   {"convs", layout.convs},
+                   {"channels_last_weights", layout.channels_last_weights},
+                   {"nchw_convs", layout.nchw_convs}};
     j["input"] = args.input;
     j["output"] = args.output;
     if (args.verify) {
@@ -75,7 +96,21 @@ int optimize_command(const OptimizeArgs& args, std::FILE* out) {
     fmt::print(out, "{}\n", j.dump(2));
     return 0;
   }
-  fmt::print(out, "{} -> {}\n{}", args.input, args.output, report.to_string(args.verbose));
+  std::string text = report.to_string(args.verbose);
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  fmt::print(out, "{} -> {}\n{}", args.input, args.output, text);
+  if (!args.verbose) {
+    const passes::LayoutPlan layout = current_layout(*graph);
+    fmt::print(out, "layout: {} of {} convs with channels_last weights, {} permute{}",
+               layout.channels_last_weights, layout.convs, layout.permutes.size(),
+               layout.permutes.size() == 1 ? "" : "s");
+    for (const passes::LayoutPermute& p : layout.permutes) {
+      fmt::print(out, "; {} {}→{} at {}", p.value,
+                 p.from == MemoryFormat::ChannelsLast ? "NHWC" : "NCHW",
+                 p.to == MemoryFormat::ChannelsLast ? "NHWC" : "NCHW", p.node);
+    }
+    fmt::print(out, " (--verbose: the plan per node)\n");
+  }
   if (args.verify) {
     fmt::print(out,
                "verify: max |OUT - IN| = {:.3g} (in memory {:.3g}), max |IN| = {:.3g}, "
