@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "refold/op_options.h"
+#include "refold/post_ops.h"
 #include "refold/tensor.h"
 
 namespace refold::functional {
@@ -19,6 +20,11 @@ MemoryFormat conv_memory_format(const Tensor& input, const Tensor& weight);
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
               const Conv2dOptions& options = {});
+// y = post.activation(conv2d(input, weight, bias) + post.residual) (refold/post_ops.h), in one
+// oneDNN primitive where oneDNN runs the conv; the reference applies the same steps unfused.
+// The residual must have the output's sizes and the input's dtype, in any layout.
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options, const PostOps& post);
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
                         const ConvTranspose2dOptions& options = {});
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,

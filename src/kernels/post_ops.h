@@ -6,7 +6,8 @@
 // The residual (the `sum` of ResNet/RepVGG-style blocks) is added before the activation,
 // because that is where those blocks put it: relu(bn(conv(x)) + identity).
 // Not oneDNN-specific: the dispatch layer builds one PostOps and hands it to whichever kernel
-// runs.
+// runs. Activation and PostOps themselves are public (refold/post_ops.h); this header adds the
+// internals: validation and the reference's unfused application.
 #pragma once
 
 #include <cstdint>
@@ -14,33 +15,10 @@
 #include <string_view>
 
 #include "refold/dtype.h"
+#include "refold/post_ops.h"
 #include "refold/tensor.h"
 
 namespace refold {
-
-enum class Activation : std::uint8_t {
-  None,
-  ReLU,         // max(x, 0)
-  ReLU6,        // min(max(x, 0), 6)
-  LeakyReLU,    // x > 0 ? x : negative_slope·x
-  Sigmoid,      // 1 / (1 + e^−x)
-  SiLU,         // x·sigmoid(x)
-  HardSwish,    // x·relu6(x + 3) / 6
-  HardSigmoid,  // relu6(x + 3) / 6
-};
-
-std::string_view activation_name(Activation activation);  // "relu", "leaky_relu", ...
-
-struct PostOps {
-  Activation activation = Activation::None;
-  double negative_slope = 0.01;  // LeakyReLU only (PyTorch's default)
-  // Added before the activation; undefined means none. Must have the op output's sizes and the
-  // input's dtype; any layout (it is copied into the output).
-  Tensor residual;
-
-  bool empty() const { return activation == Activation::None && !residual.defined(); }
-  std::string description() const;  // "none", "relu", "sum+leaky_relu(0.1)", ...
-};
 
 // Validates `post` for an op whose output has `output_sizes` and `dtype`; errors start with `op`:
 //   conv2d: residual must have the output's sizes [1, 8, 4, 4], got float32[1, 8, 4, 5]

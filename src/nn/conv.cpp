@@ -1,8 +1,11 @@
 #include "refold/nn/conv.h"
 
+#include <cmath>
+
 #include "core/check.h"
 #include "core/checked_math.h"
 #include "nn/init.h"
+#include "refold/error.h"
 #include "refold/functional.h"
 
 namespace refold::nn {
@@ -73,7 +76,31 @@ Conv2d::Conv2d(std::string type_name, const Conv2dOptions& options)
 }
 
 Tensor Conv2d::forward(const Tensor& input) {
-  return functional::conv2d(input, weight_, bias_, options_.op_options());
+  return functional::conv2d(input, weight_, bias_, options_.op_options(), post_);
+}
+
+Tensor Conv2d::forward_with_residual(const Tensor& input, const Tensor& residual) {
+  REFOLD_CHECK(residual.defined(), "{}: forward_with_residual given an undefined residual",
+               type_name());
+  PostOps post = post_;
+  post.residual = residual;
+  try {
+    return functional::conv2d(input, weight_, bias_, options_.op_options(), post);
+  } catch (const Error& e) {
+    // forward() gets its module path from Module::operator(); this entry point, called
+    // directly, names at least the module's type.
+    throw e.with_context(type_name());
+  }
+}
+
+void Conv2d::set_activation(Activation activation, double negative_slope) {
+  const auto a = static_cast<int>(activation);
+  REFOLD_CHECK(a >= 0 && a <= static_cast<int>(Activation::HardSigmoid),
+               "{}: unknown activation ({})", type_name(), a);
+  REFOLD_CHECK(activation != Activation::LeakyReLU || std::isfinite(negative_slope),
+               "{}: leaky_relu negative_slope ({}) must be finite", type_name(), negative_slope);
+  post_.activation = activation;
+  post_.negative_slope = negative_slope;
 }
 
 // ---------------------------------------------------------------------------------------------

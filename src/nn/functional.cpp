@@ -15,6 +15,7 @@
 #include "kernels/onednn/conv2d.h"
 #include "kernels/onednn/eltwise.h"
 #include "kernels/onednn/pooling.h"
+#include "kernels/post_ops.h"
 #include "kernels/reference/conv_common.h"
 #include "kernels/verbose.h"
 #include "refold/reference.h"
@@ -57,15 +58,26 @@ MemoryFormat conv_memory_format(const Tensor& input, const Tensor& weight) {
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& options) {
+  return conv2d(input, weight, bias, options, PostOps{});
+}
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options, const PostOps& post) {
   REFOLD_CHECK(input.defined(), "conv2d: input is undefined");
   REFOLD_CHECK(weight.defined(), "conv2d: weight is undefined");
   const Tensor src = conv_input_in_format(input, conv_memory_format(input, weight));
+  // oneDNN validates the arguments and the post-ops (with the reference's messages) before it
+  // can decline, so the reference below only ever sees valid ones. Unfused there:
+  // y = act(conv + bias + residual), one pass per step.
   return fastest_first(
       "conv2d",
       [&](std::string* declined) {
-        return onednn::conv2d(src, weight, bias, options, {}, declined);
+        return onednn::conv2d(src, weight, bias, options, post, declined);
       },
-      [&] { return reference::conv2d(src, weight, bias, options); });
+      [&] {
+        const Tensor y = reference::conv2d(src, weight, bias, options);
+        return post.empty() ? y : reference::apply_post_ops(y, post);
+      });
 }
 
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,

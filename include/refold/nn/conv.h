@@ -18,6 +18,13 @@
 //
 // Options are validated when the module is built and throw refold::Error, e.g.
 //   Conv2d: groups (3) must divide in_channels (8)
+//
+// Fused activation (not in PyTorch's Conv2d; refold/post_ops.h): set_activation(ReLU) makes
+// forward() compute relu(conv(x) + b) inside the conv's primitive, with no second pass over the
+// output. nn::utils::fuse_conv_activations sets it for every Conv2d that a Sequential follows
+// with an activation. forward_with_residual(x, r) computes act(conv(x) + b + r), the residual
+// sum of ResNet/RepVGG blocks, in the same primitive. Neither changes parameters or
+// state_dict().
 #pragma once
 
 #include <cstdint>
@@ -25,6 +32,7 @@
 
 #include "refold/nn/module.h"
 #include "refold/op_options.h"
+#include "refold/post_ops.h"
 
 namespace refold::nn {
 
@@ -86,7 +94,17 @@ class Conv2d : public Module {
   Conv2d(std::int64_t in_channels, std::int64_t out_channels, Size2d kernel_size)
       : Conv2d(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
 
+  // activation(conv2d(input) + bias), the activation fused (None by default).
   Tensor forward(const Tensor& input) override;
+  // activation(conv2d(input) + bias + residual) in one primitive. `residual` must have the
+  // output's sizes and the input's dtype (any layout); errors name this module's type.
+  Tensor forward_with_residual(const Tensor& input, const Tensor& residual);
+
+  // The activation applied to forward()'s result; negative_slope is LeakyReLU's and must be
+  // finite. Throws refold::Error for an unknown activation.
+  void set_activation(Activation activation, double negative_slope = 0.01);
+  Activation activation() const { return post_.activation; }
+  double negative_slope() const { return post_.negative_slope; }
 
   const Conv2dOptions& options() const { return options_; }
   // The registered handles: copies share the tensor, so weight().set_data(…) converts the
@@ -104,6 +122,7 @@ class Conv2d : public Module {
   Conv2dOptions options_;
   Tensor weight_;
   Tensor bias_;
+  PostOps post_;  // activation only; the residual is per call
 };
 
 class ConvTranspose2dOptions {
