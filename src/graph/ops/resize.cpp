@@ -51,9 +51,8 @@ bool given(const Tensor& t) { return t.defined() && t.numel() > 0; }
 
 }  // namespace
 
-void resize_geometry(const Shape& sizes, const Tensor& scales, const Tensor& sizes_input,
-                     const std::vector<std::int64_t>& axes_in, Shape& out_sizes,
-                     std::vector<double>& out_scales) {
+ResizeGeometry resize_geometry(const Shape& sizes, const Tensor& scales, const Tensor& sizes_input,
+                               const std::vector<std::int64_t>& axes_in) {
   const auto rank = static_cast<std::int64_t>(sizes.size());
   REFOLD_CHECK(!(given(scales) && given(sizes_input)),
                "Resize: both scales and sizes are given; exactly one is allowed");
@@ -70,8 +69,10 @@ void resize_geometry(const Shape& sizes, const Tensor& scales, const Tensor& siz
   }
   if (axes_in.empty())
     for (std::size_t d = 0; d < sizes.size(); ++d) axes.push_back(d);
-  out_sizes = sizes;
-  out_scales.assign(sizes.size(), 1.0);
+  ResizeGeometry g;
+  g.sizes = sizes;
+  g.scales.assign(sizes.size(), 1.0);
+  for (std::int64_t s : sizes) g.lengths.push_back(static_cast<double>(s));
   if (given(scales)) {
     const std::vector<double> values = float_vector(scales, "Resize", "scales");
     REFOLD_CHECK(values.size() == axes.size(), "Resize: {} scales [{}] for {} axes of input [{}]",
@@ -79,13 +80,14 @@ void resize_geometry(const Shape& sizes, const Tensor& scales, const Tensor& siz
     for (std::size_t k = 0; k < axes.size(); ++k) {
       const double s = values[k];
       REFOLD_CHECK(std::isfinite(s) && s > 0, "Resize: scale {} must be positive and finite", s);
-      const double out = std::floor(static_cast<double>(sizes[axes[k]]) * s);
-      REFOLD_CHECK(out < 9.0e15, "Resize: scale {} makes dimension {} of size {} too large", s,
+      const double length = static_cast<double>(sizes[axes[k]]) * s;
+      REFOLD_CHECK(length < 9.0e15, "Resize: scale {} makes dimension {} of size {} too large", s,
                    axes[k], sizes[axes[k]]);
-      out_sizes[axes[k]] = static_cast<std::int64_t>(out);
-      out_scales[axes[k]] = s;
+      g.sizes[axes[k]] = static_cast<std::int64_t>(std::floor(length));
+      g.scales[axes[k]] = s;
+      g.lengths[axes[k]] = length;
     }
-    return;
+    return g;
   }
   const std::vector<std::int64_t> values = int64_vector(sizes_input, "Resize", "sizes");
   REFOLD_CHECK(values.size() == axes.size(), "Resize: {} sizes [{}] for {} axes of input [{}]",
@@ -96,12 +98,14 @@ void resize_geometry(const Shape& sizes, const Tensor& scales, const Tensor& siz
                  fmt::join(values, ", "));
     REFOLD_CHECK(sizes[d] > 0 || values[k] == 0,
                  "Resize: dimension {} has size 0 and cannot be resized to {}", d, values[k]);
-    out_sizes[d] = values[k];
-    // An empty input dimension keeps scale 1 (nothing is sampled).
-    out_scales[d] =
-        sizes[d] > 0 ? static_cast<double>(values[k]) / static_cast<double>(sizes[d]) : 1.0;
-    if (values[k] == 0) out_scales[d] = 1.0;
+    g.sizes[d] = values[k];
+    g.lengths[d] = static_cast<double>(values[k]);
+    // An empty input or output dimension keeps scale 1 (nothing is sampled).
+    g.scales[d] = sizes[d] > 0 && values[k] > 0
+                      ? static_cast<double>(values[k]) / static_cast<double>(sizes[d])
+                      : 1.0;
   }
+  return g;
 }
 
 std::vector<Tensor> Resize::run(const std::vector<Tensor>& inputs) {
@@ -111,10 +115,8 @@ std::vector<Tensor> Resize::run(const std::vector<Tensor>& inputs) {
   REFOLD_CHECK(x.defined(), "Resize: X is missing");
   const Tensor scales = inputs.size() > 2 ? inputs[2] : Tensor();
   const Tensor sizes = inputs.size() > 3 ? inputs[3] : Tensor();
-  Shape out_sizes;
-  std::vector<double> out_scales;
-  resize_geometry(x.sizes(), scales, sizes, options_.axes, out_sizes, out_scales);
-  return {reference::resize(x, out_sizes, out_scales, kernel_params(options_))};
+  const ResizeGeometry g = resize_geometry(x.sizes(), scales, sizes, options_.axes);
+  return {reference::resize(x, g.sizes, g.scales, g.lengths, kernel_params(options_))};
 }
 
 }  // namespace refold::graph::ops

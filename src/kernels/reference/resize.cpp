@@ -10,21 +10,22 @@
 namespace refold::reference {
 namespace {
 
-// Input coordinate of output coordinate x (see tensor_ops.h).
-double source_coordinate(std::int64_t x, std::int64_t in, std::int64_t out, double scale,
+// Input coordinate of output coordinate x (see tensor_ops.h); `length` is the resized length
+// before flooring (in · scale), as the ONNX reference uses it.
+double source_coordinate(std::int64_t x, std::int64_t in, double length, double scale,
                          CoordinateMode mode) {
   const auto xd = static_cast<double>(x);
   switch (mode) {
     case CoordinateMode::HalfPixel:
       return (xd + 0.5) / scale - 0.5;
     case CoordinateMode::PytorchHalfPixel:
-      return out > 1 ? (xd + 0.5) / scale - 0.5 : 0.0;
+      return length > 1 ? (xd + 0.5) / scale - 0.5 : 0.0;
     case CoordinateMode::Asymmetric:
       return xd / scale;
     case CoordinateMode::TfHalfPixelForNn:
       return (xd + 0.5) / scale;
     case CoordinateMode::AlignCorners:
-      return out > 1 ? xd * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+      return length > 1 ? xd * static_cast<double>(in - 1) / (length - 1) : 0.0;
   }
   return 0.0;
 }
@@ -50,14 +51,14 @@ struct Tap {
   double w0 = 1, w1 = 0;
 };
 
-std::vector<Tap> taps_for(std::int64_t in, std::int64_t out, double scale,
+std::vector<Tap> taps_for(std::int64_t in, std::int64_t out, double scale, double length,
                           const ResizeParams& params) {
   std::vector<Tap> taps(static_cast<std::size_t>(out));
   const double last = static_cast<double>(in - 1);
   for (std::int64_t x = 0; x < out; ++x) {
     // Coordinates are clamped to [0, in − 1]: the ONNX reference pads by edge replication.
     // NaN (0 / 0 cannot occur: scale > 0) is not expected; std::clamp keeps finite values.
-    const double c = source_coordinate(x, in, out, scale, params.coordinates);
+    const double c = source_coordinate(x, in, length, scale, params.coordinates);
     Tap& t = taps[static_cast<std::size_t>(x)];
     if (params.mode == ResizeMode::Nearest) {
       const double r =
@@ -78,12 +79,12 @@ std::vector<Tap> taps_for(std::int64_t in, std::int64_t out, double scale,
 }  // namespace
 
 Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<double>& scales,
-              const ResizeParams& params) {
+              const std::vector<double>& lengths, const ResizeParams& params) {
   REFOLD_CHECK(input.defined(), "resize: input is undefined");
   const auto rank = static_cast<std::size_t>(input.dim());
-  REFOLD_CHECK(out_sizes.size() == rank && scales.size() == rank,
-               "resize: {} output sizes and {} scales for a {}-d input", out_sizes.size(),
-               scales.size(), rank);
+  REFOLD_CHECK(out_sizes.size() == rank && scales.size() == rank && lengths.size() == rank,
+               "resize: {} output sizes, {} scales and {} lengths for a {}-d input",
+               out_sizes.size(), scales.size(), lengths.size(), rank);
   REFOLD_CHECK(params.mode == ResizeMode::Nearest || is_floating(input.dtype()),
                "resize: linear mode needs a float input, got {}", dtype_name(input.dtype()));
   for (std::size_t d = 0; d < rank; ++d) {
@@ -105,7 +106,7 @@ Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<dou
   std::vector<std::vector<Tap>> taps(rank);
   std::vector<std::size_t> blended;  // dimensions where some output mixes two inputs
   for (std::size_t d = 0; d < rank; ++d) {
-    taps[d] = taps_for(input.sizes()[d], out_sizes[d], scales[d], params);
+    taps[d] = taps_for(input.sizes()[d], out_sizes[d], scales[d], lengths[d], params);
     for (const Tap& t : taps[d]) {
       if (t.w1 == 0) continue;
       blended.push_back(d);

@@ -53,18 +53,20 @@ struct ResizeParams {
   NearestMode nearest = NearestMode::RoundPreferFloor;
   CoordinateMode coordinates = CoordinateMode::HalfPixel;
 };
-// Resizes every dimension d from in.size(d) to out_sizes[d] with scale scales[d] (ONNX:
-// scales given → out = floor(in · scale); sizes given → scale = out / in). For output
-// coordinate x of a dimension, the input coordinate is
-//   half_pixel          (x + 0.5) / scale − 0.5
-//   pytorch_half_pixel  out > 1 ? (x + 0.5) / scale − 0.5 : 0
-//   asymmetric          x / scale
+// Resizes every dimension d from in.size(d) to out_sizes[d] with scale scales[d] and resized
+// length lengths[d] (ONNX: scales given → length = in · scale, out = floor(length); sizes
+// given → length = out, scale = out / in). For output coordinate x of a dimension, the input
+// coordinate is
+//   half_pixel           (x + 0.5) / scale − 0.5
+//   pytorch_half_pixel   length > 1 ? (x + 0.5) / scale − 0.5 : 0
+//   asymmetric           x / scale
 //   tf_half_pixel_for_nn (x + 0.5) / scale
-//   align_corners       out > 1 ? x · (in − 1) / (out − 1) : 0
+//   align_corners        length > 1 ? x · (in − 1) / (length − 1) : 0
+// (the unfloored length, as the ONNX reference and its test_resize_*_align_corners goldens);
 // nearest rounds it (nearest mode) and clamps to [0, in − 1]; linear interpolates between the
 // two neighbours of the coordinate clamped to [0, in − 1], in every dimension (n-linear).
 Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<double>& scales,
-              const ResizeParams& params);
+              const std::vector<double>& lengths, const ResizeParams& params);
 
 // out = data.sizes[:axis] + indices.sizes + data.sizes[axis+1:];
 // out[i.., j.., k..] = data[i.., indices[j..], k..]; indices (int64) in [−size, size).
