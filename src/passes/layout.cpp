@@ -387,8 +387,22 @@ int apply_layout_plan(graph::Graph& graph, const LayoutPlan& plan) {
     REFOLD_CHECK(w.defined(), "layout: the plan names '{}' as a conv, but it is a {}", nl.node,
                  module->type_name());
     const Shape strides_before = w.strides();
+    // The importer's modules share the initializer's storage through their own handle
+    // (set_data), so converting the module alone would leave the graph's constant on the old
+    // storage: two copies of the weight, and a constant whose layout says nothing of the plan.
+    // Point the constant at the converted storage too (same values; its source index stays,
+    // so export still writes the unchanged initializer).
+    const graph::Node& node = graph.nodes()[*index];
+    const std::string weight_name = node.inputs.size() > 1 ? node.inputs[1] : "";
+    const bool shared = !weight_name.empty() && graph.is_constant(weight_name) &&
+                        graph.constant(weight_name).shares_storage(w);
     nn::utils::convert_conv2d_weight_memory_format(*module, nl.weights);
-    if (conv_weight(module).strides() != strides_before) ++changed;
+    const Tensor converted = conv_weight(module);
+    if (shared) {
+      Tensor constant = graph.constant(weight_name);  // a handle: set_data reaches the graph's
+      constant.set_data(converted);
+    }
+    if (converted.strides() != strides_before) ++changed;
   }
   return changed;
 }
@@ -406,7 +420,8 @@ std::string LayoutPlan::to_string() const {
     std::vector<std::string> ins, outs;
     for (std::size_t k = 0; k < nl.inputs.size(); ++k) {
       const std::string& v = k < nl.input_values.size() ? nl.input_values[k] : "";
-      if (v.empty()) continue;
+      // A conv's weight and bias: its weight format is printed after the node.
+      if (v.empty() || (nl.is_conv && (k == 1 || k == 2))) continue;
       auto it = at.find({nl.node, v});
       ins.push_back(it != at.end() ? fmt::format("{} {}→{}", v, format_name(it->second->from),
                                                  format_name(it->second->to))

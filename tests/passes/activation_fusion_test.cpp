@@ -1,0 +1,276 @@
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "passes/fused_conv.h"
+#include "passes/graph_builder.h"
+#include "passes/passes.h"
+#include "refold/nn/conv.h"
+#include "refold/nn/utils.h"
+#include "testing/compare.h"
+
+namespace refold {
+namespace {
+
+using testing::GraphBuilder;
+
+// The brief's bound for a fused vs unfused conv: within 1e-5 relative (oneDNN may apply the
+// post-op on its accumulator instead of on the rounded output); atol for values near 0.
+const testing::Tolerance kFused{1e-6, 1e-5};
+
+bool any_note_contains(const passes::PassReport& r, const std::string& text) {
+  for (const std::string& n : r.notes)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+
+Tensor input(const Shape& sizes, std::uint64_t seed = 7) {
+  Generator gen(seed);
+  return randn(sizes, {}, gen);
+}
+
+struct Case {
+  const char* name;
+  Activation expected;
+  // Adds the activation after value `c`; returns the final value.
+  std::function<std::string(GraphBuilder&, const std::string&)> add;
+  int parts;  // nodes fused (conv included)
+};
+
+graph::Attributes floats(std::initializer_list<std::pair<const char*, float>> values) {
+  graph::Attributes a;
+  for (const auto& [k, v] : values) a.set(k, v);
+  return a;
+}
+
+std::vector<Case> cases() {
+  return {
+      {"Relu", Activation::ReLU,
+       [](GraphBuilder& b, const std::string& c) { return b.node("Relu", {c}, {}, "act"); }, 2},
+      {"Clip06", Activation::ReLU6,
+       [](GraphBuilder& b, const std::string& c) {
+         const auto lo = b.constant("lo", testing::values({0}, {}));
+         const auto hi = b.constant("hi", testing::values({6}, {}));
+         return b.node("Clip", {c, lo, hi}, {}, "act");
+       },
+       2},
+      {"Clip0Inf", Activation::ReLU,
+       [](GraphBuilder& b, const std::string& c) {
+         const auto lo = b.constant("lo", testing::values({0}, {}));
+         return b.node("Clip", {c, lo}, {}, "act");
+       },
+       2},
+      {"LeakyRelu", Activation::LeakyReLU,
+       [](GraphBuilder& b, const std::string& c) {
+         return b.node("LeakyRelu", {c}, floats({{"alpha", 0.2f}}), "act");
+       },
+       2},
+      {"Sigmoid", Activation::Sigmoid,
+       [](GraphBuilder& b, const std::string& c) { return b.node("Sigmoid", {c}, {}, "act"); }, 2},
+      {"HardSwish", Activation::HardSwish,
+       [](GraphBuilder& b, const std::string& c) { return b.node("HardSwish", {c}, {}, "act"); },
+       2},
+      {"HardSigmoid", Activation::HardSigmoid,
+       [](GraphBuilder& b, const std::string& c) {
+         return b.node("HardSigmoid", {c}, floats({{"alpha", 1.0f / 6}, {"beta", 0.5f}}), "act");
+       },
+       2},
+      {"SiLU", Activation::SiLU,
+       [](GraphBuilder& b, const std::string& c) {
+         const auto s = b.node("Sigmoid", {c}, {}, "sig");
+         return b.node("Mul", {c, s}, {}, "act");
+       },
+       3},
+      {"SiLUSwapped", Activation::SiLU,
+       [](GraphBuilder& b, const std::string& c) {
+         const auto s = b.node("Sigmoid", {c}, {}, "sig");
+         return b.node("Mul", {s, c}, {}, "act");
+       },
+       3},
+  };
+}
+
+TEST(ActivationFusion, EachActivationFusesIntoTheConvAndKeepsTheValues) {
+  for (const Case& k : cases()) {
+    SCOPED_TRACE(k.name);
+    GraphBuilder b;
+    const auto x = b.input("x", {2, 4, 7, 7});
+    const auto c = b.conv("conv", x, 4, 6, 3);
+    const auto y = k.add(b, c);
+    b.output(y);
+    const Tensor in = input({2, 4, 7, 7});
+    const Tensor expected = testing::run_graph(*b.graph, {in})[0];
+
+    const passes::PassReport report = passes::fuse_activations(*b.graph);
+    EXPECT_TRUE(report.changed);
+    b.graph->verify();
+    ASSERT_EQ(b.graph->nodes().size(), 1u) << b.graph->dump();
+    const graph::Node& fused = b.graph->nodes()[0];
+    EXPECT_EQ(fused.name, "conv");
+    EXPECT_EQ(fused.op_type, "Conv");
+    EXPECT_EQ(fused.outputs, std::vector<std::string>{y});  // the surviving output name
+    EXPECT_EQ(fused.inputs, (std::vector<std::string>{x, "conv.weight", "conv.bias"}));
+    ASSERT_EQ(static_cast<int>(fused.parts.size()), k.parts);
+    EXPECT_EQ(fused.parts[0].op_type, "Conv");
+    EXPECT_EQ(fused.parts.back().outputs, std::vector<std::string>{y});
+    auto conv = std::dynamic_pointer_cast<nn::Conv2d>(fused.module);
+    ASSERT_NE(conv, nullptr);
+    EXPECT_EQ(conv->activation(), k.expected);
+    EXPECT_TRUE(testing::all_close(testing::run_graph(*b.graph, {in})[0], expected, kFused));
+    // Idempotent: a fused conv is not a candidate again.
+    EXPECT_FALSE(passes::fuse_activations(*b.graph).changed);
+  }
+}
+
+TEST(ActivationFusion, LeakyReluKeepsItsSlope) {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 2, 5, 5});
+  const auto c = b.conv("conv", x, 2, 3, 3);
+  b.output(b.node("LeakyRelu", {c}, floats({{"alpha", 0.3f}}), "act"));
+  passes::fuse_activations(*b.graph);
+  auto conv = std::dynamic_pointer_cast<nn::Conv2d>(b.graph->nodes()[0].module);
+  ASSERT_NE(conv, nullptr);
+  EXPECT_FLOAT_EQ(static_cast<float>(conv->negative_slope()), 0.3f);
+}
+
+// Each precondition, broken once: the graph is left as it was and the note says why.
+TEST(ActivationFusion, DeclinedCandidatesAreLeftAloneWithAReason) {
+  struct Decline {
+    const char* name;
+    std::function<void(GraphBuilder&, const std::string&)> build;
+    const char* note;
+  };
+  const std::vector<Decline> declines = {
+      {"onnx default hardsigmoid",
+       [](GraphBuilder& b, const std::string& c) {
+         b.output(b.node("HardSigmoid", {c}, {}, "act"));
+       },
+       "not PyTorch's 1/6 and 0.5"},
+      {"two readers",
+       [](GraphBuilder& b, const std::string& c) {
+         b.output(b.node("Relu", {c}, {}, "act"));
+         b.output(b.node("Sigmoid", {c}, {}, "other"));
+       },
+       "has 2 readers"},
+      {"graph output",
+       [](GraphBuilder& b, const std::string& c) {
+         b.output(b.node("Relu", {c}, {}, "act"));
+         b.output(c);
+       },
+       "is a graph output"},
+      {"clip 0..5",
+       [](GraphBuilder& b, const std::string& c) {
+         const auto lo = b.constant("lo", testing::values({0}, {}));
+         const auto hi = b.constant("hi", testing::values({5}, {}));
+         b.output(b.node("Clip", {c, lo, hi}, {}, "act"));
+       },
+       "neither relu nor relu6"},
+      {"constant addend",
+       [](GraphBuilder& b, const std::string& c) {
+         const auto k = b.constant("k", testing::values({1, 2, 3}, {3, 1, 1}));
+         b.output(b.node("Add", {c, k}, {}, "add"));
+       },
+       "a bias, not a residual"},
+      {"silu sigmoid used twice",
+       [](GraphBuilder& b, const std::string& c) {
+         const auto s = b.node("Sigmoid", {c}, {}, "sig");
+         b.output(b.node("Mul", {c, s}, {}, "act"));
+         b.output(s);
+       },
+       "also used elsewhere"},
+  };
+  for (const Decline& d : declines) {
+    SCOPED_TRACE(d.name);
+    GraphBuilder b;
+    const auto x = b.input("x", {1, 2, 5, 5});
+    const auto c = b.conv("conv", x, 2, 3, 3);
+    d.build(b, c);
+    const std::string before = b.graph->dump();
+    const passes::PassReport report = passes::fuse_activations(*b.graph);
+    EXPECT_FALSE(report.changed);
+    EXPECT_EQ(b.graph->dump(), before);
+    EXPECT_TRUE(any_note_contains(report, d.note)) << (report.notes.empty() ? "" : report.notes[0]);
+    auto conv = std::dynamic_pointer_cast<nn::Conv2d>(b.graph->nodes()[0].module);
+    ASSERT_NE(conv, nullptr);
+    EXPECT_EQ(conv->activation(), Activation::None);
+  }
+}
+
+// Conv + Add(c, r) (+ Relu), r the block's input (ResNet's identity shortcut), in both
+// operand orders, with and without the activation.
+TEST(ActivationFusion, ConvAddActivationBecomesOneResidualNode) {
+  for (bool conv_first : {true, false}) {
+    for (bool relu : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << "conv_first " << conv_first << " relu " << relu);
+      GraphBuilder b;
+      const auto x = b.input("x", {2, 4, 6, 6});
+      const auto r = x;
+      const auto c = b.conv("conv", x, 4, 4, 3);
+      const auto sum = b.node(
+          "Add", conv_first ? std::vector<std::string>{c, r} : std::vector<std::string>{r, c}, {},
+          "add");
+      const auto y = relu ? b.node("Relu", {sum}, {}, "act") : sum;
+      b.output(y);
+      const Tensor in = input({2, 4, 6, 6});
+      const Tensor expected = testing::run_graph(*b.graph, {in})[0];
+
+      const passes::PassReport report = passes::fuse_activations(*b.graph);
+      ASSERT_TRUE(report.changed) << (report.notes.empty() ? "" : report.notes[0]);
+      b.graph->verify();
+      const auto counts = testing::count_ops(*b.graph);
+      EXPECT_EQ(counts.count("Add"), 0u);
+      EXPECT_EQ(counts.count("Relu"), 0u);
+      const auto index = b.graph->find_node("conv");
+      ASSERT_TRUE(index.has_value());
+      const graph::Node& fused = b.graph->nodes()[*index];
+      EXPECT_EQ(fused.outputs, std::vector<std::string>{y});
+      EXPECT_EQ(fused.inputs, (std::vector<std::string>{x, "conv.weight", "conv.bias", r}));
+      EXPECT_EQ(fused.parts.size(), relu ? 3u : 2u);
+      auto op = std::dynamic_pointer_cast<passes::FusedConvAdd>(fused.module);
+      ASSERT_NE(op, nullptr);
+      EXPECT_EQ(op->conv_first(), conv_first);
+      EXPECT_EQ(op->conv()->activation(), relu ? Activation::ReLU : Activation::None);
+      EXPECT_TRUE(testing::all_close(testing::run_graph(*b.graph, {in})[0], expected, kFused));
+      EXPECT_FALSE(passes::fuse_activations(*b.graph).changed);
+    }
+  }
+}
+
+// A residual the Add broadcasts ([1, C, 1, 1], a runtime input) cannot be a post-op sum: the
+// fused node falls back to the unfused steps and still computes the same values.
+TEST(ActivationFusion, BroadcastResidualFallsBackToTheUnfusedSteps) {
+  GraphBuilder b;
+  const auto x = b.input("x", {2, 3, 5, 5});
+  const auto r = b.input("r", {1, 4, 1, 1});
+  const auto c = b.conv("conv", x, 3, 4, 3);
+  const auto y = b.node("Relu", {b.node("Add", {r, c}, {}, "add")}, {}, "act");
+  b.output(y);
+  const Tensor in = input({2, 3, 5, 5});
+  const Tensor bias = input({1, 4, 1, 1}, 9);
+  const Tensor expected = testing::run_graph(*b.graph, {in, bias})[0];
+  ASSERT_TRUE(passes::fuse_activations(*b.graph).changed);
+  ASSERT_EQ(b.graph->nodes().size(), 1u);
+  EXPECT_TRUE(testing::all_close(testing::run_graph(*b.graph, {in, bias})[0], expected,
+                                 testing::Tolerance::exact()));
+}
+
+// The fused node's conv is reachable from the graph: converting the graph's conv weights
+// reaches it, and its output stays right.
+TEST(ActivationFusion, FusedConvWeightsStayReachableForLayoutConversion) {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 4, 6, 6});
+  const auto c = b.conv("conv", x, 4, 4, 3);
+  b.output(b.node("Relu", {b.node("Add", {c, x}, {}, "add")}, {}, "act"));
+  const Tensor in = input({1, 4, 6, 6});
+  const Tensor expected = testing::run_graph(*b.graph, {in})[0];
+  ASSERT_TRUE(passes::fuse_activations(*b.graph).changed);
+  auto op = std::dynamic_pointer_cast<passes::FusedConvAdd>(b.graph->nodes()[0].module);
+  ASSERT_NE(op, nullptr);
+  nn::utils::convert_conv2d_weight_memory_format(*b.graph, MemoryFormat::ChannelsLast);
+  EXPECT_TRUE(op->conv()->weight().is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(testing::all_close(testing::run_graph(*b.graph, {in})[0], expected, kFused));
+}
+
+}  // namespace
+}  // namespace refold

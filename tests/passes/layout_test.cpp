@@ -1,0 +1,335 @@
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <set>
+#include <string>
+
+#include "passes/graph_builder.h"
+#include "passes/passes.h"
+#include "refold/passes/layout.h"
+#include "testing/compare.h"
+
+namespace refold {
+namespace {
+
+using testing::GraphBuilder;
+
+Tensor int64s(const std::vector<std::int64_t>& v) {
+  Tensor t = empty({static_cast<std::int64_t>(v.size())}, DType::Int64);
+  std::int64_t* p = t.data<std::int64_t>();
+  for (std::size_t i = 0; i < v.size(); ++i) p[i] = v[i];
+  return t;
+}
+
+// Reshape to the same 4-d shape: an NCHW-only op (accepts_channels_last() == false) that keeps
+// the value 4-d, so a conv can follow it.
+std::string nchw_only(GraphBuilder& b, const std::string& x, const Shape& sizes,
+                      const std::string& name) {
+  const auto shape = b.constant(name + ".shape", int64s(sizes));
+  return b.node("Reshape", {x, shape}, {}, name);
+}
+
+std::string batch_norm(GraphBuilder& b, const std::string& x, std::int64_t c,
+                       const std::string& name) {
+  const auto scale = b.constant(name + ".scale", testing::uniform({c}, 1.0, b.gen));
+  const auto shift = b.constant(name + ".shift", testing::uniform({c}, 1.0, b.gen));
+  const auto mean = b.constant(name + ".mean", testing::uniform({c}, 1.0, b.gen));
+  Tensor var = testing::uniform({c}, 0.5, b.gen);
+  for (std::int64_t i = 0; i < c; ++i) var.set({i}, var.at({i}) + 1.0f);
+  const auto v = b.constant(name + ".var", var);
+  return b.node("BatchNormalization", {x, scale, shift, mean, v}, {}, name);
+}
+
+struct Net {
+  const char* name;
+  std::function<void(GraphBuilder&)> build;
+  Shape input;
+};
+
+// Small graphs covering each rule of the model. Shapes avoid C = 1 and H = W = 1, whose
+// conversions are free (tested separately).
+std::vector<Net> nets() {
+  return {
+      // The seed: conv → BN → ReLU → NCHW-only → conv.
+      {"seed",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 3, 8, 8});
+         auto v = b.conv("conv1", x, 3, 8, 3);
+         v = b.node("Relu", {batch_norm(b, v, 8, "bn")}, {}, "relu");
+         v = nchw_only(b, v, {1, 8, 8, 8}, "nchw");
+         b.output(b.conv("conv2", v, 8, 4, 3));
+       },
+       {1, 3, 8, 8}},
+      // The brief's example: a conv on the NCHW input whose only reader is NCHW-only.
+      {"lonely conv",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 3, 8, 8});
+         b.output(nchw_only(b, b.conv("conv1", x, 3, 4, 3), {1, 4, 8, 8}, "nchw"));
+       },
+       {1, 3, 8, 8}},
+      // A chain of convs: all channels_last, one permute at the first.
+      {"chain",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 4, 6, 6});
+         auto v = b.node("Relu", {b.conv("conv1", x, 4, 4, 3)}, {}, "r1");
+         v = b.node("Relu", {b.conv("conv2", v, 4, 4, 3)}, {}, "r2");
+         b.output(b.conv("conv3", v, 4, 4, 1));
+       },
+       {1, 4, 6, 6}},
+      // Residual Add, Concat (NHWC iff every input is), an NCHW-only tail.
+      {"residual concat",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 4, 6, 6});
+         const auto r1 = b.node("Relu", {b.conv("conv1", x, 4, 4, 3)}, {}, "r1");
+         const auto a = b.node("Add", {b.conv("conv2", r1, 4, 4, 3), r1}, {}, "add");
+         const auto c3 = b.conv("conv3", a, 4, 4, 1);
+         graph::Attributes axis;
+         axis.set("axis", std::int64_t{1});
+         const auto cat = b.node("Concat", {c3, x}, axis, "cat");
+         b.output(nchw_only(b, cat, {1, 8, 6, 6}, "nchw"));
+       },
+       {1, 4, 6, 6}},
+      // Two branches from the input; one goes NCHW-only before they meet.
+      {"branches",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 4, 6, 6});
+         const auto c1 = b.conv("conv1", x, 4, 4, 3);
+         const auto n = nchw_only(b, b.conv("conv2", x, 4, 4, 3), {1, 4, 6, 6}, "nchw");
+         graph::Attributes axis;
+         axis.set("axis", std::int64_t{1});
+         const auto cat = b.node("Concat", {c1, n}, axis, "cat");
+         const auto c3 = b.conv("conv3", cat, 8, 4, 3);
+         b.output(nchw_only(b, b.node("Sigmoid", {c3}, {}, "sig"), {1, 4, 6, 6}, "tail"));
+       },
+       {1, 4, 6, 6}},
+      // A conv reading an NCHW-only result, read twice more by NCHW-only ops.
+      {"two nchw readers",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 4, 6, 6});
+         const auto c1 = b.conv("conv1", x, 4, 4, 3);
+         const auto n1 = nchw_only(b, c1, {1, 4, 6, 6}, "n1");
+         const auto n2 = nchw_only(b, c1, {1, 4, 6, 6}, "n2");
+         const auto c2 = b.conv("conv2", b.node("Add", {n1, n2}, {}, "add"), 4, 4, 3);
+         b.output(b.node("Mul", {c2, c2}, {}, "sq"));
+       },
+       {1, 4, 6, 6}},
+  };
+}
+
+struct Measured {
+  std::uint64_t permutes = 0;
+  int nchw_convs = 0;
+  std::vector<Tensor> outputs;
+};
+
+// Runs the graph once, counting permutes and the convs whose output is NCHW.
+Measured measure(graph::Graph& g, const Tensor& in, const std::set<std::string>& convs) {
+  Measured m;
+  const Tensor feed = in.clone();
+  reset_permute_count();
+  m.outputs = g.run({feed}, [&](const graph::Node& node, const std::vector<Tensor>&,
+                                const std::vector<Tensor>& outputs) {
+    if (convs.count(node.name) != 0 &&
+        outputs[0].suggest_memory_format() == MemoryFormat::Contiguous) {
+      ++m.nchw_convs;
+    }
+  });
+  m.permutes = permute_count();
+  return m;
+}
+
+std::vector<std::string> conv_names(const graph::Graph& g) {
+  std::vector<std::string> out;
+  for (const graph::Node& n : g.nodes())
+    if (n.op_type == "Conv") out.push_back(n.name);
+  return out;
+}
+
+// The model against real runs, for every choice of weight formats; and the planner's choice
+// against the brute-force minimum.
+TEST(LayoutPlan, ModelMatchesRunsAndThePlanIsTheBruteForceMinimum) {
+  for (const Net& net : nets()) {
+    SCOPED_TRACE(net.name);
+    GraphBuilder b;
+    net.build(b);
+    graph::Graph& g = *b.graph;
+    const std::vector<std::string> convs = conv_names(g);
+    const std::set<std::string> conv_set(convs.begin(), convs.end());
+    Generator gen(3);
+    const Tensor in = randn(net.input, {}, gen);
+    const Tensor reference = measure(g, in, conv_set).outputs[0];  // all weights NCHW
+
+    int best = 1 << 30;
+    for (std::uint32_t mask = 0; mask < (1u << convs.size()); ++mask) {
+      std::set<std::string> nhwc;
+      for (std::size_t k = 0; k < convs.size(); ++k)
+        if ((mask >> k) & 1u) nhwc.insert(convs[k]);
+      const passes::LayoutPlan predicted = passes::evaluate_layout(g, nhwc);
+      passes::apply_layout_plan(g, predicted);
+      const Measured m = measure(g, in, conv_set);
+      SCOPED_TRACE(predicted.to_string());
+      EXPECT_EQ(m.permutes, predicted.permutes.size());
+      EXPECT_EQ(m.nchw_convs, predicted.nchw_convs);
+      EXPECT_TRUE(testing::all_close(m.outputs[0], reference, testing::Tolerance::op_f32()));
+      best = std::min(best, static_cast<int>(m.permutes) + m.nchw_convs);
+    }
+    const passes::LayoutPlan plan = passes::make_layout_plan(g);
+    passes::apply_layout_plan(g, plan);
+    const Measured m = measure(g, in, conv_set);
+    EXPECT_EQ(static_cast<int>(m.permutes) + m.nchw_convs, best) << plan.to_string();
+    EXPECT_EQ(plan.cost(), best) << plan.to_string();
+  }
+}
+
+TEST(LayoutPlan, SeedGraphKeepsTheFirstConvNchwAndPermutesOnce) {
+  GraphBuilder b;
+  nets()[0].build(b);
+  const passes::LayoutPlan plan = passes::make_layout_plan(*b.graph);
+  ASSERT_EQ(plan.permutes.size(), 1u) << plan.to_string();
+  EXPECT_EQ(plan.permutes[0].value, "nchw_out");
+  EXPECT_EQ(plan.permutes[0].node, "conv2");
+  EXPECT_EQ(plan.permutes[0].to, MemoryFormat::ChannelsLast);
+  EXPECT_EQ(plan.nchw_convs, 1);
+  // The seed's own rule (every conv channels_last) pays 3: in, out at the NCHW-only op, in.
+  const passes::LayoutPlan seed = passes::evaluate_layout(*b.graph, {"conv1", "conv2"});
+  EXPECT_EQ(seed.permutes.size(), 3u);
+  EXPECT_GT(seed.cost(), plan.cost());
+
+  const std::string text = plan.to_string();
+  EXPECT_NE(text.find("layout plan: 1 of 2 convs with channels_last weights, 1 permute, 1 conv "
+                      "computing NCHW (cost 2)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("conv2: Conv  nchw_out NCHW→NHWC"), std::string::npos) << text;
+  EXPECT_NE(text.find("permute nchw_out NCHW→NHWC at conv2"), std::string::npos) << text;
+}
+
+TEST(LayoutPlan, PassConvertsExactlyThePlannedWeightsAndIsIdempotent) {
+  GraphBuilder b;
+  nets()[0].build(b);
+  const passes::PassReport report = passes::plan_layout(*b.graph);
+  EXPECT_TRUE(report.changed);
+  ASSERT_EQ(report.notes.size(), 1u);
+  EXPECT_NE(report.notes[0].find("layout plan:"), std::string::npos);
+  EXPECT_TRUE(b.graph->constant("conv2.weight").is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_EQ(b.graph->constant("conv1.weight").suggest_memory_format(), MemoryFormat::Contiguous);
+  EXPECT_FALSE(passes::plan_layout(*b.graph).changed);
+}
+
+// Declared shapes with C = 1 or H = W = 1 convert for free; the plan counts no permute there.
+TEST(LayoutPlan, AmbiguousShapesConvertForFree) {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 4, 6, 6});
+  const auto c1 = b.conv("conv1", x, 4, 1, 3);  // [1, 1, 6, 6]: C = 1
+  graph::ValueInfo info;
+  info.name = c1;
+  info.shape = std::vector<graph::Dim>{{1, ""}, {1, ""}, {6, ""}, {6, ""}};
+  b.graph->value_info.push_back(info);
+  b.output(nchw_only(b, c1, {1, 1, 6, 6}, "nchw"));
+  Generator gen(5);
+  const Tensor in = randn({1, 4, 6, 6}, {}, gen);
+  const passes::LayoutPlan all = passes::evaluate_layout(*b.graph, {"conv1"});
+  passes::apply_layout_plan(*b.graph, all);
+  const Measured m = measure(*b.graph, in, {"conv1"});
+  EXPECT_EQ(m.permutes, all.permutes.size()) << all.to_string();
+  EXPECT_EQ(all.permutes.size(), 1u) << all.to_string();  // the input only
+}
+
+// Two conv nodes run by one module (a weight-tied net built in C++) get one format, where
+// alone the first would stay NCHW and the second go channels_last.
+TEST(LayoutPlan, ConvsSharingAWeightDecideTogether) {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 4, 6, 6});
+  const auto c1 = b.conv("conv1", x, 4, 4, 3);
+  const auto n = nchw_only(b, c1, {1, 4, 6, 6}, "nchw");
+  graph::Node second = b.graph->nodes()[0];
+  second.name = "conv2";
+  second.inputs[0] = b.node("Relu", {n}, {}, "relu");
+  second.outputs = {"conv2_out"};
+  b.graph->add_node(second);
+  b.output("conv2_out");
+  const passes::LayoutPlan plan = passes::make_layout_plan(*b.graph);
+  ASSERT_EQ(plan.nodes.size(), 4u);
+  EXPECT_EQ(plan.nodes[0].weights, plan.nodes[3].weights) << plan.to_string();
+  // Jointly: NCHW costs 2 (two NCHW convs), NHWC costs 3 (in, out at the Reshape, in again).
+  EXPECT_EQ(plan.cost(), 2) << plan.to_string();
+}
+
+// RELIABILITY F29: sizes stay logical, so ops with an axis compute the same values whether
+// their input arrives channels_last or not. Every conv channels_last vs every conv NCHW.
+TEST(LayoutPlan, AxisOpsGiveTheSameValuesUnderAnyPlan) {
+  struct AxisCase {
+    const char* name;
+    std::function<std::string(GraphBuilder&, const std::string&)> tail;
+  };
+  auto attrs = [](const char* key, std::int64_t v) {
+    graph::Attributes a;
+    a.set(key, v);
+    return a;
+  };
+  const std::vector<AxisCase> tails = {
+      {"Concat axis 1",
+       [&](GraphBuilder& b, const std::string& v) {
+         const auto other = b.conv("conv_b", "x", 3, 5, 1);
+         return b.node("Concat", {v, other}, attrs("axis", 1), "cat");
+       }},
+      {"Concat axis -1",
+       [&](GraphBuilder& b, const std::string& v) {
+         return b.node("Concat", {v, v}, attrs("axis", -1), "cat");
+       }},
+      {"Softmax axis 1",
+       [&](GraphBuilder& b, const std::string& v) {
+         return b.node("Softmax", {v}, attrs("axis", 1), "softmax");
+       }},
+      {"Softmax axis 3",
+       [&](GraphBuilder& b, const std::string& v) {
+         return b.node("Softmax", {v}, attrs("axis", 3), "softmax");
+       }},
+      {"Flatten",
+       [&](GraphBuilder& b, const std::string& v) {
+         return b.node("Flatten", {v}, attrs("axis", 1), "flatten");
+       }},
+      {"Reshape",
+       [&](GraphBuilder& b, const std::string& v) {
+         const auto s = b.constant("s", int64s({1, 6, 2, 25}));
+         return b.node("Reshape", {v, s}, {}, "reshape");
+       }},
+      {"Transpose",
+       [&](GraphBuilder& b, const std::string& v) {
+         graph::Attributes a;
+         a.set("perm", std::vector<std::int64_t>{0, 2, 3, 1});
+         return b.node("Transpose", {v}, a, "transpose");
+       }},
+  };
+  for (const AxisCase& t : tails) {
+    SCOPED_TRACE(t.name);
+    GraphBuilder b;
+    const auto x = b.input("x", {1, 3, 5, 5});
+    const auto c = b.node("Relu", {b.conv("conv_a", x, 3, 12, 3)}, {}, "relu");
+    const auto y = t.tail(b, c);
+    // A conv after the axis op where the result is still 4-d with 12+ channels is not needed:
+    // the tail's output is the graph output, returned in whatever format.
+    b.output(y);
+    Generator gen(11);
+    const Tensor in = randn({1, 3, 5, 5}, {}, gen);
+    const Tensor nchw = testing::run_graph(*b.graph, {in})[0];
+    std::set<std::string> all;
+    for (const std::string& n : conv_names(*b.graph)) all.insert(n);
+    const passes::LayoutPlan plan = passes::evaluate_layout(*b.graph, all);
+    passes::apply_layout_plan(*b.graph, plan);
+    bool saw_nhwc = false;
+    const std::vector<Tensor> nhwc =
+        b.graph->run({in.clone()}, [&](const graph::Node& node, const std::vector<Tensor>& inputs,
+                                       const std::vector<Tensor>&) {
+          if (node.op_type != "Conv" && node.op_type != "Relu" && !inputs.empty() &&
+              inputs[0].suggest_memory_format() == MemoryFormat::ChannelsLast) {
+            saw_nhwc = true;
+          }
+        });
+    EXPECT_TRUE(saw_nhwc) << "the axis op never saw a channels_last input";
+    EXPECT_TRUE(testing::all_close(nhwc[0], nchw, testing::Tolerance::op_f32()));
+  }
+}
+
+}  // namespace
+}  // namespace refold
