@@ -1,0 +1,58 @@
+// Reference kernels for the ONNX ops that PyTorch's modules do not cover (refold/reference.h
+// holds the rest): arithmetic on float32/bfloat16 AND int64 (ONNX shape arithmetic), Clip,
+// HardSigmoid with ONNX's alpha/beta, 2-d pooling with ONNX's asymmetric pads and ceil_mode,
+// Gemm and MatMul. Plain loops over logical indices, any strides, computed in double (int64 in
+// int64), like the rest of the reference; the output keeps the (first full-size) input's format.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "refold/op_options.h"
+#include "refold/tensor.h"
+
+namespace refold::reference {
+
+enum class ArithOp { Add, Sub, Mul, Div };
+
+// NumPy-broadcast a ∘ b. Both operands have one dtype: float32, bfloat16 or int64.
+// int64 wraps on overflow (two's complement, as NumPy) and Div truncates toward zero (ONNX's
+// C-style integer division); an int64 division by zero is an error.
+Tensor arith(const Tensor& a, const Tensor& b, ArithOp op);
+
+// min(max(x, lo), hi) for whichever bound is given; NaN stays NaN. float32/bfloat16/int64.
+Tensor clip(const Tensor& x, std::optional<double> lo, std::optional<double> hi);
+
+// ONNX HardSigmoid: max(0, min(1, alpha·x + beta)).
+Tensor hard_sigmoid(const Tensor& x, double alpha, double beta);
+
+// ONNX MaxPool / AveragePool on [N, C, H, W] with explicit per-side pads.
+//   out = floor or ceil((in + pad_begin + pad_end − dilation·(k − 1) − 1) / stride) + 1
+// A window reads input positions start + j·dilation (start = o·stride − pad_begin) that fall
+// inside the input. Average divides by the positions inside the input (count_include_pad
+// false) or inside the padded input [−pad_begin, in + pad_end) (true).
+struct Pool2dParams {
+  bool max = true;
+  Size2d kernel = 1;
+  Size2d stride = 1;
+  Size2d dilation = 1;
+  Pads2d pads;
+  bool ceil_mode = false;
+  bool count_include_pad = false;
+};
+// The output size of one axis (the formula above); throws when it is below 1, or when
+// ceil_mode makes the last window start in the end padding (ONNX versions disagree there).
+std::int64_t onnx_pool_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride,
+                                   std::int64_t dilation, std::int64_t pad_begin,
+                                   std::int64_t pad_end, bool ceil_mode);
+Tensor pool2d(const Tensor& input, const Pool2dParams& params);
+
+// ONNX Gemm: alpha · A' · B' + beta · C, A' = transA ? Aᵀ : A ([M, K]), B' likewise ([K, N]),
+// C (optional) broadcast to [M, N].
+Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, double beta,
+            bool trans_a, bool trans_b);
+
+// numpy.matmul: 1-d operands are promoted (and the added dim removed), batch dims broadcast.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+}  // namespace refold::reference

@@ -1,0 +1,83 @@
+// MaxPool, AveragePool and GlobalAveragePool: nn::MaxPool2d / AvgPool2d / AdaptiveAvgPool2d
+// when PyTorch's rules give ONNX's result, else graph::ops::Pool.
+#include <fmt/ranges.h>
+
+#include "core/check.h"
+#include "onnx/ops/cnn_builders.h"
+#include "onnx/ops/window_attrs.h"
+#include "refold/graph/ops/pool.h"
+#include "refold/nn/pooling.h"
+
+namespace refold::onnx::ops {
+namespace {
+
+bool read_flag(const graph::Attributes& a, const std::string& name) {
+  const std::int64_t v = a.get_int(name, 0);
+  REFOLD_CHECK(v == 0 || v == 1, "{} must be 0 or 1 (got {})", name, v);
+  return v == 1;
+}
+
+graph::ops::PoolAttributes read_pool(const graph::Node& node, const std::string& op, bool max) {
+  const WindowAttrs window = read_window_attrs(node, op);
+  REFOLD_CHECK(window.kernel_shape.has_value(), "kernel_shape is required");
+  graph::ops::PoolAttributes p;
+  p.max = max;
+  p.kernel = *window.kernel_shape;
+  p.stride = window.strides;
+  p.dilation = window.dilations;
+  p.padding = window.padding;
+  p.ceil_mode = read_flag(node.attributes, "ceil_mode");
+  return p;
+}
+
+// PyTorch's pools give ONNX's result when nothing depends on the input size, the pads are
+// symmetric and at most half the kernel (PyTorch's limit), and ceil_mode is off (PyTorch then
+// drops a last window that starts in the padding; ONNX versions differ there).
+bool torch_compatible(const graph::ops::PoolAttributes& p, Pads2d& pads) {
+  using graph::ops::AutoPad;
+  if (p.padding.mode != AutoPad::NotSet && p.padding.mode != AutoPad::Valid) return false;
+  pads = p.padding.mode == AutoPad::Valid ? Pads2d{} : p.padding.pads;
+  return !p.ceil_mode && pads.top == pads.bottom && pads.left == pads.right &&
+         2 * pads.top <= p.kernel.h && 2 * pads.left <= p.kernel.w;
+}
+
+}  // namespace
+
+nn::ModulePtr build_max_pool(const BuildContext& context) {
+  const graph::Node& node = context.node;
+  // F16: the Indices output and column-major indices are not implemented.
+  REFOLD_CHECK(node.outputs.size() < 2 || node.outputs[1].empty(),
+               "unsupported: MaxPool output 'Indices' ('{}')", node.outputs[1]);
+  const std::int64_t order = node.attributes.get_int("storage_order", 0);
+  REFOLD_CHECK(order == 0, "unsupported attribute storage_order={}", order);
+  check_arity(node, 1, 1, 1);
+  const graph::ops::PoolAttributes p = read_pool(node, "MaxPool", true);
+  Pads2d pads;
+  if (!torch_compatible(p, pads)) return std::make_shared<graph::ops::Pool>(p);
+  nn::MaxPool2dOptions options(p.kernel);
+  options.stride(p.stride).padding(Size2d(pads.top, pads.left)).dilation(p.dilation);
+  return std::make_shared<nn::MaxPool2d>(options);
+}
+
+nn::ModulePtr build_average_pool(const BuildContext& context) {
+  const graph::Node& node = context.node;
+  check_arity(node, 1, 1, 1);
+  graph::ops::PoolAttributes p = read_pool(node, "AveragePool", false);
+  p.count_include_pad = read_flag(node.attributes, "count_include_pad");
+  Pads2d pads;
+  if (!torch_compatible(p, pads) || p.dilation != Size2d(1))
+    return std::make_shared<graph::ops::Pool>(p);
+  nn::AvgPool2dOptions options(p.kernel);
+  options.stride(p.stride)
+      .padding(Size2d(pads.top, pads.left))
+      .ceil_mode(false)
+      .count_include_pad(p.count_include_pad);
+  return std::make_shared<nn::AvgPool2d>(options);
+}
+
+nn::ModulePtr build_global_average_pool(const BuildContext& context) {
+  check_arity(context.node, 1, 1, 1);
+  return std::make_shared<nn::AdaptiveAvgPool2d>(Size2d(1));
+}
+
+}  // namespace refold::onnx::ops

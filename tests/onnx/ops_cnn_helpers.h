@@ -1,0 +1,106 @@
+// Test helpers for the CNN op builders: one node in a graph holding its constants, built with
+// onnx::build_module and run by the executor's rule (graph::Op → run(all inputs); a plain
+// module → (*module)(input 0)).
+//
+//   OpCase c("Conv", {"x", "W", "B"});
+//   c.constant("W", w).constant("B", b).ints("pads", {1, 1, 1, 1});
+//   Tensor y = c.run({x});            // runtime inputs, in the order of the node's non-constants
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "onnx/op_registry.h"
+#include "onnx/ops/shared_constants.h"
+#include "refold/graph/graph.h"
+#include "refold/graph/op.h"
+
+namespace refold::testing {
+
+class OpCase {
+ public:
+  OpCase(std::string op_type, std::vector<std::string> inputs,
+         std::vector<std::string> outputs = {"y"})
+      : graph_(std::make_shared<graph::Graph>()) {
+    node_.name = "n0";
+    node_.op_type = std::move(op_type);
+    node_.inputs = std::move(inputs);
+    node_.outputs = std::move(outputs);
+  }
+
+  OpCase& constant(const std::string& name, const Tensor& t) {
+    graph_->set_constant(name, t);
+    return *this;
+  }
+  OpCase& ints(const std::string& name, std::vector<std::int64_t> v) {
+    node_.attributes.set(name, std::move(v));
+    return *this;
+  }
+  OpCase& integer(const std::string& name, std::int64_t v) {
+    node_.attributes.set(name, v);
+    return *this;
+  }
+  OpCase& real(const std::string& name, float v) {
+    node_.attributes.set(name, v);
+    return *this;
+  }
+  OpCase& text(const std::string& name, std::string v) {
+    node_.attributes.set(name, std::move(v));
+    return *this;
+  }
+  OpCase& opset(int v) {
+    opset_ = v;
+    return *this;
+  }
+
+  const graph::Graph& graph() const { return *graph_; }
+  graph::Node& node() { return node_; }
+
+  // Builds the module (once) and binds the constants to its parameter handles.
+  nn::ModulePtr module() {
+    if (!module_) {
+      module_ = onnx::build_module({node_, *graph_, opset_});
+      node_.module = module_;
+      onnx::ops::bind_module_constants(*graph_, node_);
+    }
+    return module_;
+  }
+
+  // Runs with `runtime` bound to the node's inputs that are not constants, in order.
+  std::vector<Tensor> run_all(const std::vector<Tensor>& runtime) {
+    nn::ModulePtr m = module();
+    std::vector<Tensor> values;
+    std::size_t next = 0;
+    for (const std::string& name : node_.inputs) {
+      if (name.empty()) {
+        values.emplace_back();
+      } else if (graph_->is_constant(name)) {
+        values.push_back(graph_->constant(name));
+      } else {
+        EXPECT_LT(next, runtime.size()) << "missing a runtime input for " << name;
+        values.push_back(next < runtime.size() ? runtime[next] : Tensor());
+        ++next;
+      }
+    }
+    if (auto* op = dynamic_cast<graph::Op*>(m.get())) {
+      // The executor's rule: an op that refuses channels_last gets contiguous inputs.
+      if (!op->accepts_channels_last())
+        for (Tensor& v : values)
+          if (v.defined()) v = v.contiguous();
+      return op->run(values);
+    }
+    return {(*m)(values.at(0))};
+  }
+  Tensor run(const std::vector<Tensor>& runtime) { return run_all(runtime).at(0); }
+
+ private:
+  std::shared_ptr<graph::Graph> graph_;
+  graph::Node node_;
+  int opset_ = 17;
+  nn::ModulePtr module_;
+};
+
+}  // namespace refold::testing
