@@ -214,12 +214,46 @@ class TreeMerger {
  public:
   TreeMerger(graph::Graph& graph, PassReport& report) : g_(graph), report_(report) {}
 
-  // Tries the tree rooted at the Add `root`; returns the merged node's index, or nullopt.
+  // Tries the tree rooted at the Add `root` and, when it cannot merge as a whole, the
+  // sub-trees under it: in ((conv3×3(x) + conv1×1(x)) + z) the block is the inner Add. Returns
+  // where the scan resumes (the merged conv, or the root when only sub-trees merged).
   std::optional<std::size_t> run(std::size_t root) {
+    if (const auto merged = merge_tree(root, /*whole=*/true)) return merged;
+    const std::string root_name = g_.nodes()[root].name;
+    if (!merge_subtrees(root)) return std::nullopt;
+    return g_.find_node(root_name);
+  }
+
+ private:
+  // The Adds directly under `add` in its tree, by name (indices move as sub-trees merge).
+  std::vector<std::string> inner_children(std::size_t add) const {
+    std::vector<std::string> children;
+    for (const std::string& in : g_.nodes()[add].inputs) {
+      const auto p = g_.producer(in);
+      if (p && detail::is_binary_add(g_.nodes()[*p]) && detail::is_inner_add(g_, *p))
+        children.push_back(g_.nodes()[*p].name);
+    }
+    return children;
+  }
+
+  bool merge_subtrees(std::size_t add) {
+    bool changed = false;
+    for (const std::string& name : inner_children(add)) {
+      const auto child = g_.find_node(name);
+      if (!child) continue;
+      if (merge_tree(*child, /*whole=*/false) || merge_subtrees(*child)) changed = true;
+    }
+    return changed;
+  }
+
+  // Merges the tree rooted at `root` (a whole tree may take a BN after it; a sub-tree feeds
+  // an Add) and returns the merged conv's index. Only a whole tree's decline is noted: a
+  // sub-tree is a second chance, its reasons are the whole tree's.
+  std::optional<std::size_t> merge_tree(std::size_t root, bool whole) {
     tree_ = detail::collect_add_tree(g_, root);
     if (!choose_branches()) return std::nullopt;
     if (std::string why = check(); !why.empty()) {
-      decline(why);
+      if (whole) decline(why);
       return std::nullopt;
     }
     reparam::ConvKernel merged;
@@ -229,14 +263,13 @@ class TreeMerger {
         kernels.push_back(kernel_of_branch(g_, branches_[i], windows_[i], target_));
       merged = reparam::sum_branches(kernels);
     } catch (const Error& e) {
-      decline(e.message());
+      if (whole) decline(e.message());
       return std::nullopt;
     }
-    const std::optional<std::size_t> post = fold_post_batch_norm(merged);
+    const std::optional<std::size_t> post = whole ? fold_post_batch_norm(merged) : std::nullopt;
     return replace(merged, post);
   }
 
- private:
   // Reads every leaf as a branch of the input most leaves share. False (silently) when fewer
   // than two leaves share one with a conv among them: an ordinary residual Add, not a block.
   bool choose_branches() {

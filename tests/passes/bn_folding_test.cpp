@@ -1,0 +1,261 @@
+// bn-folding: Conv/ConvTranspose → BatchNormalization become one conv where that is exact, and
+// stay as they are (bit-identical, with a note) where it is not (RELIABILITY F18–F23).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "passes/passes.h"
+#include "testing/compare.h"
+#include "testing/graph_builder.h"
+
+namespace refold {
+namespace {
+
+using testing::ConvSpec;
+using testing::GraphBuilder;
+
+bool has_note(const passes::PassReport& r, const std::string& text) {
+  return std::any_of(r.notes.begin(), r.notes.end(),
+                     [&](const std::string& n) { return n.find(text) != std::string::npos; });
+}
+
+std::string notes_of(const passes::PassReport& r) {
+  std::string out;
+  for (const std::string& n : r.notes) out += n + "\n";
+  return out;
+}
+
+// Runs the pass and checks the graph still computes the same (re-param tolerance) and verifies.
+passes::PassReport fold_and_compare(GraphBuilder& b) {
+  const Tensor x = b.random_input();
+  const Tensor before = b.run({x})[0];
+  passes::PassReport report = passes::fold_batch_norms(b.graph());
+  b.graph().verify();
+  const Tensor after = b.run({x})[0];
+  EXPECT_TRUE(testing::model_close(after, before)) << notes_of(report);
+  return report;
+}
+
+// The pass changed nothing: same nodes, bit-identical output.
+passes::PassReport expect_unchanged(GraphBuilder& b) {
+  const Tensor x = b.random_input();
+  const Tensor before = b.run({x})[0];
+  const auto counts = b.op_counts();
+  passes::PassReport report = passes::fold_batch_norms(b.graph());
+  b.graph().verify();
+  EXPECT_FALSE(report.changed);
+  EXPECT_EQ(b.op_counts(), counts);
+  EXPECT_TRUE(testing::all_close(b.run({x})[0], before, testing::Tolerance::exact()));
+  return report;
+}
+
+TEST(BnFolding, ConvBnReluBecomesConvRelu) {
+  GraphBuilder b;
+  const std::string x = b.input("x", {2, 3, 9, 9});
+  const std::string c = b.conv(x, 3, 8, 3, {.pads = ConvSpec::same(1)});
+  const std::string conv_name = b.last_node();
+  const std::string y = b.bn(c, 8);
+  const std::string bn_name = b.last_node();
+  b.output(b.relu(y));
+  const auto constants_before = b.graph().constant_names();
+
+  const passes::PassReport r = fold_and_compare(b);
+  EXPECT_TRUE(r.changed);
+  EXPECT_EQ(r.pass, "bn-folding");
+  EXPECT_TRUE(has_note(r, "folded BatchNormalization '" + bn_name + "' into Conv '" + conv_name))
+      << notes_of(r);
+  EXPECT_EQ(b.count("Conv"), 1);
+  EXPECT_EQ(b.count("BatchNormalization"), 0);
+  EXPECT_EQ(b.count("Relu"), 1);
+
+  const graph::Node& fused = b.graph().nodes()[0];
+  EXPECT_EQ(fused.name, conv_name);
+  EXPECT_EQ(fused.outputs, std::vector<std::string>{y});  // the BN's output name survives
+  EXPECT_EQ(fused.origin, conv_name + " + " + bn_name);
+  EXPECT_EQ(fused.source, -1);
+  EXPECT_TRUE(fused.parts.empty());
+  EXPECT_EQ(fused.attributes.get_ints("pads"), (std::vector<std::int64_t>{1, 1, 1, 1}));
+  ASSERT_EQ(fused.inputs.size(), 3u);
+  EXPECT_NE(fused.inputs[1].find("_bnfold.weight"), std::string::npos);
+  EXPECT_NE(fused.inputs[2].find("_bnfold.bias"), std::string::npos);
+  // The node's constants are the module's parameters; the old ones are gone.
+  EXPECT_EQ(b.graph().constant_names().size(), 2u);
+  for (const std::string& old : constants_before) EXPECT_FALSE(b.graph().is_constant(old)) << old;
+}
+
+TEST(BnFolding, ConvWithoutBiasGetsOne) {
+  GraphBuilder b(2);
+  const std::string x = b.input("x", {1, 4, 7, 7});
+  b.output(b.bn(b.conv(x, 4, 6, 1, {.bias = false}), 6));
+  const passes::PassReport r = fold_and_compare(b);
+  EXPECT_TRUE(r.changed);
+  EXPECT_EQ(b.graph().nodes().size(), 1u);
+  EXPECT_EQ(b.graph().nodes()[0].inputs.size(), 3u);
+}
+
+struct ConvCase {
+  std::int64_t in, out, groups;
+  Size2d kernel, stride, dilation;
+  std::vector<std::int64_t> pads;
+};
+
+TEST(BnFolding, GeometriesAndGroups) {
+  const ConvCase cases[] = {
+      {4, 8, 2, 3, 1, 1, {1, 1, 1, 1}},           {6, 6, 6, 3, 2, 1, {1, 1, 1, 1}},
+      {4, 6, 1, {3, 5}, {2, 1}, 1, {0, 2, 1, 2}}, {4, 4, 1, 3, 1, 2, {2, 2, 2, 2}},
+      {3, 5, 1, 2, 1, 1, {0, 0, 1, 1}},
+  };
+  std::uint64_t seed = 10;
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE(::testing::Message()
+                 << "groups " << c.groups << " kernel " << c.kernel.h << "x" << c.kernel.w);
+    GraphBuilder b(seed++);
+    const std::string x = b.input("x", {2, c.in, 11, 10});
+    b.output(b.bn(
+        b.conv(x, c.in, c.out, c.kernel,
+               {.stride = c.stride, .pads = c.pads, .dilation = c.dilation, .groups = c.groups}),
+        c.out));
+    EXPECT_TRUE(fold_and_compare(b).changed);
+    EXPECT_EQ(b.count("BatchNormalization"), 0);
+  }
+}
+
+// ConvTranspose weight [in, out/g, kh, kw]: the BN scale of output channel G·(out/g) + j goes
+// along dim 1 within each group; the one-group rule (PyTorch's) is wrong for groups > 1.
+TEST(BnFolding, ConvTransposeWithGroups) {
+  for (std::int64_t groups : {1, 2, 3}) {
+    SCOPED_TRACE(::testing::Message() << "groups " << groups);
+    GraphBuilder b(static_cast<std::uint64_t>(20 + groups));
+    const std::int64_t in = 2 * groups, out = 3 * groups;
+    const std::string x = b.input("x", {1, in, 5, 6});
+    graph::Attributes a;
+    a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+    a.set("strides", std::vector<std::int64_t>{2, 2});
+    a.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+    a.set("output_padding", std::vector<std::int64_t>{1, 0});
+    a.set("group", groups);
+    const std::string w =
+        b.constant("w", testing::uniform({in, out / groups, 3, 3}, 0.5, b.generator()));
+    const std::string bias = b.constant("b", testing::uniform({out}, 0.5, b.generator()));
+    const std::string t = b.node("ConvTranspose", {x, w, bias}, a);
+    b.output(b.bn(t, out));
+    EXPECT_TRUE(fold_and_compare(b).changed);
+    ASSERT_EQ(b.graph().nodes().size(), 1u);
+    EXPECT_EQ(b.graph().nodes()[0].op_type, "ConvTranspose");
+    EXPECT_EQ(b.graph().nodes()[0].attributes.get_ints("output_padding"),
+              (std::vector<std::int64_t>{1, 0}));
+  }
+}
+
+TEST(BnFolding, FoldsEveryPairInAChain) {
+  GraphBuilder b(3);
+  const std::string x = b.input("x", {1, 3, 8, 8});
+  std::string v = b.relu(b.bn(b.conv(x, 3, 4, 3, {.pads = ConvSpec::same(1)}), 4));
+  v = b.bn(b.conv(v, 4, 4, 1), 4);
+  b.output(b.relu(b.bn(b.conv(v, 4, 2, 3, {.stride = 2}), 2)));
+  const passes::PassReport r = fold_and_compare(b);
+  EXPECT_EQ(b.count("BatchNormalization"), 0);
+  EXPECT_EQ(b.count("Conv"), 3);
+  EXPECT_EQ(b.count("Relu"), 2);
+  EXPECT_EQ(r.notes.size(), 3u) << notes_of(r);
+}
+
+TEST(BnFolding, BnNotAfterAConvIsLeftAlone) {
+  GraphBuilder b(4);
+  const std::string x = b.input("x", {1, 3, 5, 5});
+  b.output(b.bn(b.relu(x), 3));
+  const passes::PassReport r = expect_unchanged(b);
+  EXPECT_TRUE(r.notes.empty()) << notes_of(r);
+}
+
+// ---- declines ----
+
+TEST(BnFolding, DeclinesWhenTheConvOutputHasAnotherReader) {
+  GraphBuilder b(5);
+  const std::string x = b.input("x", {1, 3, 6, 6});
+  const std::string c = b.conv(x, 3, 3, 1);
+  b.output(b.add(b.bn(c, 3), b.relu(c)));
+  const passes::PassReport r = expect_unchanged(b);
+  EXPECT_TRUE(has_note(r, "the conv output '" + c + "' has 2 consumers")) << notes_of(r);
+}
+
+TEST(BnFolding, DeclinesWhenTheConvOutputIsAGraphOutput) {
+  GraphBuilder b(6);
+  const std::string x = b.input("x", {1, 3, 6, 6});
+  const std::string c = b.conv(x, 3, 3, 1);
+  b.output(b.bn(c, 3));
+  b.output(c);
+  const passes::PassReport r = expect_unchanged(b);
+  EXPECT_TRUE(has_note(r, "'" + c + "' is a graph output")) << notes_of(r);
+}
+
+TEST(BnFolding, DeclinesRuntimeWeights) {
+  GraphBuilder b(7);
+  const std::string x = b.input("x", {1, 3, 6, 6});
+  const std::string w = b.input("w", {4, 3, 1, 1});
+  graph::Attributes a;
+  a.set("kernel_shape", std::vector<std::int64_t>{1, 1});
+  b.output(b.bn(b.node("Conv", {x, w}, a), 4));
+  const Tensor xv = b.random_input(0), wv = b.random_input(1);
+  const Tensor before = b.run({xv, wv})[0];
+  const passes::PassReport r = passes::fold_batch_norms(b.graph());
+  EXPECT_FALSE(r.changed);
+  EXPECT_TRUE(has_note(r, "weight 'w' is not a constant")) << notes_of(r);
+  EXPECT_TRUE(testing::all_close(b.run({xv, wv})[0], before, testing::Tolerance::exact()));
+}
+
+TEST(BnFolding, DeclinesRuntimeBatchNormParameters) {
+  GraphBuilder b(8);
+  const std::string x = b.input("x", {1, 3, 6, 6});
+  const std::string mean = b.input("mean", {3});
+  const std::string c = b.conv(x, 3, 3, 1);
+  b.output(b.node("BatchNormalization", {c, b.constant("g", testing::values({1, 2, 3}, {3})),
+                                         b.constant("beta", testing::values({0, 1, 0}, {3})), mean,
+                                         b.constant("v", testing::values({1, 1, 2}, {3}))}));
+  const Tensor xv = b.random_input(0), mv = b.random_input(1);
+  const Tensor before = b.run({xv, mv})[0];
+  const passes::PassReport r = passes::fold_batch_norms(b.graph());
+  EXPECT_FALSE(r.changed);
+  EXPECT_TRUE(has_note(r, "input_mean 'mean' is not a constant")) << notes_of(r);
+  EXPECT_TRUE(testing::all_close(b.run({xv, mv})[0], before, testing::Tolerance::exact()));
+}
+
+TEST(BnFolding, DeclinesTrainingMode) {
+  GraphBuilder b(9);
+  const std::string x = b.input("x", {1, 3, 6, 6});
+  b.output(b.bn(b.conv(x, 3, 3, 1), 3));
+  // The importer rejects training_mode=1; a graph edited afterwards must still not be folded.
+  b.graph().node(1).attributes.set("training_mode", std::int64_t{1});
+  const passes::PassReport r = expect_unchanged(b);
+  EXPECT_TRUE(has_note(r, "training mode")) << notes_of(r);
+}
+
+// F18/F19: a negative variance or var + eps == 0 would bake NaN/Inf into the weights. The
+// importer rejects both; the statistics are edited afterwards (the module shares the tensor).
+TEST(BnFolding, DeclinesBadVarianceNamingTheChannel) {
+  struct Case {
+    std::vector<float> var;
+    double eps;
+    std::string expected;
+  };
+  const Case cases[] = {{{1, 1, -0.5f}, 1e-5, "running_var[2] = -0.5 is negative"},
+                        {{1, 0, 1}, 0, "running_var[1] + eps is 0"}};
+  for (const Case& c : cases) {
+    GraphBuilder b(11);
+    const std::string x = b.input("x", {1, 3, 4, 4});
+    b.output(b.bn_with(b.conv(x, 3, 3, 1), testing::values({1, 1, 1}, {3}),
+                       testing::values({0, 0, 0}, {3}), testing::values({0, 0, 0}, {3}),
+                       testing::values({1, 1, 1}, {3}), c.eps));
+    Tensor var = b.graph().constant(b.graph().nodes()[1].inputs[4]);
+    var.copy_(testing::values(c.var, {3}));
+    const passes::PassReport r = passes::fold_batch_norms(b.graph());
+    EXPECT_FALSE(r.changed);
+    EXPECT_EQ(b.count("BatchNormalization"), 1);
+    EXPECT_TRUE(has_note(r, c.expected)) << notes_of(r);
+    b.graph().verify();
+  }
+}
+
+}  // namespace
+}  // namespace refold
