@@ -184,15 +184,20 @@ TEST(OnnxResize, PytorchHalfPixelDiffersOnlyAtOutputSize1) {
 TEST(OnnxResize, ChannelsLastKeepsFormatAndValues) {
   Generator gen(5);
   const Tensor x = uniform({2, 3, 5, 4}, 1.0, gen);
-  for (const char* mode : {"nearest", "linear"}) {
-    OpCase c = resize_scales({1, 1, 1.5f, 2});
-    c.text("mode", mode);
-    EXPECT_TRUE(c.module()->accepts_channels_last());
-    const Tensor y = c.run({x});
-    EXPECT_EQ(y.sizes(), (Shape{2, 3, 7, 8}));
-    const Tensor ycl = c.run({to_channels_last(x)});
-    EXPECT_TRUE(is_channels_last(ycl));
-    EXPECT_TRUE(all_close(ycl, y, Tolerance::exact())) << mode;
+  // Bit-identical in both layouts, also when the channels (NHWC's innermost dimension) are
+  // resized too.
+  for (const std::vector<float>& scales :
+       {std::vector<float>{1, 1, 1.5f, 2}, std::vector<float>{1, 2.5f, 0.6f, 1.25f}}) {
+    for (const char* mode : {"nearest", "linear"}) {
+      OpCase c = resize_scales(scales);
+      c.text("mode", mode);
+      EXPECT_TRUE(c.module()->accepts_channels_last());
+      const Tensor y = c.run({x});
+      EXPECT_EQ(y.size(3), static_cast<std::int64_t>(std::floor(4 * scales[3])));
+      const Tensor ycl = c.run({to_channels_last(x)});
+      EXPECT_TRUE(is_channels_last(ycl));
+      EXPECT_TRUE(all_close(ycl, y, Tolerance::exact())) << mode << " " << scales[1];
+    }
   }
 }
 

@@ -97,13 +97,19 @@ Tensor slice(const Tensor& data, const std::vector<SliceDim>& dims) {
         "slice: start {} step {} count {} outside dimension {} of size {}", s.start, s.step,
         s.count, d, data.sizes()[d]);
     sizes[d] = s.count;
-    strides[d] = s.step * data.strides()[d];
+    // With one element the step is never taken (and may be huge: no overflow).
+    strides[d] = s.count > 1 ? s.step * data.strides()[d] : 0;
     if (s.count > 0) base += s.start * data.strides()[d];
   }
   const bool channels_last =
       data.dim() == 4 && data.suggest_memory_format() == MemoryFormat::ChannelsLast;
   Tensor output = empty(
       sizes, {data.dtype(), channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous});
+  if (std::all_of(dims.begin(), dims.end(), [](const SliceDim& s) { return s.step > 0; })) {
+    // A strided view of the input (step·stride per dimension), copied.
+    output.copy_(data.as_strided(sizes, strides, data.storage_offset() + base));
+    return output;
+  }
   visit_storage_type(data.dtype(), [&]<typename T>(T) {
     const T* in = static_cast<const T*>(data.data_ptr()) + base;
     T* out = static_cast<T*>(output.data_ptr());

@@ -9,9 +9,6 @@
 namespace refold::reference {
 namespace {
 
-using detail::offset_in;
-using detail::visit_storage_type;
-
 bool suggests_channels_last(const Tensor& t) {
   return t.dim() == 4 && t.suggest_memory_format() == MemoryFormat::ChannelsLast;
 }
@@ -44,18 +41,13 @@ Tensor concat(const std::vector<Tensor>& inputs, std::int64_t axis) {
   }
   Tensor output = empty(sizes, {first.dtype(), all_channels_last ? MemoryFormat::ChannelsLast
                                                                  : MemoryFormat::Contiguous});
-  visit_storage_type(first.dtype(), [&]<typename T>(T) {
-    T* out = static_cast<T*>(output.data_ptr());
-    const Shape& os = output.strides();
-    std::int64_t base = 0;  // element offset of this input's first slot
-    for (const Tensor& t : inputs) {
-      const T* in = static_cast<const T*>(t.data_ptr());
-      for_each_index(t.sizes(), [&](const Shape& idx) {
-        out[base + offset_in(idx, os)] = in[offset_in(idx, t.strides())];
-      });
-      base += t.size(d) * os[static_cast<std::size_t>(d)];
-    }
-  });
+  // Input k is copied into the view of the output at offset Σ_{j<k} size_j along `axis`.
+  const Shape& os = output.strides();
+  std::int64_t base = output.storage_offset();
+  for (const Tensor& t : inputs) {
+    output.as_strided(t.sizes(), os, base).copy_(t);
+    base += t.size(d) * os[static_cast<std::size_t>(d)];
+  }
   return output;
 }
 
@@ -82,13 +74,9 @@ Tensor transpose(const Tensor& input, const Shape& perm_in) {
     sizes[k] = input.sizes()[static_cast<std::size_t>(perm[k])];
     strides[k] = input.strides()[static_cast<std::size_t>(perm[k])];
   }
+  // The permuted view, copied contiguous (Tensor::copy_ walks it in the output's order).
   Tensor output = empty(sizes, input.dtype());
-  visit_storage_type(input.dtype(), [&]<typename T>(T) {
-    const T* in = static_cast<const T*>(input.data_ptr());
-    T* out = static_cast<T*>(output.data_ptr());
-    std::int64_t o = 0;
-    for_each_index(sizes, [&](const Shape& idx) { out[o++] = in[offset_in(idx, strides)]; });
-  });
+  output.copy_(input.as_strided(sizes, strides, input.storage_offset()));
   return output;
 }
 
@@ -108,19 +96,16 @@ Tensor depth_to_space(const Tensor& input, std::int64_t blocksize, bool dcr) {
   Tensor output =
       empty(sizes, {input.dtype(), suggests_channels_last(input) ? MemoryFormat::ChannelsLast
                                                                  : MemoryFormat::Contiguous});
+  // As 6-d views: out[n, c, h, i, w, j] (= out[n, c, h·b + i, w·b + j]) copies
+  // in[n, c, h, i, w, j], whose channel is (i·b + j)·C + c (DCR) or c·b² + i·b + j (CRD).
   const Shape& is = input.strides();
   const Shape& os = output.strides();
-  visit_storage_type(input.dtype(), [&]<typename T>(T) {
-    const T* in = static_cast<const T*>(input.data_ptr());
-    T* out = static_cast<T*>(output.data_ptr());
-    for_each_index(sizes, [&](const Shape& idx) {
-      const std::int64_t c = idx[1], i = idx[2] % b, j = idx[3] % b;
-      // DCR: depth index (i·b + j)·C + c;  CRD: c·b² + i·b + j.
-      const std::int64_t src_c = dcr ? (i * b + j) * c_out + c : c * bb + i * b + j;
-      out[offset_in(idx, os)] =
-          in[idx[0] * is[0] + src_c * is[1] + (idx[2] / b) * is[2] + (idx[3] / b) * is[3]];
-    });
-  });
+  const Shape sizes6 = {sizes[0], c_out, input.size(2), b, input.size(3), b};
+  const Shape out6 = {os[0], os[1], b * os[2], os[2], b * os[3], os[3]};
+  const Shape in6 = dcr ? Shape{is[0], is[1], is[2], b * c_out * is[1], is[3], c_out * is[1]}
+                        : Shape{is[0], bb * is[1], is[2], b * is[1], is[3], is[1]};
+  output.as_strided(sizes6, out6, output.storage_offset())
+      .copy_(input.as_strided(sizes6, in6, input.storage_offset()));
   return output;
 }
 

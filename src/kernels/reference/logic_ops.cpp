@@ -35,14 +35,9 @@ Tensor expand(const Tensor& input, const Shape& shape) {
   const Shape sizes = detail::broadcast_shapes({input.sizes(), shape}, "expand");
   checked_mul(checked_numel(sizes, "expand"), static_cast<std::int64_t>(input.element_size()),
               "expand");
+  // The input seen with stride 0 along broadcast dimensions, copied.
   Tensor output = empty(sizes, input.dtype());
-  const Shape is = broadcast_strides(input, sizes);
-  visit_storage_type(input.dtype(), [&]<typename T>(T) {
-    const T* in = static_cast<const T*>(input.data_ptr());
-    T* out = static_cast<T*>(output.data_ptr());
-    std::int64_t o = 0;
-    for_each_index(sizes, [&](const Shape& idx) { out[o++] = in[offset_in(idx, is)]; });
-  });
+  output.copy_(input.as_strided(sizes, broadcast_strides(input, sizes), input.storage_offset()));
   return output;
 }
 

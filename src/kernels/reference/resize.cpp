@@ -115,45 +115,69 @@ Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<dou
   }
   const Shape& is = input.strides();
   const Shape& os = output.strides();
+  // Rows along the dimension the output stores innermost (W in NCHW, C in NHWC); every other
+  // dimension's input offset is summed once per row.
+  std::size_t inner = rank - 1;
+  for (std::size_t d = 0; d < rank; ++d)
+    if (os[d] < os[inner] && out_sizes[d] > 1) inner = d;
+  const std::int64_t n_inner = out_sizes[inner];
+  const std::vector<Tap>& inner_taps = taps[inner];
+  Shape rows = out_sizes;
+  rows[inner] = 1;
   if (blended.empty()) {  // nearest, or linear landing on input samples: a gather
     detail::visit_storage_type(input.dtype(), [&]<typename T>(T) {
       const T* in = static_cast<const T*>(input.data_ptr());
       T* out = static_cast<T*>(output.data_ptr());
-      for_each_index(out_sizes, [&](const Shape& idx) {
+      for_each_index(rows, [&](const Shape& idx) {
         std::int64_t src = 0;
         for (std::size_t d = 0; d < rank; ++d)
-          src += taps[d][static_cast<std::size_t>(idx[d])].i0 * is[d];
-        out[detail::offset_in(idx, os)] = in[src];
+          if (d != inner) src += taps[d][static_cast<std::size_t>(idx[d])].i0 * is[d];
+        T* dst = out + detail::offset_in(idx, os);
+        for (std::int64_t k = 0; k < n_inner; ++k)
+          dst[k * os[inner]] = in[src + inner_taps[static_cast<std::size_t>(k)].i0 * is[inner]];
       });
     });
     return output;
   }
-  // n-linear: Σ over the 2^k corners of the blended dimensions of Π weights · input.
+  // n-linear: Σ over the 2^m corners of the m blended dimensions of Π weights · input, in one
+  // canonical order (corner bits and weight products in dimension order), so NCHW and NHWC give
+  // bit-identical results: with weights like 0.25/0.75 the exact value often sits on a float
+  // rounding tie, where the last bit of the double sum decides.
   const void* in = input.data_ptr();
   void* out = output.data_ptr();
   const DType dtype = input.dtype();
   const std::size_t corners = std::size_t{1} << blended.size();
-  for_each_index(out_sizes, [&](const Shape& idx) {
+  std::vector<const Tap*> row_taps(blended.size());
+  for_each_index(rows, [&](const Shape& idx) {
     std::int64_t base = 0;
     for (std::size_t d = 0; d < rank; ++d)
-      base += taps[d][static_cast<std::size_t>(idx[d])].i0 * is[d];
-    double value = 0;
-    for (std::size_t mask = 0; mask < corners; ++mask) {
-      double w = 1;
-      std::int64_t off = base;
-      for (std::size_t k = 0; k < blended.size(); ++k) {
-        const std::size_t d = blended[k];
-        const Tap& t = taps[d][static_cast<std::size_t>(idx[d])];
-        if ((mask >> k) & 1) {
-          w *= t.w1;
-          off += (t.i1 - t.i0) * is[d];
-        } else {
-          w *= t.w0;
+      if (d != inner) base += taps[d][static_cast<std::size_t>(idx[d])].i0 * is[d];
+    for (std::size_t k = 0; k < blended.size(); ++k)
+      if (blended[k] != inner)
+        row_taps[k] = &taps[blended[k]][static_cast<std::size_t>(idx[blended[k]])];
+    const std::int64_t dst = detail::offset_in(idx, os);
+    for (std::int64_t x = 0; x < n_inner; ++x) {
+      const Tap& it = inner_taps[static_cast<std::size_t>(x)];
+      for (std::size_t k = 0; k < blended.size(); ++k)
+        if (blended[k] == inner) row_taps[k] = &it;
+      double value = 0;
+      for (std::size_t mask = 0; mask < corners; ++mask) {
+        double w = 1;
+        std::int64_t off = base + it.i0 * is[inner];
+        for (std::size_t k = 0; k < blended.size(); ++k) {
+          const Tap& t = *row_taps[k];
+          if ((mask >> k) & 1) {
+            w *= t.w1;
+            off += (t.i1 - t.i0) * is[blended[k]];
+          } else {
+            w *= t.w0;
+          }
         }
+        // A zero weight must not turn an Inf/NaN neighbour into NaN.
+        if (w != 0) value += w * static_cast<double>(load_as_float(in, dtype, off));
       }
-      if (w != 0) value += w * static_cast<double>(load_as_float(in, dtype, off));
+      store_from_float(out, dtype, dst + x * os[inner], round_to_dtype(value, dtype));
     }
-    store_from_float(out, dtype, detail::offset_in(idx, os), round_to_dtype(value, dtype));
   });
   return output;
 }
