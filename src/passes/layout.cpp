@@ -54,9 +54,12 @@ Rule rule_of(const graph::Node& node) {
   const std::string& op = node.op_type;
   if (op == "Concat") return Rule::AllInputs;
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return Rule::FirstNonConstant;
+  // Checked against each op's run(): these write a new contiguous or non-4-d tensor (Slice,
+  // Cast, Pad, Resize, pools, … keep a 4-d channels_last input's format: FirstInput).
   static const std::set<std::string> fresh = {
-      "Transpose", "Gemm",      "MatMul",          "Shape", "Size",  "Gather", "Flatten", "Reshape",
-      "Squeeze",   "Unsqueeze", "ConstantOfShape", "Range", "Slice", "Cast",   "Constant"};
+      "Transpose", "Gemm",    "MatMul",  "Shape",     "Size",   "Gather",
+      "Flatten",   "Reshape", "Squeeze", "Unsqueeze", "Expand", "ConstantOfShape",
+      "Range",     "Constant"};
   if (fresh.count(op) != 0) return Rule::Fresh;
   return Rule::FirstInput;
 }
@@ -120,6 +123,12 @@ class Model {
       constant_[id] = true;
       kind_[id] = kind_of_sizes(t.sizes());
       initial_[id] = t.suggest_memory_format();
+    }
+    // A global pool writes [N, C, 1, 1], free to convert whatever its declared shape says.
+    for (const graph::Node& n : graph.nodes()) {
+      if (n.op_type != "GlobalAveragePool" && n.op_type != "GlobalMaxPool") continue;
+      for (const std::string& o : n.outputs)
+        if (!o.empty()) kind_[ids_.at(o)] = Kind::Ambiguous;
     }
     // Nodes, their rules and the weight variables (one per distinct weight tensor).
     std::vector<Tensor> weights;

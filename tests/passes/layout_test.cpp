@@ -113,6 +113,49 @@ std::vector<Net> nets() {
          b.output(b.node("Mul", {c2, c2}, {}, "sq"));
        },
        {1, 4, 6, 6}},
+      // Pools, Pad, Resize and a channel Slice between convs, then a classifier head
+      // (GlobalAveragePool's [N, C, 1, 1] converts for free; Flatten and Gemm are 2-d).
+      {"ops zoo",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 3, 8, 8});
+         graph::Attributes pool;
+         pool.set("kernel_shape", std::vector<std::int64_t>{2, 2});
+         pool.set("strides", std::vector<std::int64_t>{2, 2});
+         auto v = b.node("MaxPool", {b.conv("conv1", x, 3, 6, 3)}, pool, "pool");
+         const auto pads = b.constant("pads", int64s({0, 0, 1, 1, 0, 0, 1, 1}));
+         v = b.node("Pad", {v, pads}, {}, "pad");  // [1, 6, 6, 6]
+         v = b.conv("conv2", v, 6, 6, 3);
+         const auto scales = b.constant("scales", testing::values({1, 1, 2, 2}, {4}));
+         v = b.node("Resize", {v, "", scales}, {}, "resize");  // [1, 6, 12, 12]
+         const auto starts = b.constant("starts", int64s({0}));
+         const auto ends = b.constant("ends", int64s({4}));
+         const auto axes = b.constant("axes", int64s({1}));
+         v = b.node("Slice", {v, starts, ends, axes}, {}, "slice");  // [1, 4, 12, 12]
+         v = b.node("GlobalAveragePool", {b.conv("conv3", v, 4, 5, 3)}, {}, "gap");
+         graph::Attributes axis;
+         axis.set("axis", std::int64_t{1});
+         v = b.node("Flatten", {v}, axis, "flatten");
+         const auto w = b.constant("fc.w", testing::uniform({3, 5}, 0.5, b.gen));
+         graph::Attributes gemm;
+         gemm.set("transB", std::int64_t{1});
+         b.output(b.node("Gemm", {v, w}, gemm, "fc"));
+       },
+       {1, 3, 8, 8}},
+      // Softmax over channels (opset 13: per axis, accepts channels_last) and an opset-11
+      // Softmax (the 2-d coercion: NCHW-only).
+      {"softmaxes",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 4, 6, 6});
+         graph::Attributes axis;
+         axis.set("axis", std::int64_t{1});
+         auto v = b.node("Softmax", {b.conv("conv1", x, 4, 4, 3)}, axis, "sm13");
+         v = b.conv("conv2", v, 4, 4, 3);
+         b.opset = 11;
+         v = b.node("Softmax", {v}, axis, "sm11");
+         b.opset = 17;
+         b.output(b.conv("conv3", v, 4, 4, 1));
+       },
+       {1, 4, 6, 6}},
   };
 }
 

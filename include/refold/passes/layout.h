@@ -17,12 +17,12 @@
 //   Add / Sub / Mul / Div     the first non-constant input's (the operand with the output's
 //                             shape; a constant operand is the broadcast bias or scale)
 //   Transpose, Gemm, MatMul,  NCHW (they write a fresh contiguous or non-4-d result)
-//     Shape and the shape arithmetic
+//     Gather, Expand, Shape and the shape arithmetic
 //   anything else             its first input's (BatchNorm, activations, pools, Pad, Resize,
 //                             per-axis Softmax, …: they keep their input's layout)
 // A permute is counted as Tensor::contiguous counts it (permute_count()); a value whose declared
-// shape is 4-d with C = 1 or H = W = 1 is contiguous in both formats, so converting it is free,
-// and a value declared with another rank never permutes.
+// shape is 4-d with C = 1 or H = W = 1 (or a global pool's output) is contiguous in both
+// formats, so converting it is free, and a value declared with another rank never permutes.
 //
 // The rule the planner implements. Each conv either gets channels_last weights or keeps NCHW
 // ones; the plan minimises, in this order,
