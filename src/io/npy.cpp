@@ -4,6 +4,7 @@
 #include <cstring>
 #include <optional>
 #include <set>
+#include <string>
 
 #include "core/check.h"
 #include "core/checked_math.h"
@@ -238,9 +239,13 @@ std::vector<std::byte> npy_bytes(const Tensor& tensor) {
   if (tensor.dim() == 1) shape.resize(shape.size() - 1);
   std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}",
                                    is_int ? "<i8" : "<f4", shape);
-  // Pad with spaces so that magic + version + length + header + '\n' is a multiple of 64.
+  // As numpy writes it: room for the first dim to grow to 21 digits, then spaces up to a
+  // 64-byte boundary (a full 64 when already aligned) and '\n'.
+  if (tensor.dim() > 0) {
+    header.append(21 - std::min<std::size_t>(21, std::to_string(tensor.size(0)).size()), ' ');
+  }
   const std::size_t unpadded = kMagicBytes + 2 + 2 + header.size() + 1;
-  header.append((kAlign - unpadded % kAlign) % kAlign, ' ');
+  header.append(kAlign - unpadded % kAlign, ' ');
   header.push_back('\n');
   REFOLD_CHECK(header.size() <= 0xFFFF, "save_npy: header too long ({} bytes)", header.size());
 

@@ -12,8 +12,9 @@
 // and the data exactly as long as they say (no trailing bytes), all before allocating.
 // Supported: '<f4' (float32), '<i8' (int64), also '<i4' read as int64 and '<f2' read as float32
 // (exact); fortran_order True is refused. Writing: float32 as '<f4', int64 as '<i8', bfloat16 as
-// '<f4' (NumPy has no bfloat16; the conversion is exact); version 1.0, header padded so the data
-// starts on a 64-byte boundary, written to a temporary file and renamed.
+// '<f4' (NumPy has no bfloat16; the conversion is exact); version 1.0 with numpy's exact header
+// (growth room for the first dim, data on a 64-byte boundary), so the bytes equal np.save's;
+// written to a temporary file and renamed.
 #pragma once
 
 #include <cstddef>
