@@ -124,6 +124,8 @@ Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<dou
   const std::vector<Tap>& inner_taps = taps[inner];
   Shape rows = out_sizes;
   rows[inner] = 1;
+  std::vector<std::int64_t> inner_offsets;  // input offset of each inner tap i0
+  for (const Tap& t : inner_taps) inner_offsets.push_back(t.i0 * is[inner]);
   if (blended.empty()) {  // nearest, or linear landing on input samples: a gather
     detail::visit_storage_type(input.dtype(), [&]<typename T>(T) {
       const T* in = static_cast<const T*>(input.data_ptr());
@@ -133,8 +135,10 @@ Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<dou
         for (std::size_t d = 0; d < rank; ++d)
           if (d != inner) src += taps[d][static_cast<std::size_t>(idx[d])].i0 * is[d];
         T* dst = out + detail::offset_in(idx, os);
+        const T* row = in + src;
+        const std::int64_t step = os[inner];
         for (std::int64_t k = 0; k < n_inner; ++k)
-          dst[k * os[inner]] = in[src + inner_taps[static_cast<std::size_t>(k)].i0 * is[inner]];
+          dst[k * step] = row[inner_offsets[static_cast<std::size_t>(k)]];
       });
     });
     return output;
@@ -147,6 +151,53 @@ Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<dou
   void* out = output.data_ptr();
   const DType dtype = input.dtype();
   const std::size_t corners = std::size_t{1} << blended.size();
+  // Fast path, same order: when the inner dimension is not blended or is the last blended one,
+  // the canonical sum is Σ over the outer corners (inner tap 0), then again (inner tap 1).
+  if (blended.back() == inner || !std::count(blended.begin(), blended.end(), inner)) {
+    const bool inner_blended = blended.back() == inner;
+    const std::vector<std::size_t> outer(blended.begin(), blended.end() - (inner_blended ? 1 : 0));
+    std::vector<std::pair<std::int64_t, double>> terms(std::size_t{1} << outer.size());
+    for_each_index(rows, [&](const Shape& idx) {
+      std::int64_t base = 0;
+      for (std::size_t d = 0; d < rank; ++d)
+        if (d != inner) base += taps[d][static_cast<std::size_t>(idx[d])].i0 * is[d];
+      for (std::size_t mask = 0; mask < terms.size(); ++mask) {
+        double w = 1;
+        std::int64_t off = base;
+        for (std::size_t k = 0; k < outer.size(); ++k) {
+          const Tap& t = taps[outer[k]][static_cast<std::size_t>(idx[outer[k]])];
+          w *= (mask >> k) & 1 ? t.w1 : t.w0;
+          if ((mask >> k) & 1) off += (t.i1 - t.i0) * is[outer[k]];
+        }
+        terms[mask] = {off, w};
+      }
+      const std::int64_t dst = detail::offset_in(idx, os);
+      // float32 read directly; bfloat16 through load_as_float.
+      const float* in_f32 = dtype == DType::Float32 ? static_cast<const float*>(in) : nullptr;
+      auto load = [&](std::int64_t o) -> double {
+        return in_f32 ? in_f32[o] : load_as_float(in, dtype, o);
+      };
+      for (std::int64_t x = 0; x < n_inner; ++x) {
+        const Tap& it = inner_taps[static_cast<std::size_t>(x)];
+        double value = 0;
+        for (int side = 0; side < (inner_blended ? 2 : 1); ++side) {
+          const double wi = side == 0 ? it.w0 : it.w1;
+          const std::int64_t oi = (side == 0 ? it.i0 : it.i1) * is[inner];
+          for (const auto& [off, w] : terms) {
+            const double ww = inner_blended ? w * wi : w;
+            // A zero weight must not turn an Inf/NaN neighbour into NaN.
+            if (ww != 0) value += ww * load(off + oi);
+          }
+        }
+        const std::int64_t o = dst + x * os[inner];
+        if (in_f32)
+          static_cast<float*>(out)[o] = static_cast<float>(value);
+        else
+          store_from_float(out, dtype, o, round_to_dtype(value, dtype));
+      }
+    });
+    return output;
+  }
   std::vector<const Tap*> row_taps(blended.size());
   for_each_index(rows, [&](const Shape& idx) {
     std::int64_t base = 0;
