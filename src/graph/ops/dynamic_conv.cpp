@@ -121,8 +121,9 @@ std::vector<Tensor> ConvTranspose::run(const std::vector<Tensor>& in) {
   const std::int64_t kh = w.size(2), kw = w.size(3), ih = x.size(2), iw = x.size(3);
   const Size2d s = a.stride, d = a.dilation, op_pad = a.output_padding;
 
-  // Per-side pads; output_padding is folded into the end side by the output_shape/SAME formula
-  // (total includes it), so it is applied separately only with explicit pads.
+  // Per-side pads. output_padding extends the end of the full output in every case; with
+  // output_shape or SAME the pads are derived from a total that includes it, so
+  // out = full + output_padding − (begin + end) is the requested size.
   Pads2d p = a.padding.pads;
   Size2d extra = op_pad;
   const bool same = a.padding.mode == AutoPad::SameUpper || a.padding.mode == AutoPad::SameLower;
@@ -132,7 +133,6 @@ std::vector<Tensor> ConvTranspose::run(const std::vector<Tensor>& in) {
     const bool upper = a.padding.mode == AutoPad::SameUpper;
     conv_transpose_pads(ih, kh, s.h, d.h, op_pad.h, out.h, upper, p.top, p.bottom);
     conv_transpose_pads(iw, kw, s.w, d.w, op_pad.w, out.w, upper, p.left, p.right);
-    extra = 0;
     // A consistent output_shape is one a transposed conv can give: at most max(stride,
     // dilation) − 1 beyond the full unpadded output, like output_padding. With total = full −
     // out (full includes output_padding), that is total ≥ output_padding − (max(s, d) − 1).
