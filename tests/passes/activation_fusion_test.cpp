@@ -237,6 +237,26 @@ TEST(ActivationFusion, ConvAddActivationBecomesOneResidualNode) {
   }
 }
 
+// The residual is computed after the conv (a second branch): the fused node goes where the Add
+// was, after the residual's producer; the first conv in graph order takes the Add.
+TEST(ActivationFusion, ResidualMadeAfterTheConvIsDefinedBeforeTheFusedNode) {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 4, 6, 6});
+  const auto c = b.conv("conv", x, 4, 5, 3);
+  const auto r = b.conv("branch", x, 4, 5, 1);
+  const auto y = b.node("Relu", {b.node("Add", {c, r}, {}, "add")}, {}, "act");
+  b.output(y);
+  const Tensor in = input({1, 4, 6, 6});
+  const Tensor expected = testing::run_graph(*b.graph, {in})[0];
+  ASSERT_TRUE(passes::fuse_activations(*b.graph).changed);
+  b.graph->verify();
+  ASSERT_EQ(b.graph->nodes().size(), 2u) << b.graph->dump();
+  EXPECT_EQ(b.graph->nodes()[0].name, "branch");
+  EXPECT_EQ(b.graph->nodes()[1].name, "conv");
+  EXPECT_EQ(b.graph->nodes()[1].origin, "Conv+Add+Relu");
+  EXPECT_TRUE(testing::all_close(testing::run_graph(*b.graph, {in})[0], expected, kFused));
+}
+
 // A residual the Add broadcasts ([1, C, 1, 1], a runtime input) cannot be a post-op sum: the
 // fused node falls back to the unfused steps and still computes the same values.
 TEST(ActivationFusion, BroadcastResidualFallsBackToTheUnfusedSteps) {

@@ -156,6 +156,20 @@ std::vector<Net> nets() {
          b.output(b.conv("conv3", v, 4, 4, 1));
        },
        {1, 4, 6, 6}},
+      // ConvTranspose follows the conv rule (its weight [C_in, C_out, k, k] suggests the
+      // format too).
+      {"deconv",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 4, 5, 5});
+         const auto c1 = b.node("Relu", {b.conv("conv1", x, 4, 6, 3)}, {}, "relu");
+         const auto w = b.constant("up.weight", testing::pytorch_init({6, 3, 2, 2}, 12, b.gen));
+         graph::Attributes up;
+         up.set("kernel_shape", std::vector<std::int64_t>{2, 2});
+         up.set("strides", std::vector<std::int64_t>{2, 2});
+         const auto u = b.node("ConvTranspose", {c1, w}, up, "up");  // [1, 3, 10, 10]
+         b.output(nchw_only(b, u, {1, 3, 10, 10}, "nchw"));
+       },
+       {1, 4, 5, 5}},
   };
 }
 
@@ -184,7 +198,7 @@ Measured measure(graph::Graph& g, const Tensor& in, const std::set<std::string>&
 std::vector<std::string> conv_names(const graph::Graph& g) {
   std::vector<std::string> out;
   for (const graph::Node& n : g.nodes())
-    if (n.op_type == "Conv") out.push_back(n.name);
+    if (n.op_type == "Conv" || n.op_type == "ConvTranspose") out.push_back(n.name);
   return out;
 }
 
@@ -276,6 +290,26 @@ TEST(LayoutPlan, AmbiguousShapesConvertForFree) {
   const Measured m = measure(*b.graph, in, {"conv1"});
   EXPECT_EQ(m.permutes, all.permutes.size()) << all.to_string();
   EXPECT_EQ(all.permutes.size(), 1u) << all.to_string();  // the input only
+}
+
+// A region with more convs than the planner enumerates (12): the one-flip search from the
+// seed's plan. A chain of 14 convs: everything channels_last, one permute at the first.
+TEST(LayoutPlan, LargeRegionsAreSearchedFromTheSeedPlan) {
+  GraphBuilder b;
+  auto v = b.input("x", {1, 4, 6, 6});
+  for (int i = 0; i < 14; ++i) {
+    v = b.node("Relu", {b.conv("conv" + std::to_string(i), v, 4, 4, 3)}, {},
+               "relu" + std::to_string(i));
+  }
+  b.output(nchw_only(b, v, {1, 4, 6, 6}, "nchw"));  // one more permute at the end
+  const passes::LayoutPlan plan = passes::make_layout_plan(*b.graph);
+  EXPECT_EQ(plan.channels_last_weights, 14) << plan.to_string();
+  EXPECT_EQ(plan.permutes.size(), 2u) << plan.to_string();
+  EXPECT_EQ(plan.cost(), 2);
+  passes::apply_layout_plan(*b.graph, plan);
+  Generator gen(4);
+  const Measured m = measure(*b.graph, randn({1, 4, 6, 6}, {}, gen), {});
+  EXPECT_EQ(m.permutes, 2u);
 }
 
 // Two conv nodes run by one module (a weight-tied net built in C++) get one format, where

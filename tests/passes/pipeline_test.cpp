@@ -102,6 +102,18 @@ TEST(Pipeline, AllPassesShrinkTheGraphAndKeepTheValues) {
   EXPECT_NE(verbose.find("  layout plan:"), std::string::npos) << verbose;
 }
 
+// RELIABILITY "nothing lost": optimize(optimize(m)) == optimize(m).
+TEST(Pipeline, IsIdempotent) {
+  auto g = build();
+  passes::optimize(*g);
+  const std::string once = g->dump();
+  const passes::PipelineReport again = passes::optimize(*g);
+  for (const passes::PassReport& p : again.passes) EXPECT_FALSE(p.changed) << p.pass;
+  EXPECT_EQ(again.op_counts_before, again.op_counts_after);
+  EXPECT_EQ(g->dump(), once);
+  EXPECT_NE(again.to_string().find("no op count changed"), std::string::npos) << again.to_string();
+}
+
 // Disabling a pass leaves exactly its work undone (and the values unchanged).
 TEST(Pipeline, DisablingEachPassLeavesItsWorkUndone) {
   Generator gen(2);
