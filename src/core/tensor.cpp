@@ -25,9 +25,43 @@ Storage::Storage(std::size_t nbytes) : nbytes_(nbytes) {
   REFOLD_CHECK(rounded >= nbytes, "cannot allocate {} bytes: size overflow", nbytes);
   data_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
   REFOLD_CHECK(data_ != nullptr, "cannot allocate {} bytes", nbytes);
+  detail::count_allocation(nbytes_);
 }
 
-Storage::~Storage() { std::free(data_); }
+Storage::~Storage() {
+  std::free(data_);
+  detail::count_free(nbytes_);
+}
+
+// refold/memory.h: current = Σ live storages' nbytes; peak = max of current since the reset.
+namespace detail {
+namespace {
+std::atomic<std::size_t> g_current_bytes{0};
+std::atomic<std::size_t> g_peak_bytes{0};
+}  // namespace
+
+void count_allocation(std::size_t nbytes) {
+  const std::size_t now = g_current_bytes.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
+  // Raise the peak to `now` unless another thread already raised it higher.
+  std::size_t peak = g_peak_bytes.load(std::memory_order_relaxed);
+  while (peak < now && !g_peak_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+void count_free(std::size_t nbytes) {
+  g_current_bytes.fetch_sub(nbytes, std::memory_order_relaxed);
+}
+}  // namespace detail
+
+MemoryStats memory_stats() {
+  return {detail::g_current_bytes.load(std::memory_order_relaxed),
+          detail::g_peak_bytes.load(std::memory_order_relaxed)};
+}
+
+void reset_peak_memory() {
+  detail::g_peak_bytes.store(detail::g_current_bytes.load(std::memory_order_relaxed),
+                             std::memory_order_relaxed);
+}
 
 namespace {
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "refold/memory.h"
 #include "refold/tensor.h"
 
 namespace refold {
@@ -13,7 +14,14 @@ namespace refold {
 // The next tensor version (see TensorImpl::version).
 std::uint64_t next_tensor_version();
 
-// 64-byte aligned bytes; freed when the last tensor viewing them goes.
+namespace detail {
+// The live-bytes counters of refold/memory.h, updated by every Storage.
+void count_allocation(std::size_t nbytes);
+void count_free(std::size_t nbytes);
+}  // namespace detail
+
+// 64-byte aligned bytes; freed when the last tensor viewing them goes. Counted in
+// memory_stats() (refold/memory.h) while alive.
 class Storage {
  public:
   explicit Storage(std::size_t nbytes);

@@ -12,8 +12,10 @@
 #include "core/check.h"
 #include "kernels/onednn/batch_norm.h"
 #include "kernels/onednn/binary.h"
+#include "kernels/onednn/concat.h"
 #include "kernels/onednn/conv2d.h"
 #include "kernels/onednn/eltwise.h"
+#include "kernels/onednn/inner_product.h"
 #include "kernels/onednn/pooling.h"
 #include "kernels/post_ops.h"
 #include "kernels/reference/conv_common.h"
@@ -178,14 +180,23 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size) {
   return reference::adaptive_avg_pool2d(input, output_size);
 }
 
+// linear: oneDNN's inner product for float32 with a contiguous input
+// (kernels/onednn/inner_product.h); it declines invalid arguments, so the reference rejects them.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
-  return reference::linear(input, weight, bias);
+  return fastest_first(
+      "linear",
+      [&](std::string* declined) { return onednn::linear(input, weight, bias, declined); },
+      [&] { return reference::linear(input, weight, bias); });
 }
 Tensor flatten(const Tensor& input, std::int64_t start_dim, std::int64_t end_dim) {
   return reference::flatten(input, start_dim, end_dim);
 }
+// cat: oneDNN's concat when every input is contiguous in the output's layout
+// (kernels/onednn/concat.h); invalid arguments are declined to the reference, which rejects them.
 Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim) {
-  return reference::cat(inputs, dim);
+  return fastest_first(
+      "cat", [&](std::string* declined) { return onednn::cat(inputs, dim, declined); },
+      [&] { return reference::cat(inputs, dim); });
 }
 Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float value) {
   return reference::pad(input, pads, value);

@@ -1,0 +1,37 @@
+// oneDNN inner product: functional::linear (y = x·Wᵀ + b) for float32.
+//
+// Contract:
+//   * input [..., in_features] contiguous (row-major; the leading dims are flattened into the
+//     batch), weight [out_features, in_features] with any 2-d strides (oneDNN reads them as
+//     given), bias [out_features] or undefined. The output is [..., out_features], contiguous,
+//     as the reference's.
+//   * Anything else — a non-contiguous input, bfloat16, zero-sized dims, and every *invalid*
+//     argument — is declined (undefined result, reason in *declined; with declined == nullptr a
+//     decline throws), so the dispatch's reference fallback validates and rejects invalid calls
+//     with its own messages.
+//   * Primitives are cached (process-wide, thread-safe, least recently used) keyed by
+//     (batch, in, out, weight strides, bias or not, threads).
+// Precision: float32 with oneDNN's GEMM summation order, within Tolerance::op_f32.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "refold/tensor.h"
+
+namespace refold::onednn {
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias,
+              std::string* declined = nullptr);
+
+struct InnerProductStats {
+  std::uint64_t runs = 0;
+  std::uint64_t primitive_hits = 0;
+  std::uint64_t primitive_misses = 0;
+  std::size_t primitives = 0;
+};
+InnerProductStats inner_product_stats();
+void clear_inner_product_cache();
+
+}  // namespace refold::onednn

@@ -1,0 +1,82 @@
+// oneDNN reorder between two strided descriptions of one 4-d tensor: the input's own strides
+// and those of `format` (NCHW: [CHW, HW, W, 1]; NHWC: [HWC, 1, WC, C]).
+#include "kernels/onednn/reorder.h"
+
+#include <memory>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+#include "kernels/onednn/engine.h"
+#include "kernels/onednn/primitive_cache.h"
+#include "kernels/onednn/threads.h"
+
+namespace refold::onednn {
+namespace {
+
+struct Primitive {
+  std::string declined;  // non-empty: oneDNN cannot take this problem (cached, not retried)
+  dnnl::reorder primitive;
+  dnnl::memory::desc src, dst;
+};
+
+PrimitiveCache<Primitive, ReorderStats>& cache() {
+  static PrimitiveCache<Primitive, ReorderStats> c(1024);
+  return c;
+}
+
+dnnl::memory::desc desc_of(const Shape& sizes, const Shape& strides, DType dtype) {
+  return dnnl::memory::desc(dnnl::memory::dims(sizes.begin(), sizes.end()), data_type_of(dtype),
+                            dnnl::memory::dims(strides.begin(), strides.end()));
+}
+
+}  // namespace
+
+Tensor reorder(const Tensor& input, MemoryFormat format, std::string* declined) {
+  constexpr std::string_view op = "reorder";
+  if (!input.defined()) return decline(op, "input is undefined", declined);
+  if (format == MemoryFormat::Preserve)
+    return decline(op, "'preserve' is not a target layout", declined);
+  if (input.dim() != 4)
+    return decline(op, fmt::format("input {} is not 4-d", input.description()), declined);
+  const DType dtype = input.dtype();
+  if (dtype != DType::Float32 && dtype != DType::BFloat16)
+    return decline(op, fmt::format("dtype {} is not float32 or bfloat16", dtype_name(dtype)),
+                   declined);
+  if (input.numel() == 0) return decline(op, "a zero-sized dimension", declined);
+  if (!input.is_non_overlapping_and_dense())
+    return decline(op, fmt::format("input {} is not dense", input.description()), declined);
+  const int threads = apply_num_threads();
+
+  Tensor output = empty(input.sizes(), {dtype, format});
+  CacheKey key{static_cast<std::int64_t>(dtype), static_cast<std::int64_t>(format), threads};
+  for (const Shape* s : {&input.sizes(), &input.strides()})
+    key.insert(key.end(), s->begin(), s->end());
+
+  const std::shared_ptr<Primitive> prim = cache().find_or_make(key, [&] {
+    auto made = std::make_shared<Primitive>();
+    made->declined = try_build(op, "reorder", [&] {
+      made->src = desc_of(input.sizes(), input.strides(), dtype);
+      made->dst = desc_of(output.sizes(), output.strides(), dtype);
+      made->primitive = dnnl::reorder(
+          dnnl::reorder::primitive_desc(cpu_engine(), made->src, cpu_engine(), made->dst));
+    });
+    return made;
+  });
+  if (!prim->declined.empty()) return decline(op, prim->declined, declined);
+
+  cache().execute(op, [&](dnnl::stream& stream) {
+    // oneDNN only reads the source (const_cast: no version bump).
+    dnnl::memory src(prim->src, cpu_engine(), const_cast<void*>(input.data_ptr()));
+    dnnl::memory dst(prim->dst, cpu_engine(), output.data_ptr());
+    prim->primitive.execute(stream, src, dst);
+  });
+  return output;
+}
+
+ReorderStats reorder_stats() { return cache().stats(); }
+
+void clear_reorder_cache() { cache().clear(); }
+
+}  // namespace refold::onednn

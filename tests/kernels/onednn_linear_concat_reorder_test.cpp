@@ -1,0 +1,166 @@
+// oneDNN inner product (linear), concat (cat) and reorder (NCHW ↔ NHWC) against the reference,
+// in both layouts, odd sizes, 1 and 2 threads; their declines; and that functional:: runs them
+// on oneDNN.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/onednn/concat.h"
+#include "kernels/onednn/inner_product.h"
+#include "kernels/onednn/reorder.h"
+#include "nn/nn_test_helpers.h"
+#include "refold/functional.h"
+#include "refold/reference.h"
+#include "refold/threads.h"
+#include "testing/compare.h"
+
+namespace refold {
+namespace {
+
+using testing::throws_error;
+using testing::Tolerance;
+constexpr auto CL = MemoryFormat::ChannelsLast;
+constexpr auto NCHW = MemoryFormat::Contiguous;
+
+class OnednnNewOps : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    saved_ = get_num_threads();
+    set_num_threads(GetParam());
+  }
+  void TearDown() override { set_num_threads(saved_); }
+
+ private:
+  int saved_ = 1;
+};
+
+TEST_P(OnednnNewOps, LinearMatchesReference) {
+  Generator gen(11);
+  for (const Shape& in_sizes : {Shape{1, 37}, Shape{5, 37}, Shape{2, 3, 37}, Shape{37}}) {
+    SCOPED_TRACE(in_sizes.size());
+    const Tensor x = randn(in_sizes, {}, gen);
+    const Tensor w = randn({13, 37}, {}, gen);
+    const Tensor b = randn({13}, {}, gen);
+    std::string declined;
+    const Tensor y = onednn::linear(x, w, b, &declined);
+    ASSERT_TRUE(y.defined()) << declined;
+    EXPECT_TRUE(y.is_contiguous());
+    EXPECT_TRUE(testing::all_close(y, reference::linear(x, w, b), Tolerance::op_f32()));
+    // No bias; a transposed (column-major) weight view.
+    const Tensor wt = randn({37, 13}, {}, gen).permute({1, 0});
+    const Tensor y2 = onednn::linear(x, wt, {}, &declined);
+    ASSERT_TRUE(y2.defined()) << declined;
+    EXPECT_TRUE(testing::all_close(y2, reference::linear(x, wt), Tolerance::op_f32()));
+  }
+}
+
+TEST_P(OnednnNewOps, LinearDeclinesWhatItCannotTakeAndFunctionalFallsBack) {
+  const Tensor x = randn({4, 9});
+  const Tensor w = randn({5, 9});
+  std::string declined;
+  // Non-contiguous input: declined, functional:: still right through the reference.
+  const Tensor xt = randn({9, 4}).permute({1, 0});
+  EXPECT_FALSE(onednn::linear(xt, w, {}, &declined).defined());
+  EXPECT_NE(declined.find("not contiguous"), std::string::npos);
+  EXPECT_TRUE(
+      testing::all_close(functional::linear(xt, w), reference::linear(xt, w), Tolerance::op_f32()));
+  // bfloat16: declined (f32 only).
+  EXPECT_FALSE(
+      onednn::linear(x.to(DType::BFloat16), w.to(DType::BFloat16), {}, &declined).defined());
+  EXPECT_NE(declined.find("float32 only"), std::string::npos);
+  // Invalid arguments: declined, and functional:: fails with the reference's message.
+  EXPECT_FALSE(onednn::linear(x, randn({5, 8}), {}, &declined).defined());
+  EXPECT_TRUE(throws_error(
+      [&] {
+        functional::linear(x, randn({5, 8}));
+      },
+      "linear: input has 9 features"));
+  EXPECT_TRUE(throws_error([&] { onednn::linear(x, randn({5, 8}), {}); }, "oneDNN declined"));
+  // Runs on oneDNN through functional::.
+  const auto runs = onednn::inner_product_stats().runs;
+  EXPECT_TRUE(
+      testing::all_close(functional::linear(x, w), reference::linear(x, w), Tolerance::op_f32()));
+  EXPECT_EQ(onednn::inner_product_stats().runs, runs + 1);
+}
+
+TEST_P(OnednnNewOps, CatMatchesReferenceInBothLayouts) {
+  Generator gen(12);
+  for (MemoryFormat format : {NCHW, CL}) {
+    for (std::int64_t dim : {0, 1, 2, 3, -1}) {
+      SCOPED_TRACE(fmt::format("format {} dim {}", static_cast<int>(format), dim));
+      Shape s1{2, 5, 7, 3}, s2{2, 5, 7, 3};
+      const auto d = static_cast<std::size_t>(dim < 0 ? dim + 4 : dim);
+      s2[d] = 3;  // odd, different extent along the joined dim
+      const Tensor a = randn(s1, {}, gen).contiguous(format);
+      const Tensor b = randn(s2, {}, gen).contiguous(format);
+      std::string declined;
+      const Tensor y = onednn::cat({a, b, a}, dim, &declined);
+      ASSERT_TRUE(y.defined()) << declined;
+      const Tensor expected = reference::cat({a, b, a}, dim);
+      EXPECT_EQ(y.strides(), expected.strides());
+      EXPECT_TRUE(testing::all_close(y, expected, Tolerance::exact()));
+    }
+  }
+  // Other ranks, bfloat16 (a copy: no avx512_bf16 needed).
+  const Tensor a = randn({3, 5}, {}, gen).to(DType::BFloat16);
+  const Tensor b = randn({4, 5}, {}, gen).to(DType::BFloat16);
+  std::string declined;
+  const Tensor y = onednn::cat({a, b}, 0, &declined);
+  ASSERT_TRUE(y.defined()) << declined;
+  EXPECT_TRUE(testing::all_close(y, reference::cat({a, b}, 0), Tolerance::exact()));
+}
+
+TEST_P(OnednnNewOps, CatDeclinesMixedLayoutsAndInvalidCalls) {
+  const Tensor a = randn({1, 3, 4, 4});
+  const Tensor b = randn({1, 5, 4, 4}).contiguous(CL);
+  std::string declined;
+  EXPECT_FALSE(onednn::cat({a, b}, 1, &declined).defined());
+  EXPECT_NE(declined.find("not contiguous in the output's layout"), std::string::npos);
+  EXPECT_TRUE(testing::all_close(functional::cat({a, b}, 1), reference::cat({a, b}, 1),
+                                 Tolerance::exact()));
+  EXPECT_FALSE(onednn::cat({a, randn({1, 3, 5, 4})}, 1, &declined).defined());
+  EXPECT_TRUE(throws_error(
+      [&] {
+        functional::cat({a, randn({1, 3, 5, 4})}, 1);
+      },
+      "cat: input 1 has shape [1, 3, 5, 4]"));
+  EXPECT_TRUE(throws_error([&] { functional::cat({}, 0); }, "cat: expected a non-empty list"));
+  const auto runs = onednn::concat_stats().runs;
+  functional::cat({b, b}, 1);
+  EXPECT_EQ(onednn::concat_stats().runs, runs + 1);
+}
+
+TEST_P(OnednnNewOps, ReorderIsContiguousInTheOtherLayout) {
+  Generator gen(13);
+  for (const Shape& s : {Shape{1, 13, 7, 9}, Shape{3, 48, 5, 5}, Shape{2, 1, 3, 3}}) {
+    for (MemoryFormat from : {NCHW, CL}) {
+      for (MemoryFormat to : {NCHW, CL}) {
+        for (DType dtype : {DType::Float32, DType::BFloat16}) {
+          const Tensor x = randn(s, {}, gen).to(dtype, from);
+          std::string declined;
+          const Tensor y = onednn::reorder(x, to, &declined);
+          ASSERT_TRUE(y.defined()) << declined;
+          EXPECT_TRUE(y.is_contiguous(to));
+          EXPECT_EQ(y.dtype(), dtype);
+          EXPECT_TRUE(testing::all_close(y, x.contiguous(to), Tolerance::exact()));
+        }
+      }
+    }
+  }
+  // A permuted (dense, neither layout) input.
+  const Tensor odd = randn({5, 3, 2, 7}).permute({1, 3, 2, 0});
+  EXPECT_TRUE(testing::all_close(onednn::reorder(odd, CL), odd.contiguous(CL), Tolerance::exact()));
+  std::string declined;
+  EXPECT_FALSE(onednn::reorder(randn({3, 4}), CL, &declined).defined());
+  EXPECT_FALSE(onednn::reorder(randn({1, 2, 3, 4}), MemoryFormat::Preserve, &declined).defined());
+  const Tensor strided = randn({1, 4, 6, 6}).as_strided({1, 4, 3, 3}, {144, 36, 12, 2}, 0);
+  EXPECT_FALSE(onednn::reorder(strided, CL, &declined).defined());
+  EXPECT_NE(declined.find("not dense"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, OnednnNewOps, ::testing::Values(1, 2));
+
+}  // namespace
+}  // namespace refold
