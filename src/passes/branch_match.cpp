@@ -71,12 +71,24 @@ std::vector<Branch> interpret_leaf(const graph::Graph& graph, const std::string&
   };
 
   std::vector<Branch> out;
-  if (const auto conv = producer_of(graph, core, "Conv")) {
-    const std::string& mid = graph.nodes()[*conv].inputs[0];
-    // x → Conv 1×1 → (BN) → Conv K×K: the first conv may sit behind a BN.
-    std::optional<std::size_t> first_bn = producer_of(graph, mid, "BatchNormalization");
-    const std::string& first_out = first_bn ? graph.nodes()[*first_bn].inputs[0] : mid;
-    if (const auto first = producer_of(graph, first_out, "Conv")) {
+  const auto conv = producer_of(graph, core, "Conv");
+  const std::optional<std::size_t> pool =
+      conv ? std::nullopt : producer_of(graph, core, "AveragePool");
+  if (conv || pool) {
+    const std::size_t spatial = conv ? *conv : *pool;
+    // Appends the spatial core, then the trailing BN.
+    const auto finish_core = [&](Branch b) {
+      (conv ? b.conv : b.pool) = b.chain.size();
+      b.chain.push_back(spatial);
+      return finish(b);
+    };
+    const std::string& mid = graph.nodes()[spatial].inputs[0];
+    const auto pad = producer_of(graph, mid, "Pad");
+    const std::string& before_pad = pad ? graph.nodes()[*pad].inputs[0] : mid;
+    // The 1×1 head of a Sequential branch, possibly behind a BN.
+    const auto first_bn = producer_of(graph, before_pad, "BatchNormalization");
+    const std::string& head_out = first_bn ? graph.nodes()[*first_bn].inputs[0] : before_pad;
+    if (const auto first = producer_of(graph, head_out, "Conv")) {
       Branch b = base;
       b.kind = BranchKind::Sequential;
       b.input = graph.nodes()[*first].inputs[0];
@@ -86,23 +98,23 @@ std::vector<Branch> interpret_leaf(const graph::Graph& graph, const std::string&
         b.first_bn = b.chain.size();
         b.chain.push_back(*first_bn);
       }
-      b.conv = b.chain.size();
-      b.chain.push_back(*conv);
-      out.push_back(finish(b));
+      if (pad) {
+        b.pad = b.chain.size();
+        b.chain.push_back(*pad);
+      }
+      out.push_back(finish_core(b));
     }
     Branch b = base;
-    b.kind = BranchKind::Conv;
+    b.kind = conv ? BranchKind::Conv : BranchKind::AvgPool;
+    if (pad) {
+      Branch padded = b;
+      padded.input = before_pad;
+      padded.pad = 0;
+      padded.chain = {*pad};
+      out.push_back(finish_core(padded));
+    }
     b.input = mid;
-    b.conv = 0;
-    b.chain = {*conv};
-    out.push_back(finish(b));
-  } else if (const auto pool = producer_of(graph, core, "AveragePool")) {
-    Branch b = base;
-    b.kind = BranchKind::AvgPool;
-    b.input = graph.nodes()[*pool].inputs[0];
-    b.pool = 0;
-    b.chain = {*pool};
-    out.push_back(finish(b));
+    out.push_back(finish_core(b));
   }
   Branch identity = base;
   identity.kind = BranchKind::Identity;

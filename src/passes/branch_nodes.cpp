@@ -114,6 +114,53 @@ std::string single_use_problem(const graph::Graph& graph, const std::string& val
   return {};
 }
 
+std::optional<Tensor> constant_value(const graph::Graph& graph, const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  if (graph.is_constant(name)) return graph.constant(name);
+  const auto p = graph.producer(name);
+  if (!p) return std::nullopt;
+  const graph::Node& n = graph.nodes()[*p];
+  if (!is_op(n, "Constant") || n.outputs.size() != 1 || !n.attributes.has("value"))
+    return std::nullopt;
+  Tensor value = n.attributes.get_tensor("value");
+  if (!value.defined()) return std::nullopt;
+  return value;
+}
+
+// ONNX Pad: opset 11+ takes pads [x1_begin, x2_begin, …, x1_end, …] and the value as inputs
+// (and from opset 18 `axes`); older opsets take them as attributes `pads` and `value`.
+std::variant<Pads2d, std::string> zero_pad_of(const graph::Graph& graph, const graph::Node& node) {
+  const std::string who = describe(node);
+  if (node.attributes.get_string("mode", "constant") != "constant")
+    return fmt::format("{} is not in constant mode", who);
+  if (node.inputs.size() > 3 && !node.inputs[3].empty())
+    return fmt::format("{} pads selected axes", who);
+  std::vector<float> pads, value;
+  if (node.inputs.size() >= 2 && !node.inputs[1].empty()) {
+    const auto t = constant_value(graph, node.inputs[1]);
+    if (!t) return fmt::format("{}: pads '{}' is not a constant", who, node.inputs[1]);
+    pads = t->to_vector();
+  } else {
+    for (std::int64_t v : node.attributes.get_ints("pads")) pads.push_back(static_cast<float>(v));
+  }
+  if (node.inputs.size() >= 3 && !node.inputs[2].empty()) {
+    const auto t = constant_value(graph, node.inputs[2]);
+    if (!t) return fmt::format("{}: constant_value '{}' is not a constant", who, node.inputs[2]);
+    value = t->to_vector();
+  } else {
+    value = {node.attributes.get_float("value", 0.0f)};
+  }
+  if (value.size() != 1 || value[0] != 0)
+    return fmt::format("{} pads with a value other than 0", who);
+  if (pads.size() != 8) return fmt::format("{} does not pad a 4-d tensor", who);
+  if (pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0)
+    return fmt::format("{} pads the batch or channel axis", who);
+  for (float v : pads)
+    if (v < 0) return fmt::format("{} crops (negative pads)", who);
+  const auto i = [&](std::size_t k) { return static_cast<std::int64_t>(pads[k]); };
+  return Pads2d{i(2), i(3), i(6), i(7)};
+}
+
 graph::Attributes conv_attributes(const nn::Conv2d& conv) {
   const nn::Conv2dOptions& o = conv.options();
   const Size2d k = {conv.weight().size(2), conv.weight().size(3)};
@@ -141,6 +188,20 @@ std::vector<std::string> add_parameter_constants(graph::Graph& graph, const std:
 
 std::size_t replace_nodes(graph::Graph& graph, std::vector<std::size_t> erase, std::size_t anchor,
                           graph::Node node) {
+  std::sort(erase.begin(), erase.end());
+  erase.erase(std::unique(erase.begin(), erase.end()), erase.end());
+  // A Constant node read only by the erased nodes (a Pad's amounts) goes with them.
+  for (std::size_t i : std::vector<std::size_t>(erase)) {
+    for (const std::string& v : graph.nodes()[i].inputs) {
+      const auto p = graph.producer(v);
+      if (!p || !is_op(graph.nodes()[*p], "Constant") || graph.is_graph_output(v)) continue;
+      const std::vector<std::size_t> users = graph.consumers(v);
+      if (std::all_of(users.begin(), users.end(), [&](std::size_t u) {
+            return std::binary_search(erase.begin(), erase.end(), u);
+          }))
+        erase.push_back(*p);
+    }
+  }
   std::sort(erase.begin(), erase.end());
   erase.erase(std::unique(erase.begin(), erase.end()), erase.end());
   // Every value the erased nodes read or wrote, to tidy up after them.

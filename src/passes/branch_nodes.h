@@ -14,13 +14,16 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "refold/graph/graph.h"
 #include "refold/nn/batchnorm.h"
 #include "refold/nn/conv.h"
 #include "refold/nn/pooling.h"
+#include "refold/op_options.h"
 
 namespace refold::passes::detail {
 
@@ -42,6 +45,14 @@ std::string batch_norm_problem(const graph::Graph& graph, const graph::Node& nod
 // `value` is read once, by node `consumer` only, and is not a graph output.
 std::string single_use_problem(const graph::Graph& graph, const std::string& value,
                                std::size_t consumer);
+
+// The value of `name` when it is known at this point: a graph constant, or the `value` of the
+// Constant node writing it (Constant nodes stay nodes until constant folding).
+std::optional<Tensor> constant_value(const graph::Graph& graph, const std::string& name);
+
+// A Pad of a 4-d NCHW tensor with zeros, in constant mode, by constant non-negative amounts on
+// H and W only: its spatial pads, or why it is not one.
+std::variant<Pads2d, std::string> zero_pad_of(const graph::Graph& graph, const graph::Node& node);
 
 // ONNX Conv attributes for a module's geometry, the padding resolved to explicit pads
 // [top, left, bottom, right] (ONNX's [x1_begin, x2_begin, x1_end, x2_end]).

@@ -49,8 +49,9 @@ using detail::describe;
 struct Window {
   Size2d kernel = 1;
   Size2d stride = 1;
-  Pads2d pads;
+  Pads2d pads;  // on x: the head's, the Pad's and the core's, summed
   Size2d dilation = 1;
+  bool zero_pad_after_head = false;  // a Pad or the core pads the 1×1 head's output with 0
 };
 
 // The shared geometry of the merged conv.
@@ -67,8 +68,16 @@ const graph::Node& at(const graph::Graph& g, const Branch& b, std::size_t pos) {
   return g.nodes()[b.chain[pos]];
 }
 
-std::shared_ptr<nn::Conv2d> conv_of(const graph::Graph& g, const Branch& b) {
-  return detail::conv_module(at(g, b, *b.conv));
+std::shared_ptr<nn::Conv2d> core_conv(const graph::Graph& g, const Branch& b) {
+  return b.conv ? detail::conv_module(at(g, b, *b.conv)) : nullptr;
+}
+std::shared_ptr<nn::Conv2d> head_conv(const graph::Graph& g, const Branch& b) {
+  return b.first_conv ? detail::conv_module(at(g, b, *b.first_conv)) : nullptr;
+}
+bool has_conv(const Branch& b) { return b.conv || b.first_conv; }
+
+Pads2d operator+(const Pads2d& a, const Pads2d& b) {
+  return {a.top + b.top, a.left + b.left, a.bottom + b.bottom, a.right + b.right};
 }
 
 // The modules along the chain are the plain ones over constants, and every value inside the
@@ -81,6 +90,9 @@ std::string chain_problem(const graph::Graph& g, const Branch& b) {
       why = detail::conv_problem(g, n);
     } else if (detail::is_op(n, "BatchNormalization")) {
       why = detail::batch_norm_problem(g, n);
+    } else if (detail::is_op(n, "Pad")) {
+      const auto pads = detail::zero_pad_of(g, n);
+      if (const auto* reason = std::get_if<std::string>(&pads)) why = *reason;
     } else if (!detail::avg_pool_module(n)) {
       why = fmt::format("{} is not run by a plain AvgPool2d module", describe(n));
     }
@@ -94,8 +106,8 @@ std::string chain_problem(const graph::Graph& g, const Branch& b) {
 
 std::string size_text(Size2d s) { return fmt::format("{}x{}", s.h, s.w); }
 
-// Reads the branch's window and checks what must agree with the target (stride, groups,
-// channels, the branch-specific rules). `t` already holds channels, groups and stride.
+// Reads the branch's window on x and checks what must agree with the target: stride, groups,
+// channels, and the rules of each step.
 std::variant<Window, std::string> window_of(const graph::Graph& g, const Branch& b,
                                             const Target& t) {
   Window w;
@@ -105,58 +117,58 @@ std::variant<Window, std::string> window_of(const graph::Graph& g, const Branch&
                                        : describe(g.nodes()[b.chain.front()]),
                        why);
   };
-  switch (b.kind) {
-    case BranchKind::Conv:
-    case BranchKind::Sequential: {
-      const auto c = conv_of(g, b);
-      const nn::Conv2dOptions& o = c->options();
-      w.kernel = o.kernel_size();
-      w.stride = o.stride();
-      w.dilation = o.dilation();
-      w.pads = o.padding().resolve(w.kernel, w.dilation);
-      std::int64_t in = o.in_channels();
-      if (b.kind == BranchKind::Sequential) {
-        const auto f = detail::conv_module(at(g, b, *b.first_conv));
-        const nn::Conv2dOptions& fo = f->options();
-        const Pads2d fp = fo.padding().resolve(fo.kernel_size(), fo.dilation());
-        if (fo.kernel_size() != Size2d(1, 1) || fo.stride() != Size2d(1, 1) || fp != Pads2d{})
-          return mismatch(fmt::format(
-              "the first conv of a 1x1 -> KxK branch must be 1x1 with stride 1 and no padding "
-              "(got {}, stride {}, pads {} {} {} {})",
-              size_text(fo.kernel_size()), size_text(fo.stride()), fp.top, fp.left, fp.bottom,
-              fp.right));
-        if (fo.groups() != o.groups())
-          return mismatch(
-              fmt::format("groups differ inside the branch ({} then {})", fo.groups(), o.groups()));
-        in = fo.in_channels();
-      }
-      if (o.groups() != t.groups)
-        return mismatch(fmt::format("groups {} vs {}", o.groups(), t.groups));
-      if (o.out_channels() != t.out_channels)
-        return mismatch(fmt::format("out_channels {} vs {}", o.out_channels(), t.out_channels));
-      if (in != t.in_channels)
-        return mismatch(fmt::format("in_channels {} vs {}", in, t.in_channels));
-      break;
-    }
-    case BranchKind::AvgPool: {
-      const nn::AvgPool2dOptions& o = detail::avg_pool_module(at(g, b, *b.pool))->options();
-      w.kernel = o.kernel_size();
-      w.stride = o.stride();
-      w.pads = {o.padding().h, o.padding().w, o.padding().h, o.padding().w};
-      if (o.ceil_mode() || o.divisor_override() || (!o.count_include_pad() && w.pads != Pads2d{}))
-        return mismatch(
-            "only an AveragePool without ceil_mode or divisor, counting its padding, is a conv");
-      if (t.in_channels != t.out_channels)
-        return mismatch(fmt::format("AveragePool keeps {} channels, the block outputs {}",
-                                    t.in_channels, t.out_channels));
-      break;  // its dilation is 1, checked against the convs' with theirs
-    }
-    case BranchKind::Identity:
-      if (t.in_channels != t.out_channels)
-        return mismatch(fmt::format("identity needs in_channels == out_channels (got {} and {})",
-                                    t.in_channels, t.out_channels));
-      break;
+  // The spatial core: a conv, an average pool, or nothing (identity).
+  Pads2d core_pads;
+  std::int64_t in = t.in_channels, out = t.in_channels, groups = t.groups;
+  if (const auto c = core_conv(g, b)) {
+    const nn::Conv2dOptions& o = c->options();
+    w.kernel = o.kernel_size();
+    w.stride = o.stride();
+    w.dilation = o.dilation();
+    core_pads = o.padding().resolve(w.kernel, w.dilation);
+    in = o.in_channels();
+    out = o.out_channels();
+    groups = o.groups();
+  } else if (b.pool) {
+    const nn::AvgPool2dOptions& o = detail::avg_pool_module(at(g, b, *b.pool))->options();
+    w.kernel = o.kernel_size();
+    w.stride = o.stride();
+    core_pads = {o.padding().h, o.padding().w, o.padding().h, o.padding().w};
+    if (o.ceil_mode() || o.divisor_override() || (!o.count_include_pad() && core_pads != Pads2d{}))
+      return mismatch(
+          "only an AveragePool without ceil_mode or divisor, counting its padding, is a conv");
   }
+  Pads2d pad_node;
+  if (b.pad) pad_node = std::get<Pads2d>(detail::zero_pad_of(g, at(g, b, *b.pad)));
+  w.pads = core_pads + pad_node;
+  if (const auto f = head_conv(g, b)) {
+    // x → 1×1 (stride 1) → …: the head's own padding reads x's zero border as its bias, which
+    // is what the merged conv assumes; zeros written after it (Pad, the core's padding) are not.
+    const nn::Conv2dOptions& fo = f->options();
+    const Pads2d fp = fo.padding().resolve(fo.kernel_size(), fo.dilation());
+    if (fo.kernel_size() != Size2d(1, 1) || fo.stride() != Size2d(1, 1))
+      return mismatch(fmt::format(
+          "the first conv of a 1x1 -> KxK branch must be 1x1 with stride 1 (got {}, stride {})",
+          size_text(fo.kernel_size()), size_text(fo.stride())));
+    w.zero_pad_after_head = w.pads != Pads2d{};
+    w.pads = w.pads + fp;
+    if (b.conv && fo.groups() != groups)
+      return mismatch(
+          fmt::format("groups differ inside the branch ({} then {})", fo.groups(), groups));
+    if (!b.conv) {
+      out = fo.out_channels();
+      groups = fo.groups();
+    }
+    in = fo.in_channels();
+  }
+  if (!has_conv(b) && t.in_channels != t.out_channels)
+    return mismatch(fmt::format("{} needs in_channels == out_channels (got {} and {})",
+                                b.pool ? "AveragePool" : "identity", t.in_channels,
+                                t.out_channels));
+  if (groups != t.groups) return mismatch(fmt::format("groups {} vs {}", groups, t.groups));
+  if (out != t.out_channels)
+    return mismatch(fmt::format("out_channels {} vs {}", out, t.out_channels));
+  if (in != t.in_channels) return mismatch(fmt::format("in_channels {} vs {}", in, t.in_channels));
   if (w.stride != t.stride)
     return mismatch(fmt::format("stride {} vs {}", size_text(w.stride), size_text(t.stride)));
   return w;
@@ -172,33 +184,35 @@ reparam::ConvKernel folded(const graph::Graph& g, const Branch& b, std::optional
 // a geometry the algebra cannot make exact).
 reparam::ConvKernel kernel_of_branch(const graph::Graph& g, const Branch& b, const Window& w,
                                      const Target& t) {
+  const auto head = head_conv(g, b);
   reparam::ConvKernel k;
-  switch (b.kind) {
-    case BranchKind::Conv:
-      k = reparam::kernel_of(*conv_of(g, b));
-      break;
-    case BranchKind::Sequential: {
-      const reparam::ConvKernel first = folded(
-          g, b, b.first_bn, reparam::kernel_of(*detail::conv_module(at(g, b, *b.first_conv))));
-      // merge_sequential_1x1_kxk is exact when the K×K conv's padding holds the 1×1 output of
-      // a zero input (its bias b1); a plain Conv pads with 0, so b1 must be 0 or no padding.
-      if (w.pads != Pads2d{} && first.bias.defined()) {
-        const std::vector<float> b1 = first.bias.to_vector();
-        if (std::any_of(b1.begin(), b1.end(), [](float v) { return v != 0; }))
-          refold::fail(
-              "branch mismatch: {} pads with zeros but {} outputs a non-zero bias for a zero "
-              "input, so merging the 1x1 -> KxK branch would change the border",
-              describe(at(g, b, *b.conv)), describe(at(g, b, *b.first_conv)));
-      }
-      k = reparam::merge_sequential_1x1_kxk(first, reparam::kernel_of(*conv_of(g, b)));
-      break;
+  if (const auto c = core_conv(g, b)) {
+    k = reparam::kernel_of(*c);
+  } else if (b.pool) {
+    // Over the channels it reads: the head's outputs, or x's.
+    k = head ? reparam::avg_pool_kernel(head->options().out_channels(), head->options().groups(),
+                                        w.kernel, t.dtype)
+             : reparam::avg_pool_kernel(t.out_channels, t.groups, w.kernel, t.dtype);
+  } else {
+    k = reparam::identity_kernel(t.out_channels, t.groups, {1, 1}, t.dtype);
+  }
+  if (head) {
+    // W[o, c] = Σ_m W2[o, m]·W1[m, c], b = b2 + Σ W2·b1 (merge_sequential_1x1_kxk): exact when
+    // every pixel the core reads outside x's interior holds b1, the head's response to zero.
+    const reparam::ConvKernel first = folded(g, b, b.first_bn, reparam::kernel_of(*head));
+    if (w.zero_pad_after_head && first.bias.defined()) {
+      const std::vector<float> b1 = first.bias.to_vector();
+      if (std::any_of(b1.begin(), b1.end(), [](float v) { return v != 0; }))
+        refold::fail(
+            "branch mismatch: {} pads with zeros after {}, whose output for a zero input (its "
+            "bias) is not zero, so merging the 1x1 -> KxK branch would change the border",
+            describe(at(g, b,
+                        b.pad    ? *b.pad
+                        : b.conv ? *b.conv
+                                 : *b.pool)),
+            describe(at(g, b, *b.first_conv)));
     }
-    case BranchKind::AvgPool:
-      k = reparam::avg_pool_kernel(t.out_channels, t.groups, w.kernel, t.dtype);
-      break;
-    case BranchKind::Identity:
-      k = reparam::identity_kernel(t.out_channels, t.groups, {1, 1}, t.dtype);
-      break;
+    k = reparam::merge_sequential_1x1_kxk(first, k);
   }
   return reparam::pad_kernel_to(folded(g, b, b.bn, std::move(k)), t.kernel);
 }
@@ -315,48 +329,40 @@ class TreeMerger {
     for (const Branch& b : branches_) {
       if (std::string why = chain_problem(g_, b); !why.empty()) return why;
     }
-    // The target geometry from the first conv branch; the others must agree with it.
-    const auto lead = std::find_if(branches_.begin(), branches_.end(), [](const Branch& b) {
-      return b.kind == BranchKind::Conv || b.kind == BranchKind::Sequential;
-    });
-    const auto c = conv_of(g_, *lead);
+    // The target geometry from the first branch with a conv; the others must agree with it.
+    const auto lead = std::find_if(branches_.begin(), branches_.end(), has_conv);
+    const auto core = core_conv(g_, *lead), head = head_conv(g_, *lead);
+    const nn::Conv2d& named = core ? *core : *head;
     target_ = {};
-    target_.out_channels = c->options().out_channels();
-    target_.in_channels =
-        lead->kind == BranchKind::Sequential
-            ? detail::conv_module(at(g_, *lead, *lead->first_conv))->options().in_channels()
-            : c->options().in_channels();
-    target_.groups = c->options().groups();
-    target_.stride = c->options().stride();
-    target_.dtype = c->weight().dtype();
-    target_.weight_format = c->weight().suggest_memory_format();
-    target_.name = at(g_, *lead, *lead->conv).name;
-    // Dilation: the one of every branch whose kernel spans the axis (must agree).
-    target_.dilation = c->options().dilation();
+    target_.out_channels = named.options().out_channels();
+    target_.in_channels = (head ? *head : *core).options().in_channels();
+    target_.groups = named.options().groups();
+    target_.stride = core ? core->options().stride()
+                          : detail::avg_pool_module(at(g_, *lead, *lead->pool))->options().stride();
+    target_.dtype = named.weight().dtype();
+    target_.weight_format = named.weight().suggest_memory_format();
+    target_.name = at(g_, *lead, lead->conv ? *lead->conv : *lead->first_conv).name;
+    // Dilation: the one of every branch whose kernel spans the axis (must agree); a 1-tap axis
+    // reads the same pixel under any dilation.
+    target_.dilation = core ? core->options().dilation() : Size2d(1, 1);
     windows_.clear();
     bool set_h = false, set_w = false;
     for (const Branch& b : branches_) {
       auto w = window_of(g_, b, target_);
       if (auto* why = std::get_if<std::string>(&w)) return *why;
       const Window& win = std::get<Window>(w);
-      if (b.kind != BranchKind::Conv && b.kind != BranchKind::Sequential &&
-          b.kind != BranchKind::AvgPool) {
-        windows_.push_back(win);
-        continue;
-      }
-      const Size2d d = b.kind == BranchKind::AvgPool ? Size2d(1, 1) : win.dilation;
+      const std::string who =
+          b.chain.empty() ? fmt::format("'{}'", b.leaf) : describe(g_.nodes()[b.chain.front()]);
       if (win.kernel.h > 1) {
-        if (set_h && d.h != target_.dilation.h)
-          return fmt::format("{}: dilation {} vs {}", describe(g_.nodes()[b.chain.front()]), d.h,
-                             target_.dilation.h);
-        target_.dilation.h = d.h;
+        if (set_h && win.dilation.h != target_.dilation.h)
+          return fmt::format("{}: dilation {} vs {}", who, win.dilation.h, target_.dilation.h);
+        target_.dilation.h = win.dilation.h;
         set_h = true;
       }
       if (win.kernel.w > 1) {
-        if (set_w && d.w != target_.dilation.w)
-          return fmt::format("{}: dilation {} vs {}", describe(g_.nodes()[b.chain.front()]), d.w,
-                             target_.dilation.w);
-        target_.dilation.w = d.w;
+        if (set_w && win.dilation.w != target_.dilation.w)
+          return fmt::format("{}: dilation {} vs {}", who, win.dilation.w, target_.dilation.w);
+        target_.dilation.w = win.dilation.w;
         set_w = true;
       }
       target_.kernel = {std::max(target_.kernel.h, win.kernel.h),

@@ -434,3 +434,71 @@ TEST(ReparamPass, PostSumBatchNormInTrainingModeStays) {
 
 }  // namespace
 }  // namespace refold
+
+namespace refold {
+namespace {
+
+using testing::ConvSpec;
+using testing::GraphBuilder;
+
+std::string zero_pad(GraphBuilder& b, const std::string& x, std::int64_t p) {
+  const std::string pads = b.constant(
+      "pads",
+      testing::values({0, 0, float(p), float(p), 0, 0, float(p), float(p)}, {8}, {DType::Int64}));
+  return b.node("Pad", {x, pads});
+}
+
+// DBB written the export-friendly way (BNAndPad as a padded 1×1 conv): the 1×1 takes the
+// padding, so its border holds its bias, which is what the merged conv assumes; then the K×K
+// and the AvgPool read it unpadded. Plus the AvgPool on x itself exported as Pad → AveragePool.
+TEST(ReparamPass, DiverseBranchBlockPaddedHeads) {
+  for (std::int64_t groups : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "groups " << groups);
+    GraphBuilder b(static_cast<std::uint64_t>(40 + groups));
+    const std::string x = b.input("x", {2, 4, 9, 9});
+    const ConvSpec head = {.pads = kPad1, .groups = groups};
+    b.output(b.relu(b.sum({
+        b.conv(x, 4, 6, 3, {.pads = kPad1, .groups = groups}),
+        b.conv(x, 4, 6, 1, {.groups = groups}),
+        b.bn(b.avg_pool(zero_pad(b, b.bn(b.conv(x, 4, 6, 1, head), 6), 0), 3, 1, {0, 0, 0, 0}), 6),
+        b.conv(b.bn(b.conv(x, 4, 8, 1, head), 8), 8, 6, 3, {.groups = groups}),
+    })));
+    const passes::PassReport r = merge_and_compare(b);
+    expect_one_conv(b, {{"Relu", 1}});
+    EXPECT_TRUE(has_note(r, "merged 4 branches")) << notes_of(r);
+  }
+}
+
+TEST(ReparamPass, PaddedAvgPoolOnXDepthwise) {
+  GraphBuilder b(43);
+  const std::string x = b.input("x", {1, 8, 7, 7});
+  const std::string mid = b.bn(b.conv(x, 8, 16, 1, {.pads = kPad1, .groups = 8}), 16);
+  b.output(b.relu(b.sum({
+      b.conv(x, 8, 8, 3, {.pads = kPad1, .groups = 8}),
+      b.bn(b.avg_pool(zero_pad(b, x, 1), 3, 1, {0, 0, 0, 0}), 8),
+      b.bn(b.conv(mid, 16, 8, 3, {.groups = 8}), 8),
+  })));
+  merge_and_compare(b);
+  expect_one_conv(b, {{"Relu", 1}});
+}
+
+TEST(ReparamPassDeclines, ZeroPadAfterABiasedHead) {
+  GraphBuilder b(44);
+  const std::string x = b.input("x", {1, 4, 6, 6});
+  b.output(b.add(b.conv(x, 4, 4, 3, {.pads = kPad1}),
+                 b.conv(zero_pad(b, b.conv(x, 4, 4, 1), 1), 4, 4, 3)));
+  expect_declined(b, "would change the border");
+}
+
+TEST(ReparamPassDeclines, PadWithANonZeroValue) {
+  GraphBuilder b(45);
+  const std::string x = b.input("x", {1, 4, 6, 6});
+  const std::string pads =
+      b.constant("pads", testing::values({0, 0, 1, 1, 0, 0, 1, 1}, {8}, {DType::Int64}));
+  const std::string padded = b.node("Pad", {x, pads, b.constant("v", testing::values({0.5f}, {}))});
+  b.output(b.add(b.conv(x, 4, 4, 3, {.pads = kPad1}), b.avg_pool(padded, 3, 1, {0, 0, 0, 0})));
+  expect_declined(b, "pads with a value other than 0");
+}
+
+}  // namespace
+}  // namespace refold
