@@ -198,7 +198,8 @@ TEST(OnnxSqueezeUnsqueeze, Errors) {
          OpCase("Squeeze", {"x", "a"}).constant("a", i64({0, -4})).run({x});
        },
        "Squeeze: axis -4 repeated in axes [0, -4]"},
-      {"axes attribute at 13", [&] { OpCase("Squeeze", {"x"}).ints("axes", {0}).module(); },
+      {"axes attribute at 13",
+       [&] { OpCase("Squeeze", {"x"}).opset(13).ints("axes", {0}).module(); },
        "axes is an input from opset 13, not an attribute (opset 13)"},
       {"unsqueeze without axes at 11", [&] { OpCase("Unsqueeze", {"x"}).opset(11).module(); },
        "the axes attribute is required (opset 11)"},
