@@ -103,7 +103,7 @@ int bench_command(const BenchArgs& args, std::FILE* out) {
   variants[3].name = "optimized NHWC";
   std::vector<Tensor> inputs;
   for (Variant& v : variants) {
-    v.graph = onnx::load(args.model);
+    v.graph = onnx::load(args.model, args.load);
     passes::optimize(*v.graph, {v.disabled});
     if (inputs.empty())
       inputs = random_inputs(*v.graph, std::max<std::int64_t>(args.batch, 1), args.batch > 0);

@@ -7,9 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "refold/onnx/onnx.h"
+
 namespace refold::cli {
 
 struct OptimizeArgs {
+  onnx::LoadOptions load;  // --max-memory
   std::string input;
   std::string output;
   bool verify = false;
@@ -22,6 +25,7 @@ struct OptimizeArgs {
 int optimize_command(const OptimizeArgs& args, std::FILE* out);
 
 struct RunArgs {
+  onnx::LoadOptions load;  // --max-memory
   std::string model;
   std::vector<std::string> inputs;  // NAME=FILE (.npy or TensorProto .pb)
   std::string output_dir;
@@ -31,6 +35,7 @@ struct RunArgs {
 int run_command(const RunArgs& args, std::FILE* out);
 
 struct TestArgs {
+  onnx::LoadOptions load;  // --max-memory
   std::vector<std::string> dirs;
   std::string skip_list;  // a SKIPPED.md-style file: lines "- `test_name`: reason"
   bool verbose = false;
@@ -39,6 +44,7 @@ struct TestArgs {
 int test_command(const TestArgs& args, std::FILE* out);
 
 struct BenchArgs {
+  onnx::LoadOptions load;  // --max-memory
   std::string model;
   std::int64_t batch = 0;  // 0: the model's own (symbolic batch → 1)
   int threads = 0;         // 0: refold's default

@@ -59,6 +59,15 @@ int main(int argc, char** argv) {
   bench->add_flag("--json", bench_args.json, "Print the results as JSON");
   bench->add_option("--plot", bench_args.plot, "Draw the comparison as an SVG bar chart");
 
+  for (auto [command, load] : {std::pair{optimize, &optimize_args.load},
+                               {run, &run_args.load},
+                               {test, &test_args.load},
+                               {bench, &bench_args.load}}) {
+    command
+        ->add_option("--max-memory", load->max_memory,
+                     "Refuse models that would make refold allocate more (e.g. 2GB; default 8GB)")
+        ->transform(CLI::AsSizeValue(false));
+  }
   CLI11_PARSE(app, argc, argv);
   try {
     if (demo->parsed()) return run_demo(stdout);

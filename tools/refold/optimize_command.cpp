@@ -45,9 +45,10 @@ passes::LayoutPlan current_layout(const graph::Graph& graph) {
 int optimize_command(const OptimizeArgs& args, std::FILE* out) {
   passes::PipelineOptions options;
   options.disabled.insert(args.disable.begin(), args.disable.end());
-  auto graph = onnx::load(args.input);
+  auto graph = onnx::load(args.input, args.load);
   // The reference for --verify: the model exactly as imported, no pass applied.
-  std::shared_ptr<graph::Graph> original = args.verify ? onnx::load(args.input) : nullptr;
+  std::shared_ptr<graph::Graph> original =
+      args.verify ? onnx::load(args.input, args.load) : nullptr;
   const passes::PipelineReport report = passes::optimize(*graph, options);
 
   OutputDiff in_memory, written;
@@ -67,7 +68,7 @@ int optimize_command(const OptimizeArgs& args, std::FILE* out) {
   if (args.verify) {
     // The file as any runtime would read it: reload OUT and compare it to IN.
     try {
-      written = compare_outputs(onnx::load(args.output)->run(inputs), expected);
+      written = compare_outputs(onnx::load(args.output, args.load)->run(inputs), expected);
       if (!written.within_model_tolerance()) {
         throw Error(fmt::format("optimize: '{}' differs from '{}' by {:.3g} (max |ref| {:.3g})",
                                 args.output, args.input, written.max_abs,

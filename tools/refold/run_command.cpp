@@ -36,7 +36,7 @@ std::string file_name_for(const std::string& value) {
 }  // namespace
 
 int run_command(const RunArgs& args, std::FILE* out) {
-  auto graph = onnx::load(args.model);
+  auto graph = onnx::load(args.model, args.load);
   std::map<std::string, std::string> given;
   for (const std::string& spec : args.inputs) {
     const auto eq = spec.find('=');

@@ -88,8 +88,8 @@ std::string mismatch(const Tensor& actual, const Tensor& expected, bool optimize
 }
 
 // Runs every data set; returns "" when all match, else the first problem.
-std::string run_folder(const fs::path& dir, bool optimized) {
-  auto graph = onnx::load(dir / "model.onnx");
+std::string run_folder(const fs::path& dir, bool optimized, const onnx::LoadOptions& load) {
+  auto graph = onnx::load(dir / "model.onnx", load);
   if (optimized) passes::optimize(*graph);
   for (const DataSet& set : read_data_sets(dir)) {
     std::vector<Tensor> got = graph->run(set.inputs);
@@ -135,7 +135,7 @@ int test_command(const TestArgs& args, std::FILE* out) {
     std::string problem;
     for (bool optimized : {false, true}) {
       try {
-        problem = run_folder(dir, optimized);
+        problem = run_folder(dir, optimized, args.load);
       } catch (const std::exception& e) {
         problem = e.what();
       }

@@ -1,0 +1,160 @@
+// refold optimize / run / test / bench, run as a user runs them, on the PyTorch-exported models
+// of tests/data/onnx/.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "refold/io/npy.h"
+#include "refold/onnx/onnx.h"
+#include "testing/compare.h"
+#include "testing/run_cli.h"
+
+namespace refold {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CliRun;
+using testing::run_cli;
+
+const std::string kData = REFOLD_TEST_DATA_DIR;
+const std::string kRepVGG = kData + "/onnx/repvgg";
+
+// A fresh scratch folder per test.
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("refold_cli_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(CliOptimize, MergesTheBranchesVerifiesAndWritesTheModel) {
+  const fs::path out = scratch("optimize") / "fast.onnx";
+  const CliRun run =
+      run_cli("optimize " + kRepVGG + "/model.onnx -o " + out.string() + " --verify");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("Conv 6 → 3"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("BatchNormalization 2 → 0"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("layout: 3 of 3 convs with channels_last weights, 1 permute"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("verify: max |OUT - IN|"), std::string::npos) << run.output;
+  EXPECT_TRUE(fs::exists(out));
+}
+
+TEST(CliOptimize, JsonReportHasCountsLayoutAndError) {
+  const fs::path out = scratch("optimize_json") / "fast.onnx";
+  const CliRun run =
+      run_cli("optimize " + kRepVGG + "/model.onnx -o " + out.string() + " --verify --json");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto j = nlohmann::json::parse(run.output);
+  EXPECT_EQ(j["op_counts_before"]["Conv"], 6);
+  EXPECT_EQ(j["op_counts_after"]["Conv"], 3);
+  EXPECT_EQ(j["layout"]["permutes"], 1);
+  EXPECT_LE(j["verify"]["max_abs_error"].get<double>(), 1e-4 * 2.1);
+}
+
+TEST(CliOptimize, DisabledPassLeavesItsPatternAlone) {
+  const fs::path out = scratch("optimize_disable") / "fast.onnx";
+  const CliRun run = run_cli("optimize " + kRepVGG + "/model.onnx -o " + out.string() +
+                             " --disable reparameterize,layout --json");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto j = nlohmann::json::parse(run.output);
+  EXPECT_EQ(j["op_counts_after"]["Conv"], 6);  // branches not merged
+  EXPECT_EQ(j["layout"]["channels_last_weights"], 0);
+}
+
+TEST(CliOptimize, BadInputsFailClearlyAndLeaveNoFile) {
+  const fs::path dir = scratch("optimize_bad");
+  const fs::path text = dir / "notes.onnx";
+  std::ofstream(text) << "this is not a model\n";
+  const fs::path out = dir / "out.onnx";
+  CliRun run = run_cli("optimize " + text.string() + " -o " + out.string());
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("refold: error: "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("notes.onnx"), std::string::npos) << run.output;
+  EXPECT_FALSE(fs::exists(out));
+
+  run = run_cli("optimize " + kRepVGG + "/model.onnx -o " + out.string() + " --disable nope");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("reparameterize"), std::string::npos) << run.output;  // valid names
+  EXPECT_FALSE(fs::exists(out));
+
+  run = run_cli("optimize " + kRepVGG + "/model.onnx -o " + out.string() + " --max-memory 1KB");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("memory budget"), std::string::npos) << run.output;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(CliRun, WritesEachOutputAsNpy) {
+  const fs::path dir = scratch("run");
+  const CliRun run = run_cli("run " + kRepVGG + "/model.onnx --input input=" + kRepVGG +
+                             "/test_data_set_0/input_0.pb -o " + dir.string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Tensor got = io::load_npy(dir / "output.npy");
+  const Tensor expected = onnx::load_tensor(kRepVGG + "/test_data_set_0/output_0.pb");
+  EXPECT_TRUE(testing::model_close(got, expected));
+}
+
+TEST(CliRun, NamesAMissingOrUnknownInput) {
+  const fs::path dir = scratch("run_bad");
+  CliRun run = run_cli("run " + kRepVGG + "/model.onnx -o " + dir.string());
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.output.find("missing --input input=FILE"), std::string::npos) << run.output;
+  run = run_cli("run " + kRepVGG + "/model.onnx --input input=" + kRepVGG +
+                "/test_data_set_0/input_0.pb --input extra=x.npy -o " + dir.string());
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.output.find("--input extra: the model has no input of that name"),
+            std::string::npos)
+      << run.output;
+}
+
+TEST(CliTest, RunsTestFoldersAndCounts) {
+  CliRun run = run_cli("test " + kData + "/onnx/repvgg " + kData + "/onnx/acnet");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("PASS repvgg"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("2 passed, 0 failed"), std::string::npos) << run.output;
+
+  const fs::path empty = scratch("test_empty");
+  run = run_cli("test " + kData + "/onnx/repvgg " + empty.string());
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("FAIL refold_cli_test_empty"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("1 passed, 1 failed"), std::string::npos) << run.output;
+
+  const fs::path skip = empty / "SKIPPED.md";
+  std::ofstream(skip) << "- `refold_cli_test_empty`: nothing here\n";
+  run = run_cli("test " + empty.string() + " --skip-list " + skip.string());
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("0 passed, 0 failed, 1 skipped"), std::string::npos) << run.output;
+}
+
+TEST(CliBench, TimesFourVariantsAndPlots) {
+  const fs::path plot = scratch("bench") / "bench.svg";
+  const CliRun run = run_cli("bench " + kRepVGG + "/model.onnx --runs 2 --warmup 0 --json --plot " +
+                             plot.string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto j = nlohmann::json::parse(run.output);
+  ASSERT_EQ(j["variants"].size(), 4u);
+  EXPECT_EQ(j["variants"][0]["name"], "imported NCHW");
+  EXPECT_EQ(j["variants"][3]["name"], "optimized NHWC");
+  // The merged model does less work than the training form.
+  EXPECT_LT(j["variants"][3]["flops"].get<double>(), j["variants"][0]["flops"].get<double>());
+  EXPECT_GT(j["variants"][0]["median_ms"].get<double>(), 0);
+  std::ifstream svg(plot);
+  std::string text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("<svg"), std::string::npos);
+  EXPECT_NE(text.find("optimized NHWC"), std::string::npos);
+}
+
+TEST(CliHelp, EveryCommandHasHelp) {
+  for (const char* command : {"demo", "optimize", "run", "test", "bench"}) {
+    const CliRun run = run_cli(std::string(command) + " --help");
+    EXPECT_EQ(run.exit_code, 0) << command << run.output;
+    EXPECT_NE(run.output.find("Usage"), std::string::npos) << command << run.output;
+  }
+}
+
+}  // namespace
+}  // namespace refold
