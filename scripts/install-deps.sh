@@ -8,7 +8,8 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config clang-format
           libfmt-dev nlohmann-json3-dev libcli11-dev libdnnl-dev
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
-          libgtest-dev libgmock-dev libbenchmark-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev
+          clang libclang-rt-14-dev libomp-14-dev)  # sanitizer build + libFuzzer (scripts/sanitize.sh)
 if [[ "${1:-}" == "--torch" ]]; then
   packages+=(python3-torch python3-numpy)
 fi
