@@ -203,6 +203,13 @@ bool fuse_at(graph::Graph& graph, std::size_t index, PassReport& report) {
   };
   if (!conv) return decline("its weights are not constants held by an nn::Conv2d");
   if (conv->activation() != Activation::None) return false;  // fused already
+  // set_activation changes the module: a module that also runs another node (a weight-tied
+  // net built in C++) would change that node too.
+  for (std::size_t j = 0; j < graph.nodes().size(); ++j) {
+    if (j != index && graph.nodes()[j].module == conv_node.module) {
+      return decline(fmt::format("its module also runs {}", describe(graph.nodes()[j])));
+    }
+  }
   if (graph.is_graph_output(c)) return decline(fmt::format("its output '{}' is a graph output", c));
 
   // Conv + Add(c, r) [+ activation].

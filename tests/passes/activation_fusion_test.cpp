@@ -197,6 +197,22 @@ TEST(ActivationFusion, DeclinedCandidatesAreLeftAloneWithAReason) {
   }
 }
 
+// A module that runs two nodes (weight tying) is not changed for one of them.
+TEST(ActivationFusion, AModuleRunningTwoNodesIsNotFused) {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 4, 6, 6});
+  const auto c = b.conv("conv", x, 4, 4, 3);
+  graph::Node again = b.graph->nodes()[0];
+  again.name = "conv_again";
+  again.inputs[0] = b.node("Relu", {c}, {}, "act");
+  again.outputs = {"again_out"};
+  b.graph->add_node(again);
+  b.output("again_out");
+  const passes::PassReport report = passes::fuse_activations(*b.graph);
+  EXPECT_FALSE(report.changed);
+  EXPECT_TRUE(any_note_contains(report, "its module also runs Conv 'conv_again'"));
+}
+
 // Conv + Add(c, r) (+ Relu), r the block's input (ResNet's identity shortcut), in both
 // operand orders, with and without the activation.
 TEST(ActivationFusion, ConvAddActivationBecomesOneResidualNode) {
