@@ -104,7 +104,7 @@ def time_torch(model, x, reps, min_time):
 def time_refold(bench, layout, batch, threads, reps):
     name = f"RepVGG_A0_deploy/f32/{layout}/batch:{batch}/threads:{threads}"
     out = subprocess.run(
-        [bench, f"--benchmark_filter=^{name}$", f"--benchmark_repetitions={reps}",
+        [bench, f"--benchmark_filter=^{name}/", f"--benchmark_repetitions={reps}",
          "--benchmark_report_aggregates_only=true", "--benchmark_format=json"],
         check=True, capture_output=True, text=True).stdout
     rows = {b["aggregate_name"]: b for b in json.loads(out)["benchmarks"]

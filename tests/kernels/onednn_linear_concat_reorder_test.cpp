@@ -160,6 +160,22 @@ TEST_P(OnednnNewOps, ReorderIsContiguousInTheOtherLayout) {
   EXPECT_NE(declined.find("not dense"), std::string::npos);
 }
 
+TEST_P(OnednnNewOps, ContiguousUsesTheReorderForLargeFourDimFloatPermutes) {
+  const Tensor x = randn({1, 48, 28, 28});  // 37632 elements: over the threshold
+  const auto runs = onednn::reorder_stats().runs;
+  reset_permute_count();
+  const Tensor y = x.contiguous(CL);
+  EXPECT_EQ(onednn::reorder_stats().runs, runs + 1);
+  EXPECT_EQ(permute_count(), 1u);  // still counted as the seed's permute
+  EXPECT_TRUE(y.is_contiguous(CL));
+  const Tensor back = y.contiguous(NCHW);
+  EXPECT_EQ(onednn::reorder_stats().runs, runs + 2);
+  EXPECT_TRUE(testing::all_close(back, x, Tolerance::exact()));
+  // Small tensors keep the generic copy.
+  randn({1, 3, 5, 5}).contiguous(CL);
+  EXPECT_EQ(onednn::reorder_stats().runs, runs + 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Threads, OnednnNewOps, ::testing::Values(1, 2));
 
 }  // namespace
