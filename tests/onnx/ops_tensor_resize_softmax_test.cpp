@@ -169,6 +169,14 @@ TEST(OnnxResize, LinearGoldensFromTheOnnxTests) {
                         values({2.6666665f, 4.3333331f}, {1, 1, 1, 2}), Tolerance::op_f32()));
 }
 
+TEST(OnnxResize, Opset11WithEmptyRoiAndScalesNames) {
+  // Opset 11 lists roi and scales as required; exporters still write "" for them.
+  OpCase c = resize_sizes({1, 1, 4, 4});
+  c.opset(11);
+  EXPECT_EQ(c.run({values({1, 2, 3, 4}, {1, 1, 2, 2})}).to_vector(),
+            (std::vector<float>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
+}
+
 TEST(OnnxResize, PytorchHalfPixelDiffersOnlyAtOutputSize1) {
   const Tensor x = values({1, 2, 3, 4}, {1, 1, 2, 2});
   // half_pixel to 1×1: x_in = 0.5/0.5 − 0.5 = 0.5 in both dims → mean of all four = 2.5.

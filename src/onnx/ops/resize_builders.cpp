@@ -47,8 +47,9 @@ bool non_empty(const std::optional<Tensor>& t) { return t && t->numel() > 0; }
 
 nn::ModulePtr build_resize(const BuildContext& context) {
   const graph::Node& node = context.node;
-  // v11–12: X, roi, scales (required, possibly empty), sizes; v13+: roi and scales optional.
-  check_arity(node, context.opset < 13 ? 3 : 1, 4, 1);
+  // v11–12 list roi and scales as required, but exporters write "" for an unused roi or
+  // scales; only X is needed, the scales-or-sizes rule is checked below and at run time.
+  check_arity(node, 1, 4, 1);
   const graph::Attributes& a = node.attributes;
   Options options;
   options.mode = parse_mode(a.get_string("mode", "nearest"));
