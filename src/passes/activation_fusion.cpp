@@ -243,6 +243,7 @@ bool fuse_at(graph::Graph& graph, std::size_t index, PassReport& report) {
     graph::Node fused;
     fused.name = conv_node.name;
     fused.op_type = "Conv";
+    fused.attributes = conv_node.attributes;
     fused.inputs = conv_node.inputs;
     fused.inputs.resize(3);  // x, W, B ("" when absent)
     fused.inputs.push_back(r);
