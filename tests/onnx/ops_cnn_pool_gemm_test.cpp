@@ -108,6 +108,24 @@ TEST(OnnxPool, AsymmetricPadsAndCeilModeRunTheOnnxOp) {
     }
 }
 
+// Symmetric pads with ceil_mode: the op runs PyTorch's pools (both rules agree once the ONNX
+// size check passed). H 6 / W 7, k 3, s 2, pads 1: 4 × 4 windows, the last ones overhanging the
+// padded end (which count_include_pad does not count).
+TEST(OnnxPool, CeilModeWithSymmetricPadsMatchesOnnxCounts) {
+  const Tensor x = random({1, 3, 6, 7}, 20);
+  for (const bool max : {true, false})
+    for (const bool include : {false, true}) {
+      SCOPED_TRACE(std::string(max ? "max" : "avg") + (include ? " include" : ""));
+      OpCase c(max ? "MaxPool" : "AveragePool", {"x"});
+      c.ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1});
+      c.integer("ceil_mode", 1).integer("count_include_pad", include ? 1 : 0);
+      if (max) c.node().attributes.erase("count_include_pad");
+      const Tensor y = c.run({nhwc(x)});
+      EXPECT_EQ(y.sizes(), (Shape{1, 3, 4, 4}));
+      expect_pool(y, x, max, 3, 2, {1, 1, 1, 1}, include);
+    }
+}
+
 // SAME_UPPER on H 5, k 2, stride 2: out 3, total 1 → 0/1; SAME_LOWER → 1/0.
 TEST(OnnxPool, SamePaddingResolvesFromTheInput) {
   const Tensor x = random({1, 1, 5, 5}, 3);

@@ -1,7 +1,8 @@
 // ONNX Add, Sub, Mul and Div as graph ops: NumPy broadcasting over any rank, float32/bfloat16
 // and int64 (the shape arithmetic of exported models computes in int64).
 //
-//   float Add/Mul → functional::add/mul (oneDNN where it applies, the reference otherwise);
+//   float Add/Mul → functional::add/mul (oneDNN where it applies, the reference otherwise), and
+//   float Sub as a + (−1 · b), exact;
 //   everything else → reference::arith (refold/reference_extra.h): int64 wraps on overflow, Div
 //   truncates toward zero and rejects a zero divisor.
 // The result takes the layout of the first input that has the output's shape.

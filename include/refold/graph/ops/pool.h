@@ -1,6 +1,8 @@
 // ONNX MaxPool and AveragePool as a graph op, for what nn::MaxPool2d / nn::AvgPool2d (PyTorch's
 // rules) cannot express: asymmetric pads, auto_pad SAME, pads larger than half the kernel,
-// ceil_mode. Runs reference::pool2d (refold/reference_extra.h), whose comment has the math.
+// ceil_mode. Runs functional::max_pool2d/avg_pool2d when the pads resolved for the input are
+// symmetric and at most half the kernel, else reference::pool2d (refold/reference_extra.h,
+// whose comment has the math).
 #pragma once
 
 #include <vector>
