@@ -83,7 +83,9 @@ std::vector<Branch> interpret_leaf(const graph::Graph& graph, const std::string&
       return finish(b);
     };
     const std::string& mid = graph.nodes()[spatial].inputs[0];
-    const auto pad = producer_of(graph, mid, "Pad");
+    // A zero Pad or a cropping Slice: a border step.
+    auto pad = producer_of(graph, mid, "Pad");
+    if (!pad) pad = producer_of(graph, mid, "Slice");
     const std::string& before_pad = pad ? graph.nodes()[*pad].inputs[0] : mid;
     // The 1×1 head of a Sequential branch, possibly behind a BN.
     const auto first_bn = producer_of(graph, before_pad, "BatchNormalization");

@@ -4,16 +4,16 @@
 // of the set (and are not graph outputs); its leaves are the values the tree sums. A leaf is
 // read as a branch of some input x, a chain of linear steps (optional ones in brackets):
 //
-//   Conv        x → [Pad] → Conv → [BatchNormalization] → leaf
-//   AvgPool     x → [Pad] → AveragePool → [BatchNormalization] → leaf
-//   Sequential  x → Conv 1×1 → [BatchNormalization] → [Pad] → Conv | AveragePool → [BN] → leaf
+//   Conv        x → [Pad | Slice] → Conv → [BatchNormalization] → leaf
+//   AvgPool     x → [Pad | Slice] → AveragePool → [BatchNormalization] → leaf
+//   Sequential  x → Conv 1×1 → [BN] → [Pad | Slice] → Conv | AveragePool → [BN] → leaf
 //   Identity    x → [BatchNormalization] → leaf          (with no BN the leaf is x itself)
 //
 // (DBB's 1×1 → K×K and 1×1 → AvgPool branches are Sequential; the Pad is how PyTorch exports
-// a padded AvgPool, and how export-friendly DBBs pad between the two convs.) A leaf may read as
-// branches of several inputs (BN(conv(x)) is a Conv branch of x and an Identity branch of
-// conv(x)); the tree's input is the value most leaves agree on. Matching here is by op type
-// only; the pass then checks modules, constants, single use and geometry.
+// a padded AvgPool, the Slice how ACNet crops the input of its 1×3 / 3×1 convs at padding 0.) A
+// leaf may read as branches of several inputs (BN(conv(x)) is a Conv branch of x and an Identity
+// branch of conv(x)); the tree's input is the value most leaves agree on. Matching here is by op
+// type only; the pass then checks modules, constants, single use and geometry.
 #pragma once
 
 #include <cstddef>
@@ -33,8 +33,9 @@ struct Branch {
   std::string leaf;                // the value the tree sums
   std::size_t add = 0;             // the Add node reading the leaf
   std::vector<std::size_t> chain;  // the branch's nodes from x to the leaf, in data order
-  // Positions in `chain`, when present: the 1×1 head of a Sequential branch and its BN, a zero
-  // Pad, the spatial core (a Conv or an AveragePool) and the trailing BN.
+  // Positions in `chain`, when present: the 1×1 head of a Sequential branch and its BN, the
+  // border step (a zero Pad or a cropping Slice), the spatial core (a Conv or an AveragePool)
+  // and the trailing BN.
   std::optional<std::size_t> first_conv, first_bn, pad, conv, pool, bn;
 };
 

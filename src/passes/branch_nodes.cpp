@@ -161,6 +161,51 @@ std::variant<Pads2d, std::string> zero_pad_of(const graph::Graph& graph, const g
   return Pads2d{i(2), i(3), i(6), i(7)};
 }
 
+// ONNX Slice: opset 10+ takes starts, ends, axes, steps as inputs, older opsets starts, ends,
+// axes as attributes. A crop of c rows is independent of the size only as start = c ≥ 0 and
+// end = −c (or past the end, any value ≥ 2^31 − 1, for c = 0).
+std::variant<Pads2d, std::string> crop_of(const graph::Graph& graph, const graph::Node& node) {
+  const std::string who = describe(node);
+  std::vector<float> v[4];  // starts, ends, axes, steps
+  static const char* const kNames[] = {"starts", "ends", "axes", "steps"};
+  for (std::size_t k = 0; k < 4; ++k) {
+    if (node.inputs.size() > k + 1 && !node.inputs[k + 1].empty()) {
+      const auto t = constant_value(graph, node.inputs[k + 1]);
+      if (!t)
+        return fmt::format("{}: {} '{}' is not a constant", who, kNames[k], node.inputs[k + 1]);
+      v[k] = t->to_vector();
+    } else {
+      for (std::int64_t i : node.attributes.get_ints(kNames[k]))
+        v[k].push_back(static_cast<float>(i));
+    }
+  }
+  const std::size_t n = v[0].size();
+  if (v[2].empty())
+    for (std::size_t i = 0; i < n; ++i) v[2].push_back(static_cast<float>(i));
+  if (v[3].empty()) v[3].assign(n, 1.0f);
+  if (n == 0 || v[1].size() != n || v[2].size() != n || v[3].size() != n)
+    return fmt::format("{} has starts, ends, axes and steps of different lengths", who);
+  Pads2d crop;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float start = v[0][i], end = v[1][i], step = v[3][i];
+    const bool to_end = end >= 2147483647.0f;
+    const auto axis = static_cast<std::int64_t>(v[2][i] < 0 ? v[2][i] + 4 : v[2][i]);
+    if (step != 1) return fmt::format("{} has a step other than 1", who);
+    if (axis < 2 || axis > 3) {
+      if (start == 0 && to_end) continue;  // the whole batch or channel axis
+      return fmt::format("{} slices the batch or channel axis", who);
+    }
+    if (start < 0 || !(end < 0 || to_end))
+      return fmt::format("{}: a crop by starts {} and ends {} depends on the input size", who,
+                         start, end);
+    const auto begin_cut = static_cast<std::int64_t>(start);
+    const std::int64_t end_cut = to_end ? 0 : static_cast<std::int64_t>(-end);
+    (axis == 2 ? crop.top : crop.left) = -begin_cut;
+    (axis == 2 ? crop.bottom : crop.right) = -end_cut;
+  }
+  return crop;
+}
+
 graph::Attributes conv_attributes(const nn::Conv2d& conv) {
   const nn::Conv2dOptions& o = conv.options();
   const Size2d k = {conv.weight().size(2), conv.weight().size(3)};

@@ -54,6 +54,10 @@ std::optional<Tensor> constant_value(const graph::Graph& graph, const std::strin
 // H and W only: its spatial pads, or why it is not one.
 std::variant<Pads2d, std::string> zero_pad_of(const graph::Graph& graph, const graph::Node& node);
 
+// A Slice of a 4-d NCHW tensor that crops H and W by constant amounts from each border
+// (starts ≥ 0, ends < 0 or "to the end", steps 1): the crop as negative pads, or why not.
+std::variant<Pads2d, std::string> crop_of(const graph::Graph& graph, const graph::Node& node);
+
 // ONNX Conv attributes for a module's geometry, the padding resolved to explicit pads
 // [top, left, bottom, right] (ONNX's [x1_begin, x2_begin, x1_end, x2_end]).
 graph::Attributes conv_attributes(const nn::Conv2d& conv);

@@ -80,6 +80,11 @@ Pads2d operator+(const Pads2d& a, const Pads2d& b) {
   return {a.top + b.top, a.left + b.left, a.bottom + b.bottom, a.right + b.right};
 }
 
+// A border step: a zero Pad (positive pads) or a cropping Slice (negative pads).
+std::variant<Pads2d, std::string> border_of(const graph::Graph& g, const graph::Node& n) {
+  return detail::is_op(n, "Pad") ? detail::zero_pad_of(g, n) : detail::crop_of(g, n);
+}
+
 // The modules along the chain are the plain ones over constants, and every value inside the
 // branch (and the leaf) is read once, by the next node of the pattern.
 std::string chain_problem(const graph::Graph& g, const Branch& b) {
@@ -90,8 +95,8 @@ std::string chain_problem(const graph::Graph& g, const Branch& b) {
       why = detail::conv_problem(g, n);
     } else if (detail::is_op(n, "BatchNormalization")) {
       why = detail::batch_norm_problem(g, n);
-    } else if (detail::is_op(n, "Pad")) {
-      const auto pads = detail::zero_pad_of(g, n);
+    } else if (detail::is_op(n, "Pad") || detail::is_op(n, "Slice")) {
+      const auto pads = border_of(g, n);
       if (const auto* reason = std::get_if<std::string>(&pads)) why = *reason;
     } else if (!detail::avg_pool_module(n)) {
       why = fmt::format("{} is not run by a plain AvgPool2d module", describe(n));
@@ -138,9 +143,20 @@ std::variant<Window, std::string> window_of(const graph::Graph& g, const Branch&
       return mismatch(
           "only an AveragePool without ceil_mode or divisor, counting its padding, is a conv");
   }
-  Pads2d pad_node;
-  if (b.pad) pad_node = std::get<Pads2d>(detail::zero_pad_of(g, at(g, b, *b.pad)));
-  w.pads = core_pads + pad_node;
+  // conv(crop_c(x), p) reads what conv(x, p − c) reads, unless it pads the cropped side with
+  // zeros where x has pixels; conv(pad_q(x), p) is conv(x, p + q).
+  Pads2d border;
+  if (b.pad) border = std::get<Pads2d>(border_of(g, at(g, b, *b.pad)));
+  const auto cropped_then_padded = [](std::int64_t c, std::int64_t p) { return c < 0 && p > 0; };
+  if (cropped_then_padded(border.top, core_pads.top) ||
+      cropped_then_padded(border.left, core_pads.left) ||
+      cropped_then_padded(border.bottom, core_pads.bottom) ||
+      cropped_then_padded(border.right, core_pads.right))
+    return mismatch(fmt::format("{} crops what {} then pads with zeros", describe(at(g, b, *b.pad)),
+                                describe(at(g, b, b.conv ? *b.conv : *b.pool))));
+  w.pads = core_pads + border;
+  const bool zeros_written = core_pads != Pads2d{} || border.top > 0 || border.left > 0 ||
+                             border.bottom > 0 || border.right > 0;
   if (const auto f = head_conv(g, b)) {
     // x → 1×1 (stride 1) → …: the head's own padding reads x's zero border as its bias, which
     // is what the merged conv assumes; zeros written after it (Pad, the core's padding) are not.
@@ -150,7 +166,7 @@ std::variant<Window, std::string> window_of(const graph::Graph& g, const Branch&
       return mismatch(fmt::format(
           "the first conv of a 1x1 -> KxK branch must be 1x1 with stride 1 (got {}, stride {})",
           size_text(fo.kernel_size()), size_text(fo.stride())));
-    w.zero_pad_after_head = w.pads != Pads2d{};
+    w.zero_pad_after_head = zeros_written;
     w.pads = w.pads + fp;
     if (b.conv && fo.groups() != groups)
       return mismatch(
@@ -377,20 +393,28 @@ class TreeMerger {
                          size_text(lw.kernel), size_text(target_.kernel));
     const std::int64_t ph = target_.dilation.h * dh / 2, pw = target_.dilation.w * dw / 2;
     target_.pads = {lw.pads.top + ph, lw.pads.left + pw, lw.pads.bottom + ph, lw.pads.right + pw};
+    // check_branch_alignment compares P − p per side; a cropped branch has p < 0, so both
+    // sides are shifted by the same amount first, which leaves every P − p as it is.
+    std::int64_t shift = 0;
+    for (const Window& w : windows_)
+      for (std::int64_t v : {w.pads.top, w.pads.left, w.pads.bottom, w.pads.right})
+        shift = std::max(shift, -v);
+    const auto shifted = [&](const Pads2d& p) {
+      return Padding2d::asymmetric(p.top + shift, p.left + shift, p.bottom + shift,
+                                   p.right + shift);
+    };
     for (std::size_t i = 0; i < branches_.size(); ++i) {
       try {
-        reparam::check_branch_alignment(
-            windows_[i].kernel,
-            Padding2d::asymmetric(windows_[i].pads.top, windows_[i].pads.left,
-                                  windows_[i].pads.bottom, windows_[i].pads.right),
-            target_.kernel,
-            Padding2d::asymmetric(target_.pads.top, target_.pads.left, target_.pads.bottom,
-                                  target_.pads.right),
-            target_.dilation);
+        reparam::check_branch_alignment(windows_[i].kernel, shifted(windows_[i].pads),
+                                        target_.kernel, shifted(target_.pads), target_.dilation);
       } catch (const Error& e) {
         return fmt::format("{}: {}", branch_text(g_, branches_[i]), e.message());
       }
     }
+    const Pads2d& P = target_.pads;
+    if (P.top < 0 || P.left < 0 || P.bottom < 0 || P.right < 0)
+      return fmt::format("the merged {} conv would need negative padding ({}, {}, {}, {})",
+                         size_text(target_.kernel), P.top, P.left, P.bottom, P.right);
     return {};
   }
 

@@ -502,3 +502,53 @@ TEST(ReparamPassDeclines, PadWithANonZeroValue) {
 
 }  // namespace
 }  // namespace refold
+
+namespace refold {
+namespace {
+
+using testing::ConvSpec;
+using testing::GraphBuilder;
+
+// x[:, :, :, c:-c] (or rows) as ONNX Slice with constant starts/ends/axes/steps.
+std::string crop(GraphBuilder& b, const std::string& x, std::int64_t axis, float c, float end) {
+  const auto i64 = [&](const char* name, float v) {
+    return b.constant(name, testing::values({v}, {1}, {DType::Int64}));
+  };
+  return b.node("Slice",
+                {x, i64("starts", c), i64("ends", end), i64("axes", float(axis)), i64("steps", 1)});
+}
+
+// ACNet at padding 0: the 3×1 conv reads x cropped by a column each side, the 1×3 by a row;
+// both windows still center in the 3×3, so the block is one 3×3 conv with padding 0.
+TEST(ReparamPass, ACNetWithCroppedInputs) {
+  for (std::int64_t stride : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "stride " << stride);
+    GraphBuilder b(static_cast<std::uint64_t>(50 + stride));
+    const std::string x = b.input("x", {1, 3, 11, 10});
+    b.output(b.relu(b.sum({b.conv(x, 3, 5, 3, {.stride = stride}),
+                           b.conv(crop(b, x, 3, 1, -1), 3, 5, {3, 1}, {.stride = stride}),
+                           b.conv(crop(b, x, -2, 1, -1), 3, 5, {1, 3}, {.stride = stride})})));
+    merge_and_compare(b);
+    expect_one_conv(b, {{"Relu", 1}});
+    EXPECT_EQ(b.graph().nodes()[0].attributes.get_ints("pads"),
+              (std::vector<std::int64_t>{0, 0, 0, 0}));
+  }
+}
+
+TEST(ReparamPassDeclines, CropThenZeroPadding) {
+  GraphBuilder b(53);
+  const std::string x = b.input("x", {1, 3, 8, 8});
+  b.output(b.add(b.conv(x, 3, 3, 3),
+                 b.conv(crop(b, x, 3, 2, -2), 3, 3, {3, 1}, {.pads = {0, 1, 0, 1}})));
+  expect_declined(b, "then pads with zeros");
+}
+
+TEST(ReparamPassDeclines, CropThatDependsOnTheInputSize) {
+  GraphBuilder b(54);
+  const std::string x = b.input("x", {1, 3, 8, 8});
+  b.output(b.add(b.conv(x, 3, 3, 3), b.conv(crop(b, x, 3, 1, 7), 3, 3, {3, 1})));
+  expect_declined(b, "depends on the input size");
+}
+
+}  // namespace
+}  // namespace refold
