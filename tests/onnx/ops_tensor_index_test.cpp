@@ -394,6 +394,28 @@ TEST(OnnxEqualWhere, BroadcastBooleansAsInt64) {
   });
 }
 
+// The layout plan's FirstInput rule (src/passes/layout.cpp): a 4-d channels_last first input
+// keeps its format through Cast, Equal, Where and ScatterND; Gather and Expand write fresh
+// contiguous tensors.
+TEST(OnnxTensorOps, OutputLayoutFollowsTheFirstInput) {
+  const Tensor x = to_channels_last(iota({1, 3, 2, 2}));
+  EXPECT_TRUE(is_channels_last(cast_to(7).run({x})));
+  EXPECT_TRUE(is_channels_last(OpCase("Equal", {"a", "b"}).run({x, values({4}, {1})})));
+  const Tensor cond = to_channels_last(cast_to(9).run({iota({1, 3, 2, 2})}));
+  const Tensor w = OpCase("Where", {"c", "x", "y"}).run({cond, x, values({-1}, {1})});
+  EXPECT_TRUE(is_channels_last(w));
+  std::vector<float> expected = iota(Shape{1, 3, 2, 2}).to_vector();
+  expected[0] = -1;
+  EXPECT_EQ(w.to_vector(), expected);
+  const Tensor s =
+      OpCase("ScatterND", {"d", "i", "u"}).run({x, i64({0, 2, 1, 1}, {1, 4}), values({-5}, {1})});
+  EXPECT_TRUE(is_channels_last(s));
+  expected = iota(Shape{1, 3, 2, 2}).to_vector();
+  expected[11] = -5;
+  EXPECT_EQ(s.to_vector(), expected);
+  EXPECT_FALSE(is_channels_last(OpCase("Expand", {"x", "s"}).run({x, i64({1})})));
+}
+
 // ---- a torch.onnx shape chain, run by the executor ----
 
 // x.view(x.size(0), -1) as torch.onnx writes it:

@@ -139,8 +139,12 @@ Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
                fmt::join(updates.sizes(), ", "), fmt::join(expected, ", "), fmt::join(is, ", "),
                fmt::join(data.sizes(), ", "));
   // Resolve every row of indices to an element offset of a contiguous output first.
-  Tensor output = data.clone(MemoryFormat::Contiguous);
-  const Shape out_strides = contiguous_strides(data.sizes());
+  // A copy of data in data's layout (4-d channels_last stays so), then the updates.
+  Tensor output =
+      data.clone(data.dim() == 4 && data.suggest_memory_format() == MemoryFormat::ChannelsLast
+                     ? MemoryFormat::ChannelsLast
+                     : MemoryFormat::Contiguous);
+  const Shape out_strides = output.strides();
   const std::vector<std::int64_t> values = detail::int64_values(indices);
   const std::size_t n_rows =
       static_cast<std::size_t>(checked_numel(std::span(is).first(is.size() - 1), "scatter_nd"));

@@ -48,7 +48,8 @@ Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
   REFOLD_CHECK(x.dtype() == y.dtype(), "where: x has dtype {} but y has {}", dtype_name(x.dtype()),
                dtype_name(y.dtype()));
   const Shape sizes = detail::broadcast_shapes({condition.sizes(), x.sizes(), y.sizes()}, "where");
-  Tensor output = empty_following(x, sizes, x.dtype());
+  // Layout: the first input that has the output's sizes (the layout plan's FirstInput rule).
+  Tensor output = empty_following(condition.sizes() == sizes ? condition : x, sizes, x.dtype());
   const Shape cs = broadcast_strides(condition, sizes);
   const Shape xs = broadcast_strides(x, sizes);
   const Shape ys = broadcast_strides(y, sizes);
@@ -76,16 +77,16 @@ Tensor equal(const Tensor& a, const Tensor& b) {
   REFOLD_CHECK(a.dtype() == b.dtype(), "equal: inputs have dtypes {} and {}; they must match",
                dtype_name(a.dtype()), dtype_name(b.dtype()));
   const Shape sizes = detail::broadcast_shapes({a.sizes(), b.sizes()}, "equal");
-  Tensor output = empty(sizes, DType::Int64);
+  Tensor output = empty_following(a, sizes, DType::Int64);
   const Shape as = broadcast_strides(a, sizes);
   const Shape bs = broadcast_strides(b, sizes);
+  const Shape& os = output.strides();
   auto* out = output.data<std::int64_t>();
-  std::int64_t o = 0;
   if (a.dtype() == DType::Int64) {
     const auto* pa = a.data<std::int64_t>();
     const auto* pb = b.data<std::int64_t>();
     for_each_index(sizes, [&](const Shape& idx) {
-      out[o++] = pa[offset_in(idx, as)] == pb[offset_in(idx, bs)] ? 1 : 0;
+      out[offset_in(idx, os)] = pa[offset_in(idx, as)] == pb[offset_in(idx, bs)] ? 1 : 0;
     });
     return output;
   }
@@ -93,10 +94,10 @@ Tensor equal(const Tensor& a, const Tensor& b) {
   const void* pa = a.data_ptr();
   const void* pb = b.data_ptr();
   for_each_index(sizes, [&](const Shape& idx) {
-    out[o++] = load_as_float(pa, a.dtype(), offset_in(idx, as)) ==
-                       load_as_float(pb, b.dtype(), offset_in(idx, bs))
-                   ? 1
-                   : 0;
+    out[offset_in(idx, os)] = load_as_float(pa, a.dtype(), offset_in(idx, as)) ==
+                                      load_as_float(pb, b.dtype(), offset_in(idx, bs))
+                                  ? 1
+                                  : 0;
   });
   return output;
 }

@@ -7,9 +7,11 @@
 // resize compute in double and round once to the input's dtype. Booleans are int64 0/1 (DType
 // has no bool): equal() returns them, where() reads them.
 //
-// Output layout: a 4-d output keeps channels_last when the (first) input suggests it and the
-// op maps dimensions one to one (softmax, resize, slice, depth_to_space; concat when every input
-// does); every other output is contiguous.
+// Output layout (the layout plan's rules, src/passes/layout.cpp): a 4-d output keeps
+// channels_last when the first input suggests it and the op maps dimensions one to one
+// (softmax, resize, slice, depth_to_space, cast, equal, scatter_nd; where follows its condition,
+// or x when the condition broadcasts; concat when every input does); transpose, gather, expand,
+// range and constant_of_shape write a fresh contiguous tensor.
 //
 // Errors are refold::Error starting with the kernel's name and the offending value, e.g.
 //   "gather: index 7 out of range for axis 1 of size 3".
