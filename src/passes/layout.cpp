@@ -14,6 +14,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "core/check.h"
@@ -157,8 +158,13 @@ class Model {
   int variables() const { return static_cast<int>(var_nodes_.size()); }
   const std::vector<std::size_t>& var_nodes(int var) const { return var_nodes_[var]; }
 
-  // Groups of variables whose choices interact (see the file comment).
-  std::vector<std::vector<int>> regions() const {
+  // Groups of variables whose choices interact (see the file comment), with the nodes whose
+  // cost they can change.
+  struct Region {
+    std::vector<int> vars;
+    std::vector<std::size_t> nodes;  // ascending
+  };
+  std::vector<Region> regions() const {
     std::vector<int> parent(names_.size());
     std::iota(parent.begin(), parent.end(), 0);
     auto find = [&](int x) {
@@ -184,25 +190,42 @@ class Model {
         unite(out, root_of_var[v]);
       }
     }
-    std::map<int, std::vector<int>> by_root;
+    std::map<int, Region> by_root;
     for (std::size_t v = 0; v < var_nodes_.size(); ++v) {
       const int r = root_of_var[v] < 0 ? -1 - static_cast<int>(v) : find(root_of_var[v]);
-      by_root[r].push_back(static_cast<int>(v));
+      by_root[r].vars.push_back(static_cast<int>(v));
     }
-    std::vector<std::vector<int>> out;
-    for (auto& [root, vars] : by_root) out.push_back(std::move(vars));
+    // A region's nodes: those touching one of its values. Every other node's terms do not
+    // depend on the region's choices (a value outside it never takes its format from inside).
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      std::set<int> roots;
+      for (int id : nodes_[i].inputs)
+        if (id >= 0) roots.insert(find(id));
+      for (int id : nodes_[i].outputs)
+        if (id >= 0) roots.insert(find(id));
+      for (int r : roots) {
+        if (auto it = by_root.find(r); it != by_root.end()) it->second.nodes.push_back(i);
+      }
+    }
+    std::vector<Region> out;
+    for (auto& [root, region] : by_root) out.push_back(std::move(region));
     return out;
   }
 
   // The formats and permutes that follow from `nhwc[v]` (variable v's weights channels_last).
-  Score evaluate(const std::vector<bool>& nhwc, LayoutPlan* plan) const {
+  // With `only`, just those nodes (ascending, a region's): the score then differs from the
+  // whole graph's by terms its choices cannot change, so comparisons within the region hold.
+  Score evaluate(const std::vector<bool>& nhwc, LayoutPlan* plan,
+                 const std::vector<std::size_t>* only = nullptr) const {
     std::vector<MemoryFormat> format = initial_;
     Score score;
     for (bool b : nhwc) score.nchw_weights += b ? 0 : 1;
     int permutes = 0;
     auto of = [&](int id) { return id < 0 ? kNchw : format[id]; };
     auto free_to_convert = [&](int id) { return kind_[id] != Kind::FourD; };
-    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const std::size_t steps = only != nullptr ? only->size() : nodes_.size();
+    for (std::size_t step = 0; step < steps; ++step) {
+      const std::size_t i = only != nullptr ? (*only)[step] : step;
       const NodeInfo& n = nodes_[i];
       NodeLayout* nl = nullptr;
       if (plan != nullptr) {
@@ -320,14 +343,15 @@ class Model {
 constexpr int kMaxEnumerated = 12;  // 2^12 evaluations of the graph per region at most
 
 // The choice for one region, the others held at `nhwc`.
-void solve_region(const Model& model, const std::vector<int>& vars, std::vector<bool>& nhwc) {
+void solve_region(const Model& model, const Model::Region& region, std::vector<bool>& nhwc) {
+  const std::vector<int>& vars = region.vars;
   if (static_cast<int>(vars.size()) <= kMaxEnumerated) {
     // Enumerate from all-NHWC (mask 0) so that ties keep the seed's choice.
     std::optional<Score> best;
     std::uint32_t best_mask = 0;
     for (std::uint32_t mask = 0; mask < (1u << vars.size()); ++mask) {
       for (std::size_t k = 0; k < vars.size(); ++k) nhwc[vars[k]] = ((mask >> k) & 1u) == 0;
-      const Score s = model.evaluate(nhwc, nullptr);
+      const Score s = model.evaluate(nhwc, nullptr, &region.nodes);
       if (!best || s < *best) best = s, best_mask = mask;
     }
     for (std::size_t k = 0; k < vars.size(); ++k) nhwc[vars[k]] = ((best_mask >> k) & 1u) == 0;
@@ -335,12 +359,12 @@ void solve_region(const Model& model, const std::vector<int>& vars, std::vector<
   }
   // Large region: from the seed's plan, flip one conv at a time while the score improves.
   for (int v : vars) nhwc[v] = true;
-  Score current = model.evaluate(nhwc, nullptr);
+  Score current = model.evaluate(nhwc, nullptr, &region.nodes);
   for (int round = 0; round < 8; ++round) {
     bool improved = false;
     for (int v : vars) {
       nhwc[v] = !nhwc[v];
-      const Score s = model.evaluate(nhwc, nullptr);
+      const Score s = model.evaluate(nhwc, nullptr, &region.nodes);
       if (s < current) {
         current = s;
         improved = true;
@@ -378,7 +402,7 @@ LayoutPlan evaluate_layout(const graph::Graph& graph, const std::set<std::string
 LayoutPlan make_layout_plan(const graph::Graph& graph) {
   const Model model(graph);
   std::vector<bool> nhwc(model.variables(), true);
-  for (const std::vector<int>& region : model.regions()) solve_region(model, region, nhwc);
+  for (const Model::Region& region : model.regions()) solve_region(model, region, nhwc);
   LayoutPlan plan;
   model.evaluate(nhwc, &plan);
   return plan;

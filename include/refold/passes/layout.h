@@ -35,7 +35,7 @@
 // pay a permute in and a permute out for itself alone — e.g. a conv reading an NCHW graph input
 // whose only readers are NCHW-only layers stays NCHW (1 instead of 2). Convs that share one
 // weight tensor decide together. Exact: the convs split into independent regions (cut where a
-// value is made NCHW by a layer that requires it); a region with at most 14 decisions is
+// value is made NCHW by a layer that requires it); a region with at most 12 decisions is
 // solved by enumeration, a larger one by flipping one conv at a time from the seed's plan
 // while the cost drops (never worse than the seed's plan).
 //
