@@ -26,18 +26,19 @@
 //
 // The rule the planner implements. Each conv either gets channels_last weights or keeps NCHW
 // ones; the plan minimises, in this order,
-//   1. cost = permutes + convs that compute in NCHW  (one permute ≈ what one conv gains from
-//      NHWC: both move its activation once),
+//   1. cost = permutes + convs that compute in NCHW  (a permute copies one activation, an NCHW
+//      conv forgoes the NHWC kernel's speed-up; a deliberately simple exchange rate of 1:1),
 //   2. the number of convs that compute in NCHW,
 //   3. the number of convs left with NCHW weights (seed default: channels_last).
 // So it is the seed's rule (NHWC from the first conv, kept through layers that accept it,
 // NCHW only where a layer requires it, NHWC again at the next conv) except where a conv would
 // pay a permute in and a permute out for itself alone — e.g. a conv reading an NCHW graph input
 // whose only readers are NCHW-only layers stays NCHW (1 instead of 2). Convs that share one
-// weight tensor decide together. Exact: the convs split into independent regions (cut where a
-// value is made NCHW by a layer that requires it); a region with at most 12 decisions is
-// solved by enumeration, a larger one by flipping one conv at a time from the seed's plan
-// while the cost drops (never worse than the seed's plan).
+// weight tensor (one Tensor handle, e.g. one module running two nodes) decide together.
+// Search: the convs split into independent regions (cut where a layer that requires NCHW, or
+// one that writes a fresh tensor, starts a value over). A region with at most 12 decisions is
+// solved exactly by enumeration; a larger one by flipping one conv at a time, from the seed's
+// plan, while the cost drops (so never worse than the seed's plan, not proven minimal).
 //
 // Sizes stay logical NCHW whatever the strides, so axis-bearing ops (Concat axis 1, Softmax,
 // Flatten, Reshape, Transpose) compute the same values under any plan.
@@ -92,8 +93,10 @@ LayoutPlan make_layout_plan(const graph::Graph& graph);
 LayoutPlan evaluate_layout(const graph::Graph& graph, const std::set<std::string>& channels_last);
 
 // Lays out every conv node's weight as the plan says (nn::utils::
-// convert_conv2d_weight_memory_format on the node's module, which reaches a fused node's conv).
-// Returns the number of weights whose format changed.
+// convert_conv2d_weight_memory_format on the node's module, which reaches a fused node's conv),
+// and points the graph's constant for that weight at the converted storage (no second copy;
+// its source index is kept, so export still writes the original initializer). Returns the
+// number of weights whose format changed.
 int apply_layout_plan(graph::Graph& graph, const LayoutPlan& plan);
 
 }  // namespace refold::passes
