@@ -347,6 +347,7 @@ class TreeMerger {
     }
     // The target geometry from the first branch with a conv; the others must agree with it.
     const auto lead = std::find_if(branches_.begin(), branches_.end(), has_conv);
+    if (lead == branches_.end()) return fmt::format("no branch of '{}' has a conv", input_);
     const auto core = core_conv(g_, *lead), head = head_conv(g_, *lead);
     const nn::Conv2d& named = core ? *core : *head;
     target_ = {};

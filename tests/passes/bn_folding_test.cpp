@@ -6,6 +6,7 @@
 #include <string>
 
 #include "passes/passes.h"
+#include "refold/nn/utils.h"
 #include "testing/compare.h"
 #include "testing/graph_builder.h"
 
@@ -146,6 +147,16 @@ TEST(BnFolding, ConvTransposeWithGroups) {
     EXPECT_EQ(b.graph().nodes()[0].attributes.get_ints("output_padding"),
               (std::vector<std::int64_t>{1, 0}));
   }
+}
+
+TEST(BnFolding, ChannelsLastWeightsStayChannelsLast) {
+  GraphBuilder b(12);
+  const std::string x = b.input("x", {1, 4, 6, 6});
+  b.output(b.bn(b.conv(x, 4, 6, 3, {.pads = ConvSpec::same(1), .groups = 2}), 6));
+  nn::utils::convert_conv2d_weight_memory_format(b.graph(), MemoryFormat::ChannelsLast);
+  EXPECT_TRUE(fold_and_compare(b).changed);
+  const Tensor& w = b.graph().constant(b.graph().nodes()[0].inputs[1]);
+  EXPECT_EQ(w.suggest_memory_format(), MemoryFormat::ChannelsLast);
 }
 
 TEST(BnFolding, FoldsEveryPairInAChain) {

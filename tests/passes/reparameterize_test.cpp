@@ -8,6 +8,7 @@
 #include <string>
 
 #include "passes/passes.h"
+#include "refold/nn/utils.h"
 #include "testing/compare.h"
 #include "testing/graph_builder.h"
 
@@ -548,6 +549,43 @@ TEST(ReparamPassDeclines, CropThatDependsOnTheInputSize) {
   const std::string x = b.input("x", {1, 3, 8, 8});
   b.output(b.add(b.conv(x, 3, 3, 3), b.conv(crop(b, x, 3, 1, 7), 3, 3, {3, 1})));
   expect_declined(b, "depends on the input size");
+}
+
+}  // namespace
+}  // namespace refold
+
+namespace refold {
+namespace {
+
+using testing::GraphBuilder;
+
+// A graph whose conv weights are already channels_last (convert_conv2d_weight_memory_format,
+// or a layout pass) stays so: the merged conv's weight keeps the format, and the result holds.
+TEST(ReparamPass, ChannelsLastWeightsStayChannelsLast) {
+  GraphBuilder b(60);
+  const std::string x = b.input("x", {1, 6, 8, 8});
+  b.output(repvgg_block(b, x, 6, 6, 1, 2));
+  nn::utils::convert_conv2d_weight_memory_format(b.graph(), MemoryFormat::ChannelsLast);
+  merge_and_compare(b);
+  expect_one_conv(b, {{"Relu", 1}});
+  const Tensor& w = b.graph().constant(b.graph().nodes()[0].inputs[1]);
+  EXPECT_EQ(w.suggest_memory_format(), MemoryFormat::ChannelsLast);
+}
+
+// Every pass the optimizer runs on a block, in its order, ends at one conv.
+TEST(ReparamPass, AfterBnFoldingAndBeforeDeadCode) {
+  GraphBuilder b(61);
+  const std::string x = b.input("x", {2, 4, 7, 7});
+  b.output(repvgg_block(b, b.identity(x), 4, 4));
+  const Tensor in = b.random_input();
+  const Tensor before = b.run({in})[0];
+  passes::eliminate_dead_code(b.graph());
+  passes::fold_batch_norms(b.graph());
+  const passes::PassReport r = passes::reparameterize_branches(b.graph());
+  passes::eliminate_dead_code(b.graph());
+  b.graph().verify();
+  EXPECT_TRUE(testing::model_close(b.run({in})[0], before)) << notes_of(r);
+  expect_one_conv(b, {{"Relu", 1}});
 }
 
 }  // namespace
