@@ -116,6 +116,9 @@ TEST(OnnxSlice, StartsEndsAxesSteps) {
   // step −2 from index 3 down to (excluding) 0: 3, 1.
   EXPECT_EQ(slice_case({-1}, {0}, {-1}, {-2}).run({x}).to_vector(),
             (std::vector<float>{4, 2, 8, 6}));
+  // An empty dimension stays empty in both directions.
+  EXPECT_EQ(slice_case({0}, {kMax}, {1}, {-1}).run({zeros({2, 0})}).sizes(), (Shape{2, 0}));
+  EXPECT_EQ(slice_case({-1}, {kMin}, {1}, {-1}).run({zeros({2, 0})}).sizes(), (Shape{2, 0}));
   // Empty: start past the end.
   EXPECT_EQ(slice_case({5}, {kMax}, {1}).run({x}).sizes(), (Shape{2, 0}));
   // Huge steps do not overflow.

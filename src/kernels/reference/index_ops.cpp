@@ -63,6 +63,7 @@ Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis) {
 
 SliceDim resolve_slice(std::int64_t start, std::int64_t end, std::int64_t step, std::int64_t size) {
   REFOLD_CHECK(step != 0, "slice: step must not be 0");
+  if (size == 0) return {0, step, 0};  // nothing to take, whichever the direction
   if (start < 0) start += size;
   if (end < 0) end += size;
   if (step > 0) {
