@@ -283,8 +283,11 @@ namespace {
 
 void check_input(const ValueInfo& declared, const Tensor& given, std::size_t position) {
   REFOLD_CHECK(given.defined(), "Graph: input {} ('{}') is undefined", position, declared.name);
+  // int32 (6) and bool (9) values are held as int64 (refold/graph/ops/value_ops.h).
+  const int declared_type =
+      declared.elem_type == 6 || declared.elem_type == 9 ? 7 : declared.elem_type;
   const int given_type = elem_type_of(given.dtype());
-  REFOLD_CHECK(declared.elem_type == given_type,
+  REFOLD_CHECK(declared_type == given_type,
                "Graph: input '{}' is declared with element type {}, given {} ({})", declared.name,
                declared.elem_type, given_type, given.description());
   if (!declared.shape) return;
