@@ -7,7 +7,8 @@
 // Apply: run the node exactly as Graph::run would (an input goes contiguous first when the
 //        module does not accept channels_last), then graph.set_constant(output, result) and
 //        erase the node.
-// Declined, with a note: a result over the byte budget (RELIABILITY G2, constant_folding.h),
+// Declined, with a note: a result over the byte budget (RELIABILITY G2, constant_folding.h) —
+// for Expand and ConstantOfShape predicted from the constant shape before anything runs —
 // a node whose module throws (left for run time to report in context), a wrong output count.
 //
 // One forward sweep reaches the fixed point: nodes are in topological order, so when a node is
@@ -16,7 +17,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +63,42 @@ std::vector<Tensor> run_node(const graph::Graph& graph, const graph::Node& node)
   return {(*node.module)(graph.constant(node.inputs[0]))};
 }
 
+// What a size-making op would allocate, known from its constant inputs before it runs, so
+// that an Expand or ConstantOfShape to [2^40] is declined without allocating (RELIABILITY G2,
+// "validate before allocating"). In double: only compared with the budget, never allocated.
+// nullopt when not such an op or not known (the op then runs and reports its own errors).
+std::optional<double> predicted_bytes(const graph::Graph& graph, const graph::Node& node) {
+  const bool expand = node.op_type == "Expand" && node.inputs.size() == 2;
+  const bool fill = node.op_type == "ConstantOfShape" && node.inputs.size() == 1;
+  if (!expand && !fill) return std::nullopt;
+  const std::string& shape_name = node.inputs.back();
+  if (shape_name.empty() || !graph.is_constant(shape_name)) return std::nullopt;
+  const Tensor& shape = graph.constant(shape_name);
+  if (shape.dim() != 1) return std::nullopt;
+  std::vector<double> sizes;
+  for (float v : shape.to_vector()) {
+    if (v < 0) return std::nullopt;
+    sizes.push_back(v);
+  }
+  double element = 4;  // ConstantOfShape's default value is float32
+  if (expand) {
+    const Tensor& input = graph.constant(node.inputs[0]);
+    element = static_cast<double>(input.element_size());
+    // NumPy broadcasting, aligned at the last dimension: the larger size of each pair.
+    const Shape& in = input.sizes();
+    if (in.size() > sizes.size()) sizes.insert(sizes.begin(), in.size() - sizes.size(), 1.0);
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      double& s = sizes[sizes.size() - in.size() + k];
+      s = std::max(s, static_cast<double>(in[k]));
+    }
+  } else if (const Tensor value = node.attributes.get_tensor("value"); value.defined()) {
+    element = static_cast<double>(value.element_size());
+  }
+  double bytes = element;
+  for (double s : sizes) bytes *= s;
+  return bytes;
+}
+
 std::size_t byte_size(const Tensor& t) {
   // numel() is overflow-checked where the tensor was made, and the storage exists, so the
   // product fits: it is at most the bytes actually allocated.
@@ -79,6 +118,14 @@ PassReport fold_constants(graph::Graph& graph, std::size_t max_bytes) {
       if (problem != "not constant") {
         report.notes.push_back(fmt::format("kept {}: {}", describe(node), problem));
       }
+      ++i;
+      continue;
+    }
+    if (const auto bytes = predicted_bytes(graph, node);
+        bytes && *bytes > static_cast<double>(max_bytes)) {
+      report.notes.push_back(fmt::format(
+          "kept {}: its output would be {:.0f} bytes, over the folding budget of {} bytes",
+          describe(node), *bytes, max_bytes));
       ++i;
       continue;
     }

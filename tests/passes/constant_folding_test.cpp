@@ -74,6 +74,27 @@ TEST(ConstantFolding, ResultOverTheByteBudgetStaysANodeWithANote) {
   EXPECT_GE(passes::kMaxFoldedBytes, std::size_t{64} << 20);
 }
 
+// A huge result is declined from the constant shape alone: folding ConstantOfShape([2^40])
+// or Expand to [2^20, 2^20] must not try to allocate 4 TiB.
+TEST(ConstantFolding, HugeShapesAreDeclinedBeforeAnythingIsAllocated) {
+  GraphBuilder b;
+  const auto x = b.input("x", {1});
+  const auto huge = b.constant("huge", int64s({std::int64_t{1} << 40}));
+  const auto filled = b.node("ConstantOfShape", {huge}, {}, "fill");
+  const auto one = b.constant("one", testing::values({1.0f}, {1, 1}));
+  const auto square = b.constant("square", int64s({std::int64_t{1} << 20, std::int64_t{1} << 20}));
+  const auto expanded = b.node("Expand", {one, square}, {}, "expand");
+  b.output(b.node("Add", {x, filled}, {}, "a"));
+  b.output(b.node("Add", {x, expanded}, {}, "b"));
+  passes::PassReport report;
+  ASSERT_NO_THROW(report = passes::fold_constants(*b.graph));
+  EXPECT_FALSE(report.changed);
+  EXPECT_TRUE(any_note_contains(
+      report, "kept ConstantOfShape 'fill': its output would be 4398046511104 bytes"));
+  EXPECT_TRUE(
+      any_note_contains(report, "kept Expand 'expand': its output would be 4398046511104 bytes"));
+}
+
 TEST(ConstantFolding, ANodeWritingAGraphOutputIsKept) {
   GraphBuilder b;
   b.input("x", {1});
