@@ -58,10 +58,15 @@ TEST(FuzzRegressions, OptimizeRunRefusesEachCase) {
 // The fuzz bodies accept what they should: a seed model runs, a seed safetensors file parses.
 TEST(FuzzTargets, AcceptValidSeeds) {
   const fs::path corpus = fs::path(REFOLD_TEST_DATA_DIR) / ".." / ".." / "fuzz" / "corpus";
+  for (const char* seed :
+       {"conv_bn_relu", "repvgg_branches", "pool_concat_resize", "gemm_flatten"}) {
+    SCOPED_TRACE(seed);
+    const auto bytes = read_bytes(corpus / "optimize_run_fuzzer" / (std::string(seed) + ".onnx"));
+    ASSERT_FALSE(bytes.empty());
+    EXPECT_EQ(fuzz::optimize_run_one(bytes), "");
+    EXPECT_EQ(fuzz::onnx_load_one(bytes), "");
+  }
   const auto model = read_bytes(corpus / "optimize_run_fuzzer" / "conv_bn_relu.onnx");
-  ASSERT_FALSE(model.empty());
-  EXPECT_EQ(fuzz::optimize_run_one(model), "");
-  EXPECT_EQ(fuzz::onnx_load_one(model), "");
   const auto weights = read_bytes(corpus / "safetensors_fuzzer" / "conv_bn.safetensors");
   ASSERT_FALSE(weights.empty());
   EXPECT_EQ(fuzz::safetensors_one(weights), "");
