@@ -2,10 +2,12 @@
 // refold::reparameterize, each with NCHW weights and activations and with NHWC
 // (convert_conv2d_weight_memory_format ChannelsLast + a channels_last input), batch 1 and 8,
 // 224×224, 2 threads. Time is wall time per forward; aggregates are the median and the p90
-// (nearest rank) of the repetitions. GFLOP/s uses the deploy form's FLOPs for both forms (the
-// same work, done with more or fewer ops), so the two forms' rates compare like their times.
-// Before timing, each pair (training vs re-parameterized, same layout) must agree within
-// DESIGN.md's re-parameterization tolerance (refold::verify); otherwise the program aborts.
+// (nearest rank) of the repetitions. The re-parameterized form runs with each block's ReLU fused
+// into its conv (bench/repvgg_a0.h: fuse_deployed_activations). GFLOP/s uses the deploy form's
+// FLOPs for both forms (the same work, done with more or fewer ops), so the two forms' rates
+// compare like their times. Before timing, each pair (training vs re-parameterized, same layout)
+// must agree within DESIGN.md's re-parameterization tolerance (refold::verify); otherwise the
+// program aborts.
 //   build-bench/bench/reparam_bench --benchmark_repetitions=20
 //   --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -68,6 +70,11 @@ int main(int argc, char** argv) {
   const refold::ReparamReport report =
       refold::reparameterize(*fused_nchw, {.input_shape = refold::Shape{1, 3, kImage, kImage}});
   refold::reparameterize(*fused_nhwc);
+  // The deploy form as it is meant to run: each block's ReLU fused into its conv's primitive
+  // (bench/repvgg_a0.h; Conv2d::set_activation), so a block is one oneDNN call.
+  for (const auto& fused : {fused_nchw, fused_nhwc})
+    if (refold::bench::fuse_deployed_activations(*fused) != 22)
+      die("expected 22 conv+ReLU pairs fused in the deploy form");
   if (report.converted.size() != 22 || !report.left_as_is.empty() || !report.flops_after)
     die("expected all 22 RepVGGBlocks converted with FLOPs counted, got:\n" + report.to_string());
   refold::nn::utils::convert_conv2d_weight_memory_format(*train_nhwc, MemoryFormat::ChannelsLast);
