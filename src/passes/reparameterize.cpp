@@ -13,14 +13,23 @@
 // the centre tap per group, AveragePool is 1/(kh·kw) on the channel itself, and 1×1 → K×K in
 // series is W[o, c] = Σ_m W2[o, m]·W1[m, c]. A BN after the sum folds into the result.
 //
+// A branch's window on x sums the paddings along it: a Pad(0) by q before a conv with padding
+// p is the conv with p + q; a Slice cropping c is p − c (a negative padding, which only the
+// branch may have: it must center in the merged conv like any other). When the whole Add tree
+// cannot merge, its inner sub-trees are tried: ((conv3×3(x) + conv1×1(x)) + z) merges the
+// inner Add and keeps the outer one.
+//
 // Preconditions (RELIABILITY F24; anything else declines with "branch mismatch: …"):
 //   - equal stride, groups, in- and out-channels; equal dilation on every axis a kernel spans;
-//   - every branch's window centered in K: P − p = d·(K − k)/2 on each side;
+//   - every branch's window centered in K: P − p = d·(K − k)/2 on each side, and P ≥ 0;
 //   - identity and AveragePool: C_in == C_out, identity stride 1; AveragePool counting the
 //     padding (or unpadded), no ceil_mode or divisor;
-//   - 1×1 → K×K: the 1×1 has stride 1 and no padding, and the K×K pads with zeros only where
-//     the 1×1's output for a zero input is zero (no bias, no BN shift) — DBB's BNAndPad pads
-//     with that value instead, which a plain ONNX Conv does not;
+//   - 1×1 → K×K: the 1×1 has stride 1; its own padding is fine (it writes its bias b1 there,
+//     the value the merged conv assumes), but zeros written after it (a Pad, the K×K's
+//     padding) are exact only where b1 = 0 — DBB's BNAndPad writes b1 instead, which a plain
+//     ONNX Conv does not;
+//   - a crop is not followed by zero padding on the same side (that would read 0 where x has
+//     pixels);
 //   - constant weights, plain modules, every intermediate value read once by the pattern.
 #include <fmt/format.h>
 
