@@ -283,9 +283,26 @@ namespace {
 
 void check_input(const ValueInfo& declared, const Tensor& given, std::size_t position) {
   REFOLD_CHECK(given.defined(), "Graph: input {} ('{}') is undefined", position, declared.name);
-  // int32 (6) and bool (9) values are held as int64 (refold/graph/ops/value_ops.h).
-  const int declared_type =
-      declared.elem_type == 6 || declared.elem_type == 9 ? 7 : declared.elem_type;
+  // The element types refold holds in a wider one (refold/onnx/onnx.h, tensor files): every
+  // integer type and bool as int64, float16 as float32.
+  int declared_type = declared.elem_type;
+  switch (declared_type) {
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+    case 6:
+    case 9:
+    case 12:
+    case 13:  // (u)int8/16/32, bool, uint32/64
+      declared_type = 7;
+      break;
+    case 10:  // float16
+      declared_type = 1;
+      break;
+    default:
+      break;
+  }
   const int given_type = elem_type_of(given.dtype());
   REFOLD_CHECK(declared_type == given_type,
                "Graph: input '{}' is declared with element type {}, given {} ({})", declared.name,

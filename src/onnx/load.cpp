@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "onnx/attributes.h"
 #include "onnx/op_registry.h"
+#include "onnx/ops/shared_constants.h"
 #include "onnx/proto_io.h"
 #include "onnx/source_model.h"
 #include "onnx/tensor_proto.h"
@@ -91,6 +92,9 @@ std::shared_ptr<graph::Graph> build_graph(std::shared_ptr<graph::SourceModel> so
       throw Error(fmt::format("{}: {}", describe_node(node.name, n), e.what()));
     }
     REFOLD_CHECK(node.module != nullptr, "{}: no module was built", describe_node(node.name, n));
+    // The graph's constants become the very handles the module holds, so a later layout change
+    // of a weight (convert_conv2d_weight_memory_format) reaches what export writes.
+    ops::bind_module_constants(*g, node);
     g->add_node(std::move(node));
   }
   g->source = std::move(source);

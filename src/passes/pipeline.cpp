@@ -29,9 +29,18 @@ const std::vector<PassEntry>& pass_list() {
   return list;
 }
 
+// The ops the graph writes to ONNX: a fused node (Conv + Relu run as one) counts as its parts.
+void count_node(const graph::Node& node, std::map<std::string, int>& counts) {
+  if (node.parts.empty()) {
+    ++counts[node.op_type];
+    return;
+  }
+  for (const graph::Node& part : node.parts) count_node(part, counts);
+}
+
 std::map<std::string, int> count_ops(const graph::Graph& graph) {
   std::map<std::string, int> counts;
-  for (const graph::Node& node : graph.nodes()) ++counts[node.op_type];
+  for (const graph::Node& node : graph.nodes()) count_node(node, counts);
   return counts;
 }
 

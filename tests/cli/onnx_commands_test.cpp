@@ -142,6 +142,7 @@ TEST(CliBench, TimesFourVariantsAndPlots) {
   // The merged model does less work than the training form.
   EXPECT_LT(j["variants"][3]["flops"].get<double>(), j["variants"][0]["flops"].get<double>());
   EXPECT_GT(j["variants"][0]["median_ms"].get<double>(), 0);
+  EXPECT_GT(j["variants"][3]["peak_activation_bytes"].get<double>(), 0);
   std::ifstream svg(plot);
   std::string text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("<svg"), std::string::npos);

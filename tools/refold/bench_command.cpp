@@ -17,6 +17,7 @@
 #include "model_inputs.h"
 #include "refold/error.h"
 #include "refold/graph/profile.h"
+#include "refold/memory.h"
 #include "refold/onnx/onnx.h"
 #include "refold/passes/pipeline.h"
 #include "refold/threads.h"
@@ -114,8 +115,11 @@ int bench_command(const BenchArgs& args, std::FILE* out) {
   // Warm-up: primitives created, weights packed; FLOPs and peak memory from the last one.
   for (Variant& v : variants) {
     for (int i = 0; i < args.warmup; ++i) v.graph->run(inputs);
+    // Peak activation memory: what the run allocates above what was live before it.
+    const std::uint64_t before = memory_stats().current_bytes;
+    reset_peak_memory();
     v.flops = graph::profile(*v.graph, inputs).flops;
-    v.peak_bytes = 0;  // MEMORY-PENDING: refold/memory.h
+    v.peak_bytes = memory_stats().peak_bytes - before;
   }
   const int total = args.runs * static_cast<int>(variants.size());
   int done = 0;

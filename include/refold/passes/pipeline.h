@@ -31,7 +31,8 @@ struct PipelineOptions {
 
 struct PipelineReport {
   std::vector<PassReport> passes;
-  std::map<std::string, int> op_counts_before;  // op_type → count
+  // op_type → count, as written to ONNX (a fused Conv + Relu node counts as Conv and Relu).
+  std::map<std::string, int> op_counts_before;
   std::map<std::string, int> op_counts_after;
   std::string to_string(bool verbose = false) const;
 };

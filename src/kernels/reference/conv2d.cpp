@@ -12,8 +12,14 @@ namespace refold::reference {
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& options) {
-  const auto [batch, in_channels, in_h, in_w, out_channels, kh, kw, groups, out_h, out_w, pads] =
-      detail::check_conv2d(input, weight, bias, options);
+  // Plain copies, not structured bindings: clang 14 cannot capture those in the lambda below.
+  const auto geometry = detail::check_conv2d(input, weight, bias, options);
+  const std::int64_t batch = geometry.batch, in_channels = geometry.in_channels;
+  const std::int64_t in_h = geometry.in_h, in_w = geometry.in_w;
+  const std::int64_t out_channels = geometry.out_channels, groups = geometry.groups;
+  const std::int64_t kh = geometry.kh, kw = geometry.kw, out_h = geometry.out_h;
+  const std::int64_t out_w = geometry.out_w;
+  const auto pads = geometry.pads;
   const std::int64_t sh = options.stride.h, sw = options.stride.w;
   const std::int64_t dh = options.dilation.h, dw = options.dilation.w;
 
