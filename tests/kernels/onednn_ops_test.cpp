@@ -475,7 +475,8 @@ TEST_F(OnednnOps, BinaryRejectsWhatTheReferenceRejects) {
   for (BinaryOp op : {BinaryOp::Add, BinaryOp::Mul}) {
     for (std::size_t i = 0; i < bad.size(); ++i) {
       SCOPED_TRACE(fmt::format("{} case {}", onednn::binary_name(op), i));
-      const auto& [a, b] = bad[i];
+      const Tensor& a = bad[i].first;  // not a structured binding: clang 14 cannot capture those
+      const Tensor& b = bad[i].second;
       const std::string expected = message([&] { reference_binary(op, a, b); });
       EXPECT_NE(expected, "(no error)");
       std::string declined;
@@ -852,7 +853,8 @@ TEST_F(OnednnOps, PoolingRejectsWhatTheReferenceRejects) {
   };
   for (std::size_t i = 0; i < bad_max.size(); ++i) {
     SCOPED_TRACE(fmt::format("max case {}", i));
-    const auto& [in, o] = bad_max[i];
+    const Tensor& in = bad_max[i].first;  // clang 14 cannot capture structured bindings
+    const MaxPool2dOptions& o = bad_max[i].second;
     const std::string expected = message([&] { reference::max_pool2d(in, o); });
     EXPECT_NE(expected, "(no error)");
     std::string declined;

@@ -115,7 +115,9 @@ TEST(ReferenceActivations, BFloat16MatchesFloat32WithinBf16Tolerance) {
 
 TEST(ReferenceActivations, BadArguments) {
   const Tensor int64 = zeros({2, 3}, {DType::Int64});
-  for (const auto& [op_name, op] : all_ops()) {
+  for (const auto& entry : all_ops()) {
+    const auto& op_name = entry.first;  // not a structured binding: clang 14 cannot capture those
+    const auto& op = entry.second;
     testing::expect_errors({
         {op_name + " undefined input", [&] { op(Tensor{}); }, op_name + ": input is undefined"},
         {op_name + " int64 input", [&] { op(int64); }, op_name + ": input has dtype int64"},
