@@ -20,7 +20,12 @@
 #include "refold/tensor.h"
 #include "testing/builders.h"
 
+// An inline namespace of its own: tests/testing/graph_builder.h defines another
+// refold::testing::GraphBuilder (for the bn-folding, re-parameterization and dead-code tests);
+// without it the two classes would share mangled names in one test binary (an ODR violation).
+// TODO: merge the two builders into one.
 namespace refold::testing {
+inline namespace pass_graph {
 
 class GraphBuilder {
  public:
@@ -98,4 +103,5 @@ inline std::map<std::string, int> count_ops(const graph::Graph& g) {
   return counts;
 }
 
+}  // namespace pass_graph
 }  // namespace refold::testing
