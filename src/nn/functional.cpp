@@ -1,9 +1,10 @@
 // The functional API: validation of what only this layer adds, the memory-format rule of the
 // seed, then dispatch to an implementation.
 //
-// Dispatch: each op tries its implementations fastest first — oneDNN, then the reference, which
-// never declines. A decline carries a reason; REFOLD_VERBOSE=1 prints which implementation ran
-// and why the others declined. Ops without a oneDNN kernel yet go straight to the reference.
+// Dispatch: each op tries its implementations fastest first — refold's Winograd kernel (3×3
+// stride-1 convs, kernels/winograd), oneDNN, then the reference, which never declines. A decline
+// carries a reason; REFOLD_VERBOSE=1 prints which implementation ran and why the others declined.
+// Ops without a oneDNN kernel yet go straight to the reference.
 #include "refold/functional.h"
 
 #include <string>
@@ -20,6 +21,7 @@
 #include "kernels/post_ops.h"
 #include "kernels/reference/conv_common.h"
 #include "kernels/verbose.h"
+#include "kernels/winograd/conv2d.h"
 #include "refold/reference.h"
 
 namespace refold::functional {
@@ -38,15 +40,18 @@ Tensor conv_input_in_format(const Tensor& input, MemoryFormat format) {
 }
 
 // Runs `fast(&reason)`; when it declines (an undefined result), runs `reference()`.
+// `earlier` is what faster implementations tried before said, for the verbose line.
 template <typename Fast, typename Reference>
-Tensor fastest_first(std::string_view op, Fast&& fast, Reference&& reference) {
+Tensor fastest_first(std::string_view op, Fast&& fast, Reference&& reference,
+                     std::string_view earlier = {}) {
+  const std::string before = earlier.empty() ? std::string() : std::string(earlier) + "; ";
   std::string declined;
   Tensor out = fast(&declined);
   if (out.defined()) {
-    log_dispatch(op, "onednn");
+    log_dispatch(op, "onednn", earlier);
     return out;
   }
-  log_dispatch(op, "reference", "onednn declined: " + declined);
+  log_dispatch(op, "reference", before + "onednn declined: " + declined);
   return reference();
 }
 
@@ -68,9 +73,15 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   REFOLD_CHECK(input.defined(), "conv2d: input is undefined");
   REFOLD_CHECK(weight.defined(), "conv2d: weight is undefined");
   const Tensor src = conv_input_in_format(input, conv_memory_format(input, weight));
-  // oneDNN validates the arguments and the post-ops (with the reference's messages) before it
-  // can decline, so the reference below only ever sees valid ones. Unfused there:
+  // Winograd and oneDNN validate the arguments and the post-ops (with the reference's messages)
+  // before they can decline, so the reference below only ever sees valid ones. Unfused there:
   // y = act(conv + bias + residual), one pass per step.
+  std::string winograd_declined;
+  if (Tensor y = winograd::conv2d(src, weight, bias, options, post, &winograd_declined);
+      y.defined()) {
+    log_dispatch("conv2d", "winograd");
+    return y;
+  }
   return fastest_first(
       "conv2d",
       [&](std::string* declined) {
@@ -79,7 +90,8 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
       [&] {
         const Tensor y = reference::conv2d(src, weight, bias, options);
         return post.empty() ? y : reference::apply_post_ops(y, post);
-      });
+      },
+      "winograd declined: " + winograd_declined);
 }
 
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,

@@ -15,7 +15,7 @@
 
 #include "core/check.h"
 #include "kernels/onednn/engine.h"
-#include "kernels/onednn/lru_cache.h"
+#include "kernels/lru_cache.h"
 #include "refold/dtype.h"
 #include "refold/tensor.h"
 

@@ -1,5 +1,6 @@
 // A least-recently-used map with a capacity in "cost" units (1 per primitive, bytes per packed
-// weight). Not thread-safe: the owner locks. Values are shared_ptrs so that an entry evicted by
+// weight), shared by the backends' primitive and packed-weight caches. Not thread-safe: the
+// owner locks. Values are shared_ptrs so that an entry evicted by
 // one thread stays alive while another thread still runs with it.
 #pragma once
 
@@ -12,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace refold::onednn {
+namespace refold {
 
 // Cache keys are flat lists of integers (sizes, options, pointers, versions).
 using CacheKey = std::vector<std::int64_t>;
@@ -94,4 +95,4 @@ class LruCache {
   std::unordered_map<CacheKey, typename std::list<Entry>::iterator, CacheKeyHash> index_;
 };
 
-}  // namespace refold::onednn
+}  // namespace refold

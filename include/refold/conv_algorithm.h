@@ -1,0 +1,29 @@
+// Which algorithm refold's convolutions use.
+//
+//   Auto    (default) 3×3 stride-1 float32 convs on channels_last activations run refold's own
+//           Winograd F(2×2, 3×3) kernel where this CPU has AVX2 and FMA (2.25× fewer
+//           multiplications; outputs differ from the direct conv by rounding only, within the
+//           fp32 tolerance of DESIGN.md); every other conv runs oneDNN's direct kernel.
+//   Direct  oneDNN's direct kernel for every conv (the reference point in benchmarks).
+//
+// The environment variable REFOLD_CONV_ALGORITHM ("auto" or "direct", read once, on first use)
+// sets the default. The setting is process-wide and applies to every call made after it.
+// REFOLD_VERBOSE=1 prints, for each conv, which kernel ran and why the faster ones declined.
+#pragma once
+
+#include <string_view>
+
+namespace refold {
+
+enum class ConvAlgorithm { Auto, Direct };
+
+void set_conv_algorithm(ConvAlgorithm algorithm);
+// The current setting. Throws refold::Error if REFOLD_CONV_ALGORITHM is set to anything but
+// "auto" or "direct".
+ConvAlgorithm get_conv_algorithm();
+
+std::string_view conv_algorithm_name(ConvAlgorithm algorithm);  // "auto", "direct"
+// "auto" / "direct" → the algorithm; anything else throws refold::Error naming the text.
+ConvAlgorithm parse_conv_algorithm(std::string_view text);
+
+}  // namespace refold

@@ -1,0 +1,67 @@
+// The three transforms of Winograd's minimal filtering algorithm F(2×2, 3×3) (Lavin & Gray,
+// "Fast Algorithms for Convolutional Neural Networks", 2016). A 2×2 output tile Y of a 3×3
+// cross-correlation of the 4×4 input tile d (rows 2ty−pad_top …+3, columns 2tx−pad_left …+3)
+// with the kernel g is
+//
+//   Y = Aᵀ [ (G g Gᵀ) ⊙ (Bᵀ d B) ] A        ⊙: element-wise over the 16 positions ξ
+//
+//        ⎡1  0 −1  0⎤        ⎡ 1    0    0 ⎤
+//   Bᵀ = ⎢0  1  1  0⎥    G = ⎢ ½    ½    ½ ⎥    Aᵀ = ⎡1  1  1  0⎤
+//        ⎢0 −1  1  0⎥        ⎢ ½   −½    ½ ⎥         ⎣0  1 −1 −1⎦
+//        ⎣0  1  0 −1⎦        ⎣ 0    0    1 ⎦
+//
+// Over channels the ⊙ becomes 16 independent matrix products, one per position ξ:
+//   M_ξ[t][o] = Σ_i V_ξ[t][i] · U_ξ[i][o],   V_ξ = (Bᵀ d B)_ξ per tile t and input channel i,
+//                                            U_ξ = (G g Gᵀ)_ξ per input i and output o,
+// which is where the saving is: 16 multiply-adds per (tile, i, o) instead of 4·9 = 36.
+// Activations are NHWC float32, so every transform runs over 8 channels at a time (AVX2).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "refold/post_ops.h"
+#include "refold/tensor.h"
+
+namespace refold::winograd {
+
+inline constexpr std::int64_t kPositions = 16;   // ξ: the 4×4 transformed tile
+inline constexpr std::int64_t kBlockWidth = 16;  // output channels per packed column block
+
+// One conv problem as the transforms see it: NHWC float32 input and output.
+struct TileGeometry {
+  std::int64_t height = 0, width = 0, in_channels = 0;  // input, per image
+  std::int64_t out_h = 0, out_w = 0, out_channels = 0;  // output, per image
+  std::int64_t pad_top = 0, pad_left = 0;
+  std::int64_t tiles_h = 0, tiles_w = 0;  // ⌈out_h / 2⌉, ⌈out_w / 2⌉: tiles per image
+
+  std::int64_t tiles_per_image() const { return tiles_h * tiles_w; }
+};
+
+// U = G g Gᵀ for every (o, i) of a [C_out, C_in, 3, 3] float32 weight (any strides), packed the
+// way gemm.h reads B: position ξ starts at ξ·C_in·C_out; within it, output channels come in
+// column blocks of kBlockWidth (the last one may be 8 wide), block [o0, o0 + w) at o0·C_in,
+// stored [C_in][w]. C_out must be a multiple of 8.
+std::vector<float> transform_weights(const Tensor& weight);
+
+// V_ξ[slot][i] = (Bᵀ d B)_ξ of tile `tile` (numbered image-major, then row, then column) for
+// every input channel i, written at v + ξ·position_stride + slot·C_in. Input rows and columns
+// outside the image read as zero (the conv's padding). C_in must be a multiple of 8.
+void transform_input(const float* input, const TileGeometry& g, std::int64_t tile,
+                     std::int64_t slot, float* v, std::int64_t position_stride);
+
+// What the output transform applies before writing: y = activation(Y + bias + residual).
+struct Epilogue {
+  const float* bias = nullptr;      // [C_out]; never null (zeros when the conv has none)
+  const float* residual = nullptr;  // NHWC like the output, or null
+  Activation activation = Activation::None;
+  float negative_slope = 0.01f;  // LeakyReLU
+};
+
+// Y = Aᵀ M A of tile `tile` from M_ξ[slot][o] at m + ξ·position_stride + slot·C_out, then the
+// epilogue; writes the tile's output pixels that lie inside the output (the last row or column
+// of tiles may stick out by one). C_out must be a multiple of 8.
+void transform_output(const float* m, std::int64_t position_stride, const TileGeometry& g,
+                      std::int64_t tile, std::int64_t slot, const Epilogue& epilogue, float* out);
+
+}  // namespace refold::winograd
