@@ -3,29 +3,12 @@
 
 #include <gtest/gtest.h>
 
-#include <functional>
-#include <string>
-
 #include "refold/error.h"
 #include "refold/nn/batchnorm.h"
 #include "refold/tensor.h"
+#include "testing/error_table.h"  // throws_error(fn, expected)
 
 namespace refold::testing {
-
-// Passes when fn throws refold::Error whose full message contains `expected`.
-inline ::testing::AssertionResult throws_error(const std::function<void()>& fn,
-                                               const std::string& expected) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    if (what.find(expected) != std::string::npos) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure()
-           << "message \"" << what << "\" lacks \"" << expected << "\"";
-  }
-  return ::testing::AssertionFailure()
-         << "no refold::Error thrown (expected \"" << expected << "\")";
-}
 
 // BatchNorm statistics that make it far from an identity map (RepVGG's own check does the
 // same): mean ~ N(0, 1), var ~ U(0.5, 1.5), weight ~ U(0.5, 1.5), bias ~ N(0, 1).
