@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs each libFuzzer target for SECONDS (default 60) from its committed seed corpus
-# fuzz/corpus/<target>/, and fails on the first crash, sanitizer report, leak, timeout (10 s for
-# one input) or out-of-memory (2 GiB). The build dir is the sanitizer build (scripts/sanitize.sh
-# configures it with REFOLD_BUILD_FUZZERS=ON); the fuzz targets are built here if needed.
+# Runs each libFuzzer target for SECONDS (default 60), the three at the same time, from its committed
+# seed corpus fuzz/corpus/<target>/; prints each target's stats; fails when any target hits a crash,
+# sanitizer report, leak, timeout (10 s for one input) or out-of-memory (2 GiB). The build dir is
+# the sanitizer build (scripts/sanitize.sh configures it with REFOLD_BUILD_FUZZERS=ON, the same
+# flags as here); the fuzz targets are built here if needed.
 #   scripts/fuzz.sh [BUILD_DIR] [SECONDS]          (default: build-asan 60)
 # A crash leaves BUILD_DIR/fuzz/artifacts/<target>/crash-<sha1>. To make it a regression test:
 #   BUILD_DIR/fuzz/<target> -minimize_crash=1 -runs=10000 -exact_artifact_path=small.bin crash-…
@@ -18,23 +19,31 @@ if [[ ! -f "$build/CMakeCache.txt" ]] || ! grep -q '^REFOLD_BUILD_FUZZERS:BOOL=O
   if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
   cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Sanitize \
     -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -gline-tables-only" -DREFOLD_SANITIZE=address,undefined \
+    -DREFOLD_TEST_COMPILE_OPTIONS=-O0 -DREFOLD_UNITY_BUILD="${REFOLD_UNITY_BUILD:-ON}" \
     -DREFOLD_BUILD_FUZZERS=ON -DREFOLD_BUILD_BENCHMARKS=OFF -DREFOLD_BUILD_EXAMPLES=OFF \
     "${launcher[@]}" >/dev/null
 fi
 cmake --build "$build" --target refold_fuzzers
 
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-status=0
+# The targets run at the same time (wall time SECONDS, not 3 x SECONDS); each writes its own log.
+declare -A pids
 for t in "${targets[@]}"; do
   work="$build/fuzz/corpus/$t"          # grows as the fuzzer finds inputs; the seeds stay as committed
   artifacts="$build/fuzz/artifacts/$t"
   mkdir -p "$work" "$artifacts"
   echo "fuzz: $t for ${seconds}s"
-  if "$build/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-       -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" "fuzz/corpus/$t" \
-       >"$build/fuzz/$t.log" 2>&1; then
-    grep -E '^stat::(number_of_executed_units|new_units_added|peak_rss_mb)' "$build/fuzz/$t.log" | tr '\n' ' '
-    echo
+  "$build/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+    -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" "fuzz/corpus/$t" \
+    >"$build/fuzz/$t.log" 2>&1 &
+  pids[$t]=$!
+done
+status=0
+for t in "${targets[@]}"; do
+  artifacts="$build/fuzz/artifacts/$t"
+  if wait "${pids[$t]}"; then
+    echo "fuzz: $t passed: $(grep -E '^stat::(number_of_executed_units|new_units_added|peak_rss_mb)' \
+      "$build/fuzz/$t.log" | tr '\n' ' ')"
   else
     status=1
     tail -n 60 "$build/fuzz/$t.log"
