@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "onnx/ops_cnn_helpers.h"
+#include "onnx/ops_tensor_helpers.h"
 #include "refold/graph/ops/dynamic_conv.h"
 #include "refold/memory_format.h"
 #include "refold/nn/conv.h"
@@ -19,14 +20,9 @@ namespace refold {
 namespace {
 
 using testing::OpCase;
+using testing::random;
+using testing::to_channels_last;
 using testing::Tolerance;
-
-Tensor random(const Shape& sizes, std::uint64_t seed) {
-  Generator gen(seed);
-  return testing::uniform(sizes, 1.0, gen);
-}
-
-Tensor nhwc(const Tensor& t) { return t.contiguous(MemoryFormat::ChannelsLast); }
 
 // Conv with constant W/B and `pads` = ONNX [top, left, bottom, right].
 OpCase conv_case(const Tensor& w, const Tensor& b) {
@@ -46,7 +42,7 @@ TEST(OnnxConv, ConstantWeightsBecomeConv2dSharingTheGraphTensors) {
   EXPECT_EQ(conv->weight().data_ptr(), w.data_ptr());  // no copy of the initializer
   const Tensor expected = reference::conv2d(x, w, b, {Size2d(2, 1), 1});
   EXPECT_TRUE(testing::all_close(c.run({x}), expected, Tolerance::op_f32()));
-  EXPECT_TRUE(testing::all_close(c.run({nhwc(x)}), expected, Tolerance::op_f32()));
+  EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x)}), expected, Tolerance::op_f32()));
   // The seed's utility converts the module's weight, and the graph's constant with it.
   nn::utils::convert_conv2d_weight_memory_format(*conv, MemoryFormat::ChannelsLast);
   EXPECT_TRUE(c.graph().constant("W").is_contiguous(MemoryFormat::ChannelsLast));
@@ -69,7 +65,8 @@ TEST(OnnxConv, RuntimeWeightsBecomeAConvOp) {
   ASSERT_NE(std::dynamic_pointer_cast<graph::ops::Conv>(c.module()), nullptr);
   const Tensor expected = reference::conv2d(x, w, b, {1, Size2d(2, 1), Size2d(2, 1), 2});
   EXPECT_TRUE(testing::all_close(c.run({x, w, b}), expected, Tolerance::op_f32()));
-  EXPECT_TRUE(testing::all_close(c.run({nhwc(x), nhwc(w), b}), expected, Tolerance::op_f32()));
+  EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x), to_channels_last(w), b}), expected,
+                                 Tolerance::op_f32()));
 }
 
 TEST(OnnxConv, WithoutBias) {
@@ -90,7 +87,7 @@ TEST(OnnxConv, AsymmetricPads) {
   const Tensor expected = reference::conv2d(x, w, b, {1, Padding2d::asymmetric(1, 0, 2, 3)});
   EXPECT_EQ(expected.sizes(), (Shape{1, 2, 6, 7}));
   EXPECT_TRUE(testing::all_close(c.run({x}), expected, Tolerance::op_f32()));
-  EXPECT_TRUE(testing::all_close(c.run({nhwc(x)}), expected, Tolerance::op_f32()));
+  EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x)}), expected, Tolerance::op_f32()));
 }
 
 // F7: out = ceil(in / stride); the odd unit of padding goes at the end for SAME_UPPER and at
@@ -107,7 +104,7 @@ TEST(OnnxConv, SameUpperAndLowerWithStrideResolveAtRunTime) {
     const Tensor expected = reference::conv2d(x, w, b, {2, pads});
     EXPECT_EQ(expected.sizes(), (Shape{1, 2, 3, 3}));
     EXPECT_TRUE(testing::all_close(c.run({x}), expected, Tolerance::op_f32()));
-    EXPECT_TRUE(testing::all_close(c.run({nhwc(x)}), expected, Tolerance::op_f32()));
+    EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x)}), expected, Tolerance::op_f32()));
   }
 }
 
@@ -287,7 +284,7 @@ TEST(OnnxConvTranspose, ConstantWeightsBecomeConvTranspose2d) {
       reference::conv_transpose2d(x, w, b, {Size2d(3, 2), Size2d(1, 0), Size2d(2, 1), 2});
   EXPECT_EQ(expected.sizes(), (Shape{1, 6, 3 * 2 + 3 - 2 + 2, 2 * 3 + 2 + 1}));
   EXPECT_TRUE(testing::all_close(c.run({x}), expected, Tolerance::op_f32()));
-  EXPECT_TRUE(testing::all_close(c.run({nhwc(x)}), expected, Tolerance::op_f32()));
+  EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x)}), expected, Tolerance::op_f32()));
 }
 
 TEST(OnnxConvTranspose, RuntimeWeightsBecomeAnOp) {
@@ -297,7 +294,8 @@ TEST(OnnxConvTranspose, RuntimeWeightsBecomeAnOp) {
   ASSERT_NE(std::dynamic_pointer_cast<graph::ops::ConvTranspose>(c.module()), nullptr);
   const Tensor expected = reference::conv_transpose2d(x, w, b, {Size2d(3, 2), 0, 0, 2});
   EXPECT_TRUE(testing::all_close(c.run({x, w, b}), expected, Tolerance::op_f32()));
-  EXPECT_TRUE(testing::all_close(c.run({nhwc(x), w, b}), expected, Tolerance::op_f32()));
+  EXPECT_TRUE(
+      testing::all_close(c.run({to_channels_last(x), w, b}), expected, Tolerance::op_f32()));
 }
 
 // The full (unpadded) output cropped by hand: rows [top, H − bottom), cols [left, W − right).
@@ -318,7 +316,7 @@ TEST(OnnxConvTranspose, AsymmetricPadsCropTheFullOutput) {
   const Tensor full = reference::conv_transpose2d(x, w, b, {2});
   const Tensor expected = crop(full, {0, 1, 2, 0});
   EXPECT_TRUE(testing::all_close(c.run({x}), expected, Tolerance::op_f32()));
-  EXPECT_TRUE(testing::all_close(c.run({nhwc(x)}), expected, Tolerance::op_f32()));
+  EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x)}), expected, Tolerance::op_f32()));
 }
 
 // F14, the spec's example (test_convtranspose_output_shape): X = 0…8 [1, 1, 3, 3], W ones

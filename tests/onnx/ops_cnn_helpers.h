@@ -5,6 +5,9 @@
 //   OpCase c("Conv", {"x", "W", "B"});
 //   c.constant("W", w).constant("B", b).ints("pads", {1, 1, 1, 1});
 //   Tensor y = c.run({x});            // runtime inputs, in the order of the node's non-constants
+//
+// Plus the inputs the CNN op tests feed: random(sizes, seed) tensors. (int64 tensors and
+// channels_last copies: i64, i64_values and to_channels_last in ops_tensor_helpers.h.)
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,8 +20,16 @@
 #include "onnx/ops/shared_constants.h"
 #include "refold/graph/graph.h"
 #include "refold/graph/op.h"
+#include "testing/builders.h"
 
 namespace refold::testing {
+
+// Uniform in [−bound, bound) from a generator of its own, so each tensor of a test is fixed by
+// its seed alone.
+inline Tensor random(const Shape& sizes, std::uint64_t seed, double bound = 1.0) {
+  Generator gen(seed);
+  return uniform(sizes, bound, gen);
+}
 
 class OpCase {
  public:

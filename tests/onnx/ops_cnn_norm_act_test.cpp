@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "onnx/ops_cnn_helpers.h"
+#include "onnx/ops_tensor_helpers.h"
 #include "refold/graph/ops/batch_norm.h"
 #include "refold/graph/ops/binary.h"
 #include "refold/graph/ops/clip.h"
@@ -20,26 +21,12 @@
 namespace refold {
 namespace {
 
+using testing::i64;
+using testing::i64_values;
 using testing::OpCase;
+using testing::random;
+using testing::to_channels_last;
 using testing::Tolerance;
-
-Tensor random(const Shape& sizes, std::uint64_t seed, double bound = 1.0) {
-  Generator gen(seed);
-  return testing::uniform(sizes, bound, gen);
-}
-
-Tensor nhwc(const Tensor& t) { return t.contiguous(MemoryFormat::ChannelsLast); }
-
-Tensor int64s(const std::vector<std::int64_t>& v, const Shape& sizes) {
-  Tensor t = empty(sizes, DType::Int64);
-  std::copy(v.begin(), v.end(), t.data<std::int64_t>());
-  return t;
-}
-
-std::vector<std::int64_t> int64_values(const Tensor& t) {
-  const Tensor c = t.contiguous();
-  return {c.data<std::int64_t>(), c.data<std::int64_t>() + c.numel()};
-}
 
 // ---- BatchNormalization
 
@@ -68,7 +55,7 @@ TEST(OnnxBatchNormalization, ConstantParametersBecomeBatchNorm2dSharingThem) {
   EXPECT_EQ(bn->running_mean().data_ptr(), p.mean.data_ptr());
   const Tensor expected = reference::batch_norm(x, p.mean, p.var, p.scale, p.bias, 1e-3f);
   EXPECT_TRUE(testing::all_close(c.run({x}), expected, Tolerance::op_f32()));
-  EXPECT_TRUE(testing::all_close(c.run({nhwc(x)}), expected, Tolerance::op_f32()));
+  EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x)}), expected, Tolerance::op_f32()));
 }
 
 TEST(OnnxBatchNormalization, RuntimeParametersBecomeAnOp) {
@@ -79,8 +66,8 @@ TEST(OnnxBatchNormalization, RuntimeParametersBecomeAnOp) {
   const Tensor expected = reference::batch_norm(x, p.mean, p.var, p.scale, p.bias, 1e-5f);
   EXPECT_TRUE(testing::all_close(c.run({x, p.scale, p.bias, p.mean, p.var}), expected,
                                  Tolerance::op_f32()));
-  EXPECT_TRUE(testing::all_close(c.run({nhwc(x), p.scale, p.bias, p.mean, p.var}), expected,
-                                 Tolerance::op_f32()));
+  EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x), p.scale, p.bias, p.mean, p.var}),
+                                 expected, Tolerance::op_f32()));
 }
 
 TEST(OnnxBatchNormalization, Errors) {
@@ -151,7 +138,8 @@ TEST(OnnxActivations, BecomeTheirNnModules) {
     OpCase c(row.op, {"x"});
     EXPECT_EQ(c.module()->type_name(), row.module);
     EXPECT_TRUE(testing::all_close(c.run({x}), row.expected, Tolerance::op_f32()));
-    EXPECT_TRUE(testing::all_close(c.run({nhwc(x)}), row.expected, Tolerance::op_f32()));
+    EXPECT_TRUE(
+        testing::all_close(c.run({to_channels_last(x)}), row.expected, Tolerance::op_f32()));
   }
 }
 
@@ -176,7 +164,7 @@ TEST(OnnxActivations, HardSigmoidKeepsOnnxDefaults) {
   OpCase torch_like("HardSigmoid", {"x"});
   torch_like.real("alpha", static_cast<float>(1.0 / 6.0)).real("beta", 0.5f);
   EXPECT_EQ(torch_like.module()->type_name(), "Hardsigmoid");
-  EXPECT_TRUE(testing::all_close(torch_like.run({nhwc(x)}), reference::hardsigmoid(x),
+  EXPECT_TRUE(testing::all_close(torch_like.run({to_channels_last(x)}), reference::hardsigmoid(x),
                                  Tolerance::op_f32()));
 }
 
@@ -195,7 +183,7 @@ TEST(OnnxActivations, ClipBecomesReluRelu6OrAClipOp) {
   EXPECT_EQ(relu.module()->type_name(), "ReLU");
   OpCase other = clip(-1.0f, 2.0f);
   EXPECT_EQ(other.module()->type_name(), "Clip");
-  const std::vector<float> in = x.to_vector(), out = other.run({nhwc(x)}).to_vector();
+  const std::vector<float> in = x.to_vector(), out = other.run({to_channels_last(x)}).to_vector();
   for (std::size_t i = 0; i < in.size(); ++i)
     EXPECT_EQ(out[i], std::max(-1.0f, std::min(2.0f, in[i])));
   // Runtime bounds, and only a max.
@@ -251,7 +239,7 @@ TEST(OnnxArith, FloatBroadcastingMatchesTheReference) {
     OpCase c(op, {"a", "b"});
     c.constant("b", bias);
     EXPECT_EQ(c.module()->type_name(), op);
-    const Tensor y = c.run({a}), y_cl = c.run({nhwc(a)});
+    const Tensor y = c.run({a}), y_cl = c.run({to_channels_last(a)});
     // Independent check, element by element.
     for (std::int64_t n = 0; n < 2; ++n)
       for (std::int64_t ch = 0; ch < 4; ++ch)
@@ -272,7 +260,7 @@ TEST(OnnxArith, FloatBroadcastingMatchesTheReference) {
 }
 
 TEST(OnnxArith, LayoutFollowsTheFirstFullSizeInput) {
-  const Tensor small = random({4, 1, 1}, 12), big = nhwc(random({1, 4, 3, 3}, 13));
+  const Tensor small = random({4, 1, 1}, 12), big = to_channels_last(random({1, 4, 3, 3}, 13));
   for (const char* op : {"Add", "Sub"}) {
     OpCase c(op, {"s", "x"});
     c.constant("s", small);
@@ -281,10 +269,10 @@ TEST(OnnxArith, LayoutFollowsTheFirstFullSizeInput) {
 }
 
 TEST(OnnxArith, Int64ShapeArithmetic) {
-  const Tensor a = int64s({7, -7, 9, -9, 6, 0}, {2, 3}), b = int64s({2, 2, -4}, {3});
+  const Tensor a = i64({7, -7, 9, -9, 6, 0}, {2, 3}), b = i64({2, 2, -4}, {3});
   auto run = [&](const char* op) {
     OpCase c(op, {"a", "b"});
-    return int64_values(c.run({a, b}));
+    return i64_values(c.run({a, b}));
   };
   EXPECT_EQ(run("Add"), (std::vector<std::int64_t>{9, -5, 5, -7, 8, -4}));
   EXPECT_EQ(run("Sub"), (std::vector<std::int64_t>{5, -9, 13, -11, 4, 4}));
@@ -294,7 +282,7 @@ TEST(OnnxArith, Int64ShapeArithmetic) {
   // Large values stay exact (no float round trip).
   const std::int64_t big = (std::int64_t{1} << 53) + 1;
   OpCase add("Add", {"a", "b"});
-  EXPECT_EQ(int64_values(add.run({int64s({big}, {1}), int64s({2}, {})})),
+  EXPECT_EQ(i64_values(add.run({i64({big}, {1}), i64({2}, {})})),
             (std::vector<std::int64_t>{big + 2}));
 }
 
@@ -322,7 +310,7 @@ TEST(OnnxArith, Errors) {
       {"int64 division by zero",
        [] {
          OpCase c("Div", {"a", "b"});
-         c.run({int64s({4}, {1}), int64s({0}, {1})});
+         c.run({i64({4}, {1}), i64({0}, {1})});
        },
        "int64 division by zero"},
       {"three inputs",

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "onnx/ops_cnn_helpers.h"
+#include "onnx/ops_tensor_helpers.h"
 #include "refold/graph/ops/gemm.h"
 #include "refold/graph/ops/pool.h"
 #include "refold/nn/linear.h"
@@ -20,21 +21,11 @@
 namespace refold {
 namespace {
 
+using testing::i64;
 using testing::OpCase;
+using testing::random;
+using testing::to_channels_last;
 using testing::Tolerance;
-
-Tensor random(const Shape& sizes, std::uint64_t seed) {
-  Generator gen(seed);
-  return testing::uniform(sizes, 1.0, gen);
-}
-
-Tensor nhwc(const Tensor& t) { return t.contiguous(MemoryFormat::ChannelsLast); }
-
-Tensor int64s(const std::vector<std::int64_t>& v) {
-  Tensor t = empty({static_cast<std::int64_t>(v.size())}, DType::Int64);
-  std::copy(v.begin(), v.end(), t.data<std::int64_t>());
-  return t;
-}
 
 // A naive pool over one plane for hand checks: pads per side, ONNX's rules.
 float naive_pool(const Tensor& x, std::int64_t n, std::int64_t c, std::int64_t oy, std::int64_t ox,
@@ -72,7 +63,7 @@ TEST(OnnxPool, SymmetricPadsBecomeTorchModules) {
   EXPECT_NE(std::dynamic_pointer_cast<nn::MaxPool2d>(max.module()), nullptr);
   const Tensor expected = reference::max_pool2d(x, {3, Size2d(2), 1});
   EXPECT_TRUE(testing::all_close(max.run({x}), expected, Tolerance::op_f32()));
-  EXPECT_TRUE(testing::all_close(max.run({nhwc(x)}), expected, Tolerance::op_f32()));
+  EXPECT_TRUE(testing::all_close(max.run({to_channels_last(x)}), expected, Tolerance::op_f32()));
 
   for (const bool include : {false, true}) {
     OpCase avg("AveragePool", {"x"});
@@ -81,7 +72,7 @@ TEST(OnnxPool, SymmetricPadsBecomeTorchModules) {
         .ints("pads", {1, 1, 1, 1})
         .integer("count_include_pad", include ? 1 : 0);
     EXPECT_NE(std::dynamic_pointer_cast<nn::AvgPool2d>(avg.module()), nullptr);
-    const Tensor y = avg.run({nhwc(x)});
+    const Tensor y = avg.run({to_channels_last(x)});
     EXPECT_EQ(y.sizes(), (Shape{2, 3, 3, 4}));
     expect_pool(y, x, false, {3, 2}, {3, 2}, {1, 1, 1, 1}, include);
   }
@@ -100,7 +91,7 @@ TEST(OnnxPool, AsymmetricPadsAndCeilModeRunTheOnnxOp) {
       EXPECT_NE(std::dynamic_pointer_cast<graph::ops::Pool>(c.module()), nullptr);
       // H: (6 − 3) / 2 = 1.5 → ceil 2 (+1) = 3, the last window over rows 4, 5 and one past the
       // end; W: (7 + 1 − 3) / 2 = 2.5 → 4.
-      const Tensor y = c.run({x}), y_cl = c.run({nhwc(x)});
+      const Tensor y = c.run({x}), y_cl = c.run({to_channels_last(x)});
       EXPECT_EQ(y.sizes(), (Shape{1, 2, 3, 4}));
       EXPECT_TRUE(y_cl.is_contiguous(MemoryFormat::ChannelsLast));
       expect_pool(y, x, max, 3, 2, {0, 1, 0, 0}, include);
@@ -120,7 +111,7 @@ TEST(OnnxPool, CeilModeWithSymmetricPadsMatchesOnnxCounts) {
       c.ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1});
       c.integer("ceil_mode", 1).integer("count_include_pad", include ? 1 : 0);
       if (max) c.node().attributes.erase("count_include_pad");
-      const Tensor y = c.run({nhwc(x)});
+      const Tensor y = c.run({to_channels_last(x)});
       EXPECT_EQ(y.sizes(), (Shape{1, 3, 4, 4}));
       expect_pool(y, x, max, 3, 2, {1, 1, 1, 1}, include);
     }
@@ -144,7 +135,7 @@ TEST(OnnxPool, GlobalAveragePoolIsAdaptiveAvgPool) {
   const Tensor x = random({2, 3, 4, 5}, 4);
   OpCase c("GlobalAveragePool", {"x"});
   EXPECT_NE(std::dynamic_pointer_cast<nn::AdaptiveAvgPool2d>(c.module()), nullptr);
-  EXPECT_TRUE(testing::all_close(c.run({nhwc(x)}), reference::adaptive_avg_pool2d(x, 1),
+  EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x)}), reference::adaptive_avg_pool2d(x, 1),
                                  Tolerance::op_f32()));
 }
 
@@ -325,8 +316,8 @@ TEST(OnnxPad, ConstantModeWithAxesAndCrops) {
   const Tensor x = random({1, 2, 3, 4}, 18);
   OpCase c("Pad", {"x", "pads", "value"});
   // [x1_begin … x4_begin, x1_end … x4_end]: H +1/+0, W −1/+2.
-  c.constant("pads", int64s({0, 0, 1, -1, 0, 0, 0, 2})).constant("value", full({}, 7.0f));
-  const Tensor y = c.run({x}), y_cl = c.run({nhwc(x)});
+  c.constant("pads", i64({0, 0, 1, -1, 0, 0, 0, 2})).constant("value", full({}, 7.0f));
+  const Tensor y = c.run({x}), y_cl = c.run({to_channels_last(x)});
   ASSERT_EQ(y.sizes(), (Shape{1, 2, 4, 5}));
   for (std::int64_t ch = 0; ch < 2; ++ch)
     for (std::int64_t i = 0; i < 4; ++i)
@@ -338,7 +329,7 @@ TEST(OnnxPad, ConstantModeWithAxesAndCrops) {
       }
   // opset 18 axes: pads only the listed axes (negative counts from the end).
   OpCase axes("Pad", {"x", "pads", "", "axes"});
-  axes.constant("pads", int64s({1, 0, 1, 2})).constant("axes", int64s({-1, 2}));
+  axes.constant("pads", i64({1, 0, 1, 2})).constant("axes", i64({-1, 2}));
   axes.opset(18);
   EXPECT_EQ(axes.run({x}).sizes(), (Shape{1, 2, 3 + 0 + 2, 4 + 1 + 1}));
 }
@@ -354,7 +345,7 @@ TEST(OnnxPad, Errors) {
       {"pads length",
        [] {
          OpCase c("Pad", {"x", "pads"});
-         c.run({zeros({1, 2}), int64s({1, 1})});
+         c.run({zeros({1, 2}), i64({1, 1})});
        },
        "Pad: pads has 2 values; expected 4"},
       {"float pads",
@@ -367,7 +358,7 @@ TEST(OnnxPad, Errors) {
       {"axis out of range",
        [] {
          OpCase c("Pad", {"x", "pads", "", "axes"});
-         c.run({zeros({1, 2}), int64s({1, 1}), int64s({2})});
+         c.run({zeros({1, 2}), i64({1, 1}), i64({2})});
        },
        "Pad: axis 2 is out of range for rank 2"},
   });

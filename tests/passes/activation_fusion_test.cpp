@@ -4,26 +4,25 @@
 #include <string>
 
 #include "passes/fused_conv.h"
-#include "passes/graph_builder.h"
 #include "passes/passes.h"
 #include "refold/nn/conv.h"
 #include "refold/nn/utils.h"
 #include "testing/compare.h"
+#include "testing/graph_builder.h"
+#include "testing/pass_checks.h"
 
 namespace refold {
 namespace {
 
+using testing::attrs;
 using testing::GraphBuilder;
+using testing::has_note;
+using testing::kPad1;
+using testing::notes_of;
 
 // The brief's bound for a fused vs unfused conv: within 1e-5 relative (oneDNN may apply the
 // post-op on its accumulator instead of on the rounded output); atol for values near 0.
 const testing::Tolerance kFused{1e-6, 1e-5};
-
-bool any_note_contains(const passes::PassReport& r, const std::string& text) {
-  for (const std::string& n : r.notes)
-    if (n.find(text) != std::string::npos) return true;
-  return false;
-}
 
 Tensor input(const Shape& sizes, std::uint64_t seed = 7) {
   Generator gen(seed);
@@ -37,12 +36,6 @@ struct Case {
   std::function<std::string(GraphBuilder&, const std::string&)> add;
   int parts;  // nodes fused (conv included)
 };
-
-graph::Attributes floats(std::initializer_list<std::pair<const char*, float>> values) {
-  graph::Attributes a;
-  for (const auto& [k, v] : values) a.set(k, v);
-  return a;
-}
 
 std::vector<Case> cases() {
   return {
@@ -63,7 +56,7 @@ std::vector<Case> cases() {
        2},
       {"LeakyRelu", Activation::LeakyReLU,
        [](GraphBuilder& b, const std::string& c) {
-         return b.node("LeakyRelu", {c}, floats({{"alpha", 0.2f}}), "act");
+         return b.node("LeakyRelu", {c}, attrs({{"alpha", 0.2f}}), "act");
        },
        2},
       {"Sigmoid", Activation::Sigmoid,
@@ -73,7 +66,7 @@ std::vector<Case> cases() {
        2},
       {"HardSigmoid", Activation::HardSigmoid,
        [](GraphBuilder& b, const std::string& c) {
-         return b.node("HardSigmoid", {c}, floats({{"alpha", 1.0f / 6}, {"beta", 0.5f}}), "act");
+         return b.node("HardSigmoid", {c}, attrs({{"alpha", 1.0f / 6}, {"beta", 0.5f}}), "act");
        },
        2},
       {"SiLU", Activation::SiLU,
@@ -96,17 +89,17 @@ TEST(ActivationFusion, EachActivationFusesIntoTheConvAndKeepsTheValues) {
     SCOPED_TRACE(k.name);
     GraphBuilder b;
     const auto x = b.input("x", {2, 4, 7, 7});
-    const auto c = b.conv("conv", x, 4, 6, 3);
+    const auto c = b.conv(x, 4, 6, 3, {.name = "conv", .pads = kPad1});
     const auto y = k.add(b, c);
     b.output(y);
     const Tensor in = input({2, 4, 7, 7});
-    const Tensor expected = testing::run_graph(*b.graph, {in})[0];
+    const Tensor expected = b.run({in})[0];
 
-    const passes::PassReport report = passes::fuse_activations(*b.graph);
+    const passes::PassReport report = passes::fuse_activations(b.graph());
     EXPECT_TRUE(report.changed);
-    b.graph->verify();
-    ASSERT_EQ(b.graph->nodes().size(), 1u) << b.graph->dump();
-    const graph::Node& fused = b.graph->nodes()[0];
+    b.graph().verify();
+    ASSERT_EQ(b.graph().nodes().size(), 1u) << b.graph().dump();
+    const graph::Node& fused = b.graph().nodes()[0];
     EXPECT_EQ(fused.name, "conv");
     EXPECT_EQ(fused.op_type, "Conv");
     EXPECT_EQ(fused.outputs, std::vector<std::string>{y});  // the surviving output name
@@ -117,19 +110,19 @@ TEST(ActivationFusion, EachActivationFusesIntoTheConvAndKeepsTheValues) {
     auto conv = std::dynamic_pointer_cast<nn::Conv2d>(fused.module);
     ASSERT_NE(conv, nullptr);
     EXPECT_EQ(conv->activation(), k.expected);
-    EXPECT_TRUE(testing::all_close(testing::run_graph(*b.graph, {in})[0], expected, kFused));
+    EXPECT_TRUE(testing::all_close(b.run({in})[0], expected, kFused));
     // Idempotent: a fused conv is not a candidate again.
-    EXPECT_FALSE(passes::fuse_activations(*b.graph).changed);
+    EXPECT_FALSE(passes::fuse_activations(b.graph()).changed);
   }
 }
 
 TEST(ActivationFusion, LeakyReluKeepsItsSlope) {
   GraphBuilder b;
   const auto x = b.input("x", {1, 2, 5, 5});
-  const auto c = b.conv("conv", x, 2, 3, 3);
-  b.output(b.node("LeakyRelu", {c}, floats({{"alpha", 0.3f}}), "act"));
-  passes::fuse_activations(*b.graph);
-  auto conv = std::dynamic_pointer_cast<nn::Conv2d>(b.graph->nodes()[0].module);
+  const auto c = b.conv(x, 2, 3, 3, {.name = "conv", .pads = kPad1});
+  b.output(b.node("LeakyRelu", {c}, attrs({{"alpha", 0.3f}}), "act"));
+  passes::fuse_activations(b.graph());
+  auto conv = std::dynamic_pointer_cast<nn::Conv2d>(b.graph().nodes()[0].module);
   ASSERT_NE(conv, nullptr);
   EXPECT_FLOAT_EQ(static_cast<float>(conv->negative_slope()), 0.3f);
 }
@@ -184,14 +177,14 @@ TEST(ActivationFusion, DeclinedCandidatesAreLeftAloneWithAReason) {
     SCOPED_TRACE(d.name);
     GraphBuilder b;
     const auto x = b.input("x", {1, 2, 5, 5});
-    const auto c = b.conv("conv", x, 2, 3, 3);
+    const auto c = b.conv(x, 2, 3, 3, {.name = "conv", .pads = kPad1});
     d.build(b, c);
-    const std::string before = b.graph->dump();
-    const passes::PassReport report = passes::fuse_activations(*b.graph);
+    const std::string before = b.graph().dump();
+    const passes::PassReport report = passes::fuse_activations(b.graph());
     EXPECT_FALSE(report.changed);
-    EXPECT_EQ(b.graph->dump(), before);
-    EXPECT_TRUE(any_note_contains(report, d.note)) << (report.notes.empty() ? "" : report.notes[0]);
-    auto conv = std::dynamic_pointer_cast<nn::Conv2d>(b.graph->nodes()[0].module);
+    EXPECT_EQ(b.graph().dump(), before);
+    EXPECT_TRUE(has_note(report, d.note)) << notes_of(report);
+    auto conv = std::dynamic_pointer_cast<nn::Conv2d>(b.graph().nodes()[0].module);
     ASSERT_NE(conv, nullptr);
     EXPECT_EQ(conv->activation(), Activation::None);
   }
@@ -201,16 +194,11 @@ TEST(ActivationFusion, DeclinedCandidatesAreLeftAloneWithAReason) {
 TEST(ActivationFusion, AModuleRunningTwoNodesIsNotFused) {
   GraphBuilder b;
   const auto x = b.input("x", {1, 4, 6, 6});
-  const auto c = b.conv("conv", x, 4, 4, 3);
-  graph::Node again = b.graph->nodes()[0];
-  again.name = "conv_again";
-  again.inputs[0] = b.node("Relu", {c}, {}, "act");
-  again.outputs = {"again_out"};
-  b.graph->add_node(again);
-  b.output("again_out");
-  const passes::PassReport report = passes::fuse_activations(*b.graph);
+  const auto c = b.conv(x, 4, 4, 3, {.name = "conv", .pads = kPad1});
+  b.output(b.tied("conv", b.node("Relu", {c}, {}, "act"), "conv_again"));
+  const passes::PassReport report = passes::fuse_activations(b.graph());
   EXPECT_FALSE(report.changed);
-  EXPECT_TRUE(any_note_contains(report, "its module also runs Conv 'conv_again'"));
+  EXPECT_TRUE(has_note(report, "its module also runs Conv 'conv_again'"));
 }
 
 // Conv + Add(c, r) (+ Relu), r the block's input (ResNet's identity shortcut), in both
@@ -222,24 +210,23 @@ TEST(ActivationFusion, ConvAddActivationBecomesOneResidualNode) {
       GraphBuilder b;
       const auto x = b.input("x", {2, 4, 6, 6});
       const auto r = x;
-      const auto c = b.conv("conv", x, 4, 4, 3);
+      const auto c = b.conv(x, 4, 4, 3, {.name = "conv", .pads = kPad1});
       const auto sum = b.node(
           "Add", conv_first ? std::vector<std::string>{c, r} : std::vector<std::string>{r, c}, {},
           "add");
       const auto y = relu ? b.node("Relu", {sum}, {}, "act") : sum;
       b.output(y);
       const Tensor in = input({2, 4, 6, 6});
-      const Tensor expected = testing::run_graph(*b.graph, {in})[0];
+      const Tensor expected = b.run({in})[0];
 
-      const passes::PassReport report = passes::fuse_activations(*b.graph);
-      ASSERT_TRUE(report.changed) << (report.notes.empty() ? "" : report.notes[0]);
-      b.graph->verify();
-      const auto counts = testing::count_ops(*b.graph);
-      EXPECT_EQ(counts.count("Add"), 0u);
-      EXPECT_EQ(counts.count("Relu"), 0u);
-      const auto index = b.graph->find_node("conv");
+      const passes::PassReport report = passes::fuse_activations(b.graph());
+      ASSERT_TRUE(report.changed) << notes_of(report);
+      b.graph().verify();
+      EXPECT_EQ(b.count("Add"), 0);
+      EXPECT_EQ(b.count("Relu"), 0);
+      const auto index = b.graph().find_node("conv");
       ASSERT_TRUE(index.has_value());
-      const graph::Node& fused = b.graph->nodes()[*index];
+      const graph::Node& fused = b.graph().nodes()[*index];
       EXPECT_EQ(fused.outputs, std::vector<std::string>{y});
       EXPECT_EQ(fused.inputs, (std::vector<std::string>{x, "conv.weight", "conv.bias", r}));
       EXPECT_EQ(fused.parts.size(), relu ? 3u : 2u);
@@ -247,8 +234,8 @@ TEST(ActivationFusion, ConvAddActivationBecomesOneResidualNode) {
       ASSERT_NE(op, nullptr);
       EXPECT_EQ(op->conv_first(), conv_first);
       EXPECT_EQ(op->conv()->activation(), relu ? Activation::ReLU : Activation::None);
-      EXPECT_TRUE(testing::all_close(testing::run_graph(*b.graph, {in})[0], expected, kFused));
-      EXPECT_FALSE(passes::fuse_activations(*b.graph).changed);
+      EXPECT_TRUE(testing::all_close(b.run({in})[0], expected, kFused));
+      EXPECT_FALSE(passes::fuse_activations(b.graph()).changed);
     }
   }
 }
@@ -258,19 +245,19 @@ TEST(ActivationFusion, ConvAddActivationBecomesOneResidualNode) {
 TEST(ActivationFusion, ResidualMadeAfterTheConvIsDefinedBeforeTheFusedNode) {
   GraphBuilder b;
   const auto x = b.input("x", {1, 4, 6, 6});
-  const auto c = b.conv("conv", x, 4, 5, 3);
-  const auto r = b.conv("branch", x, 4, 5, 1);
+  const auto c = b.conv(x, 4, 5, 3, {.name = "conv", .pads = kPad1});
+  const auto r = b.conv(x, 4, 5, 1, {.name = "branch"});
   const auto y = b.node("Relu", {b.node("Add", {c, r}, {}, "add")}, {}, "act");
   b.output(y);
   const Tensor in = input({1, 4, 6, 6});
-  const Tensor expected = testing::run_graph(*b.graph, {in})[0];
-  ASSERT_TRUE(passes::fuse_activations(*b.graph).changed);
-  b.graph->verify();
-  ASSERT_EQ(b.graph->nodes().size(), 2u) << b.graph->dump();
-  EXPECT_EQ(b.graph->nodes()[0].name, "branch");
-  EXPECT_EQ(b.graph->nodes()[1].name, "conv");
-  EXPECT_EQ(b.graph->nodes()[1].origin, "Conv+Add+Relu");
-  EXPECT_TRUE(testing::all_close(testing::run_graph(*b.graph, {in})[0], expected, kFused));
+  const Tensor expected = b.run({in})[0];
+  ASSERT_TRUE(passes::fuse_activations(b.graph()).changed);
+  b.graph().verify();
+  ASSERT_EQ(b.graph().nodes().size(), 2u) << b.graph().dump();
+  EXPECT_EQ(b.graph().nodes()[0].name, "branch");
+  EXPECT_EQ(b.graph().nodes()[1].name, "conv");
+  EXPECT_EQ(b.graph().nodes()[1].origin, "Conv+Add+Relu");
+  EXPECT_TRUE(testing::all_close(b.run({in})[0], expected, kFused));
 }
 
 // A residual the Add broadcasts ([1, C, 1, 1], a runtime input) cannot be a post-op sum: the
@@ -279,16 +266,15 @@ TEST(ActivationFusion, BroadcastResidualFallsBackToTheUnfusedSteps) {
   GraphBuilder b;
   const auto x = b.input("x", {2, 3, 5, 5});
   const auto r = b.input("r", {1, 4, 1, 1});
-  const auto c = b.conv("conv", x, 3, 4, 3);
+  const auto c = b.conv(x, 3, 4, 3, {.name = "conv", .pads = kPad1});
   const auto y = b.node("Relu", {b.node("Add", {r, c}, {}, "add")}, {}, "act");
   b.output(y);
   const Tensor in = input({2, 3, 5, 5});
   const Tensor bias = input({1, 4, 1, 1}, 9);
-  const Tensor expected = testing::run_graph(*b.graph, {in, bias})[0];
-  ASSERT_TRUE(passes::fuse_activations(*b.graph).changed);
-  ASSERT_EQ(b.graph->nodes().size(), 1u);
-  EXPECT_TRUE(testing::all_close(testing::run_graph(*b.graph, {in, bias})[0], expected,
-                                 testing::Tolerance::exact()));
+  const Tensor expected = b.run({in, bias})[0];
+  ASSERT_TRUE(passes::fuse_activations(b.graph()).changed);
+  ASSERT_EQ(b.graph().nodes().size(), 1u);
+  EXPECT_TRUE(testing::all_close(b.run({in, bias})[0], expected, testing::Tolerance::exact()));
 }
 
 // The fused node's conv is reachable from the graph: converting the graph's conv weights
@@ -296,16 +282,16 @@ TEST(ActivationFusion, BroadcastResidualFallsBackToTheUnfusedSteps) {
 TEST(ActivationFusion, FusedConvWeightsStayReachableForLayoutConversion) {
   GraphBuilder b;
   const auto x = b.input("x", {1, 4, 6, 6});
-  const auto c = b.conv("conv", x, 4, 4, 3);
+  const auto c = b.conv(x, 4, 4, 3, {.name = "conv", .pads = kPad1});
   b.output(b.node("Relu", {b.node("Add", {c, x}, {}, "add")}, {}, "act"));
   const Tensor in = input({1, 4, 6, 6});
-  const Tensor expected = testing::run_graph(*b.graph, {in})[0];
-  ASSERT_TRUE(passes::fuse_activations(*b.graph).changed);
-  auto op = std::dynamic_pointer_cast<passes::FusedConvAdd>(b.graph->nodes()[0].module);
+  const Tensor expected = b.run({in})[0];
+  ASSERT_TRUE(passes::fuse_activations(b.graph()).changed);
+  auto op = std::dynamic_pointer_cast<passes::FusedConvAdd>(b.graph().nodes()[0].module);
   ASSERT_NE(op, nullptr);
-  nn::utils::convert_conv2d_weight_memory_format(*b.graph, MemoryFormat::ChannelsLast);
+  nn::utils::convert_conv2d_weight_memory_format(b.graph(), MemoryFormat::ChannelsLast);
   EXPECT_TRUE(op->conv()->weight().is_contiguous(MemoryFormat::ChannelsLast));
-  EXPECT_TRUE(testing::all_close(testing::run_graph(*b.graph, {in})[0], expected, kFused));
+  EXPECT_TRUE(testing::all_close(b.run({in})[0], expected, kFused));
 }
 
 }  // namespace

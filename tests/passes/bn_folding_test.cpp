@@ -9,52 +9,33 @@
 #include "refold/nn/utils.h"
 #include "testing/compare.h"
 #include "testing/graph_builder.h"
+#include "testing/pass_checks.h"
 
 namespace refold {
 namespace {
 
-using testing::ConvSpec;
+using testing::apply_pass;
+using testing::attrs;
+using testing::expect_left_alone;
 using testing::GraphBuilder;
+using testing::has_note;
+using testing::kPad1;
+using testing::notes_of;
 
-bool has_note(const passes::PassReport& r, const std::string& text) {
-  return std::any_of(r.notes.begin(), r.notes.end(),
-                     [&](const std::string& n) { return n.find(text) != std::string::npos; });
-}
-
-std::string notes_of(const passes::PassReport& r) {
-  std::string out;
-  for (const std::string& n : r.notes) out += n + "\n";
-  return out;
-}
-
-// Runs the pass and checks the graph still computes the same (re-param tolerance) and verifies.
+// The pass on a graph it folds: the same outputs within the re-parameterization tolerance.
 passes::PassReport fold_and_compare(GraphBuilder& b) {
-  const Tensor x = b.random_input();
-  const Tensor before = b.run({x})[0];
-  passes::PassReport report = passes::fold_batch_norms(b.graph());
-  b.graph().verify();
-  const Tensor after = b.run({x})[0];
-  EXPECT_TRUE(testing::model_close(after, before)) << notes_of(report);
-  return report;
+  return apply_pass(b, passes::fold_batch_norms);
 }
 
-// The pass changed nothing: same nodes, bit-identical output.
+// The pass on a graph it must leave alone: same nodes, bit-identical outputs.
 passes::PassReport expect_unchanged(GraphBuilder& b) {
-  const Tensor x = b.random_input();
-  const Tensor before = b.run({x})[0];
-  const auto counts = b.op_counts();
-  passes::PassReport report = passes::fold_batch_norms(b.graph());
-  b.graph().verify();
-  EXPECT_FALSE(report.changed);
-  EXPECT_EQ(b.op_counts(), counts);
-  EXPECT_TRUE(testing::all_close(b.run({x})[0], before, testing::Tolerance::exact()));
-  return report;
+  return expect_left_alone(b, passes::fold_batch_norms);
 }
 
 TEST(BnFolding, ConvBnReluBecomesConvRelu) {
   GraphBuilder b;
   const std::string x = b.input("x", {2, 3, 9, 9});
-  const std::string c = b.conv(x, 3, 8, 3, {.pads = ConvSpec::same(1)});
+  const std::string c = b.conv(x, 3, 8, 3, {.pads = kPad1});
   const std::string conv_name = b.last_node();
   const std::string y = b.bn(c, 8);
   const std::string bn_name = b.last_node();
@@ -130,12 +111,11 @@ TEST(BnFolding, ConvTransposeWithGroups) {
     GraphBuilder b(static_cast<std::uint64_t>(20 + groups));
     const std::int64_t in = 2 * groups, out = 3 * groups;
     const std::string x = b.input("x", {1, in, 5, 6});
-    graph::Attributes a;
-    a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
-    a.set("strides", std::vector<std::int64_t>{2, 2});
-    a.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
-    a.set("output_padding", std::vector<std::int64_t>{1, 0});
-    a.set("group", groups);
+    const graph::Attributes a = attrs({{"kernel_shape", std::vector<std::int64_t>{3, 3}},
+                                       {"strides", std::vector<std::int64_t>{2, 2}},
+                                       {"pads", std::vector<std::int64_t>{1, 1, 1, 1}},
+                                       {"output_padding", std::vector<std::int64_t>{1, 0}},
+                                       {"group", groups}});
     const std::string w =
         b.constant("w", testing::uniform({in, out / groups, 3, 3}, 0.5, b.generator()));
     const std::string bias = b.constant("b", testing::uniform({out}, 0.5, b.generator()));
@@ -152,7 +132,7 @@ TEST(BnFolding, ConvTransposeWithGroups) {
 TEST(BnFolding, ChannelsLastWeightsStayChannelsLast) {
   GraphBuilder b(12);
   const std::string x = b.input("x", {1, 4, 6, 6});
-  b.output(b.bn(b.conv(x, 4, 6, 3, {.pads = ConvSpec::same(1), .groups = 2}), 6));
+  b.output(b.bn(b.conv(x, 4, 6, 3, {.pads = kPad1, .groups = 2}), 6));
   nn::utils::convert_conv2d_weight_memory_format(b.graph(), MemoryFormat::ChannelsLast);
   EXPECT_TRUE(fold_and_compare(b).changed);
   const Tensor& w = b.graph().constant(b.graph().nodes()[0].inputs[1]);
@@ -162,7 +142,7 @@ TEST(BnFolding, ChannelsLastWeightsStayChannelsLast) {
 TEST(BnFolding, FoldsEveryPairInAChain) {
   GraphBuilder b(3);
   const std::string x = b.input("x", {1, 3, 8, 8});
-  std::string v = b.relu(b.bn(b.conv(x, 3, 4, 3, {.pads = ConvSpec::same(1)}), 4));
+  std::string v = b.relu(b.bn(b.conv(x, 3, 4, 3, {.pads = kPad1}), 4));
   v = b.bn(b.conv(v, 4, 4, 1), 4);
   b.output(b.relu(b.bn(b.conv(v, 4, 2, 3, {.stride = 2}), 2)));
   const passes::PassReport r = fold_and_compare(b);
@@ -205,9 +185,8 @@ TEST(BnFolding, DeclinesRuntimeWeights) {
   GraphBuilder b(7);
   const std::string x = b.input("x", {1, 3, 6, 6});
   const std::string w = b.input("w", {4, 3, 1, 1});
-  graph::Attributes a;
-  a.set("kernel_shape", std::vector<std::int64_t>{1, 1});
-  b.output(b.bn(b.node("Conv", {x, w}, a), 4));
+  b.output(
+      b.bn(b.node("Conv", {x, w}, attrs({{"kernel_shape", std::vector<std::int64_t>{1, 1}}})), 4));
   const Tensor xv = b.random_input(0), wv = b.random_input(1);
   const Tensor before = b.run({xv, wv})[0];
   const passes::PassReport r = passes::fold_batch_norms(b.graph());

@@ -2,28 +2,19 @@
 // depends on dropped, unused constants dropped; what stays keeps its order and its results.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <string>
 
 #include "passes/passes.h"
-#include "testing/compare.h"
 #include "testing/graph_builder.h"
+#include "testing/pass_checks.h"
 
 namespace refold {
 namespace {
 
+using testing::apply_pass;
 using testing::GraphBuilder;
-
-bool has_note(const passes::PassReport& r, const std::string& text) {
-  return std::any_of(r.notes.begin(), r.notes.end(),
-                     [&](const std::string& n) { return n.find(text) != std::string::npos; });
-}
-
-std::string notes_of(const passes::PassReport& r) {
-  std::string out;
-  for (const std::string& n : r.notes) out += n + "\n";
-  return out;
-}
+using testing::has_note;
+using testing::notes_of;
 
 std::vector<std::string> node_names(const graph::Graph& g) {
   std::vector<std::string> names;
@@ -33,16 +24,7 @@ std::vector<std::string> node_names(const graph::Graph& g) {
 
 // Runs the pass; outputs must be bit-identical (nothing is computed differently).
 passes::PassReport run_and_compare(GraphBuilder& b) {
-  std::vector<Tensor> x;
-  for (std::size_t i = 0; i < b.graph().inputs.size(); ++i) x.push_back(b.random_input(i));
-  const std::vector<Tensor> before = b.run(x);
-  passes::PassReport report = passes::eliminate_dead_code(b.graph());
-  b.graph().verify();
-  const std::vector<Tensor> after = b.run(x);
-  EXPECT_EQ(after.size(), before.size());
-  for (std::size_t i = 0; i < std::min(after.size(), before.size()); ++i)
-    EXPECT_TRUE(testing::all_close(after[i], before[i], testing::Tolerance::exact()));
-  return report;
+  return apply_pass(b, passes::eliminate_dead_code, /*exact=*/true);
 }
 
 TEST(DeadCode, RemovesNodesNoOutputNeedsAndTheirConstants) {

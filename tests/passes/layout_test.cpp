@@ -4,22 +4,18 @@
 #include <set>
 #include <string>
 
-#include "passes/graph_builder.h"
 #include "passes/passes.h"
 #include "refold/passes/layout.h"
 #include "testing/compare.h"
+#include "testing/graph_builder.h"
 
 namespace refold {
 namespace {
 
+using testing::attrs;
 using testing::GraphBuilder;
-
-Tensor int64s(const std::vector<std::int64_t>& v) {
-  Tensor t = empty({static_cast<std::int64_t>(v.size())}, DType::Int64);
-  std::int64_t* p = t.data<std::int64_t>();
-  for (std::size_t i = 0; i < v.size(); ++i) p[i] = v[i];
-  return t;
-}
+using testing::int64s;
+using testing::kPad1;
 
 // Reshape to the same 4-d shape: an NCHW-only op (accepts_channels_last() == false) that keeps
 // the value 4-d, so a conv can follow it.
@@ -27,17 +23,6 @@ std::string nchw_only(GraphBuilder& b, const std::string& x, const Shape& sizes,
                       const std::string& name) {
   const auto shape = b.constant(name + ".shape", int64s(sizes));
   return b.node("Reshape", {x, shape}, {}, name);
-}
-
-std::string batch_norm(GraphBuilder& b, const std::string& x, std::int64_t c,
-                       const std::string& name) {
-  const auto scale = b.constant(name + ".scale", testing::uniform({c}, 1.0, b.gen));
-  const auto shift = b.constant(name + ".shift", testing::uniform({c}, 1.0, b.gen));
-  const auto mean = b.constant(name + ".mean", testing::uniform({c}, 1.0, b.gen));
-  Tensor var = testing::uniform({c}, 0.5, b.gen);
-  for (std::int64_t i = 0; i < c; ++i) var.set({i}, var.at({i}) + 1.0f);
-  const auto v = b.constant(name + ".var", var);
-  return b.node("BatchNormalization", {x, scale, shift, mean, v}, {}, name);
 }
 
 struct Net {
@@ -54,37 +39,39 @@ std::vector<Net> nets() {
       {"seed",
        [](GraphBuilder& b) {
          const auto x = b.input("x", {1, 3, 8, 8});
-         auto v = b.conv("conv1", x, 3, 8, 3);
-         v = b.node("Relu", {batch_norm(b, v, 8, "bn")}, {}, "relu");
+         auto v = b.conv(x, 3, 8, 3, {.name = "conv1", .pads = kPad1});
+         v = b.node("Relu", {b.bn(v, 8)}, {}, "relu");
          v = nchw_only(b, v, {1, 8, 8, 8}, "nchw");
-         b.output(b.conv("conv2", v, 8, 4, 3));
+         b.output(b.conv(v, 8, 4, 3, {.name = "conv2", .pads = kPad1}));
        },
        {1, 3, 8, 8}},
       // The brief's example: a conv on the NCHW input whose only reader is NCHW-only.
       {"lonely conv",
        [](GraphBuilder& b) {
          const auto x = b.input("x", {1, 3, 8, 8});
-         b.output(nchw_only(b, b.conv("conv1", x, 3, 4, 3), {1, 4, 8, 8}, "nchw"));
+         b.output(nchw_only(b, b.conv(x, 3, 4, 3, {.name = "conv1", .pads = kPad1}), {1, 4, 8, 8},
+                            "nchw"));
        },
        {1, 3, 8, 8}},
       // A chain of convs: all channels_last, one permute at the first.
       {"chain",
        [](GraphBuilder& b) {
          const auto x = b.input("x", {1, 4, 6, 6});
-         auto v = b.node("Relu", {b.conv("conv1", x, 4, 4, 3)}, {}, "r1");
-         v = b.node("Relu", {b.conv("conv2", v, 4, 4, 3)}, {}, "r2");
-         b.output(b.conv("conv3", v, 4, 4, 1));
+         auto v = b.node("Relu", {b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1})}, {}, "r1");
+         v = b.node("Relu", {b.conv(v, 4, 4, 3, {.name = "conv2", .pads = kPad1})}, {}, "r2");
+         b.output(b.conv(v, 4, 4, 1, {.name = "conv3"}));
        },
        {1, 4, 6, 6}},
       // Residual Add, Concat (NHWC iff every input is), an NCHW-only tail.
       {"residual concat",
        [](GraphBuilder& b) {
          const auto x = b.input("x", {1, 4, 6, 6});
-         const auto r1 = b.node("Relu", {b.conv("conv1", x, 4, 4, 3)}, {}, "r1");
-         const auto a = b.node("Add", {b.conv("conv2", r1, 4, 4, 3), r1}, {}, "add");
-         const auto c3 = b.conv("conv3", a, 4, 4, 1);
-         graph::Attributes axis;
-         axis.set("axis", std::int64_t{1});
+         const auto r1 =
+             b.node("Relu", {b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1})}, {}, "r1");
+         const auto a =
+             b.node("Add", {b.conv(r1, 4, 4, 3, {.name = "conv2", .pads = kPad1}), r1}, {}, "add");
+         const auto c3 = b.conv(a, 4, 4, 1, {.name = "conv3"});
+         const graph::Attributes axis = attrs({{"axis", std::int64_t{1}}});
          const auto cat = b.node("Concat", {c3, x}, axis, "cat");
          b.output(nchw_only(b, cat, {1, 8, 6, 6}, "nchw"));
        },
@@ -93,12 +80,12 @@ std::vector<Net> nets() {
       {"branches",
        [](GraphBuilder& b) {
          const auto x = b.input("x", {1, 4, 6, 6});
-         const auto c1 = b.conv("conv1", x, 4, 4, 3);
-         const auto n = nchw_only(b, b.conv("conv2", x, 4, 4, 3), {1, 4, 6, 6}, "nchw");
-         graph::Attributes axis;
-         axis.set("axis", std::int64_t{1});
+         const auto c1 = b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1});
+         const auto n = nchw_only(b, b.conv(x, 4, 4, 3, {.name = "conv2", .pads = kPad1}),
+                                  {1, 4, 6, 6}, "nchw");
+         const graph::Attributes axis = attrs({{"axis", std::int64_t{1}}});
          const auto cat = b.node("Concat", {c1, n}, axis, "cat");
-         const auto c3 = b.conv("conv3", cat, 8, 4, 3);
+         const auto c3 = b.conv(cat, 8, 4, 3, {.name = "conv3", .pads = kPad1});
          b.output(nchw_only(b, b.node("Sigmoid", {c3}, {}, "sig"), {1, 4, 6, 6}, "tail"));
        },
        {1, 4, 6, 6}},
@@ -106,10 +93,11 @@ std::vector<Net> nets() {
       {"two nchw readers",
        [](GraphBuilder& b) {
          const auto x = b.input("x", {1, 4, 6, 6});
-         const auto c1 = b.conv("conv1", x, 4, 4, 3);
+         const auto c1 = b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1});
          const auto n1 = nchw_only(b, c1, {1, 4, 6, 6}, "n1");
          const auto n2 = nchw_only(b, c1, {1, 4, 6, 6}, "n2");
-         const auto c2 = b.conv("conv2", b.node("Add", {n1, n2}, {}, "add"), 4, 4, 3);
+         const auto c2 =
+             b.conv(b.node("Add", {n1, n2}, {}, "add"), 4, 4, 3, {.name = "conv2", .pads = kPad1});
          b.output(b.node("Mul", {c2, c2}, {}, "sq"));
        },
        {1, 4, 6, 6}},
@@ -118,27 +106,25 @@ std::vector<Net> nets() {
       {"ops zoo",
        [](GraphBuilder& b) {
          const auto x = b.input("x", {1, 3, 8, 8});
-         graph::Attributes pool;
-         pool.set("kernel_shape", std::vector<std::int64_t>{2, 2});
-         pool.set("strides", std::vector<std::int64_t>{2, 2});
-         auto v = b.node("MaxPool", {b.conv("conv1", x, 3, 6, 3)}, pool, "pool");
+         const graph::Attributes pool = attrs({{"kernel_shape", std::vector<std::int64_t>{2, 2}},
+                                               {"strides", std::vector<std::int64_t>{2, 2}}});
+         auto v = b.node("MaxPool", {b.conv(x, 3, 6, 3, {.name = "conv1", .pads = kPad1})}, pool,
+                         "pool");
          const auto pads = b.constant("pads", int64s({0, 0, 1, 1, 0, 0, 1, 1}));
          v = b.node("Pad", {v, pads}, {}, "pad");  // [1, 6, 6, 6]
-         v = b.conv("conv2", v, 6, 6, 3);
+         v = b.conv(v, 6, 6, 3, {.name = "conv2", .pads = kPad1});
          const auto scales = b.constant("scales", testing::values({1, 1, 2, 2}, {4}));
          v = b.node("Resize", {v, "", scales}, {}, "resize");  // [1, 6, 12, 12]
          const auto starts = b.constant("starts", int64s({0}));
          const auto ends = b.constant("ends", int64s({4}));
          const auto axes = b.constant("axes", int64s({1}));
          v = b.node("Slice", {v, starts, ends, axes}, {}, "slice");  // [1, 4, 12, 12]
-         v = b.node("GlobalAveragePool", {b.conv("conv3", v, 4, 5, 3)}, {}, "gap");
-         graph::Attributes axis;
-         axis.set("axis", std::int64_t{1});
+         v = b.node("GlobalAveragePool", {b.conv(v, 4, 5, 3, {.name = "conv3", .pads = kPad1})}, {},
+                    "gap");
+         const graph::Attributes axis = attrs({{"axis", std::int64_t{1}}});
          v = b.node("Flatten", {v}, axis, "flatten");
-         const auto w = b.constant("fc.w", testing::uniform({3, 5}, 0.5, b.gen));
-         graph::Attributes gemm;
-         gemm.set("transB", std::int64_t{1});
-         b.output(b.node("Gemm", {v, w}, gemm, "fc"));
+         const auto w = b.constant("fc.w", testing::uniform({3, 5}, 0.5, b.generator()));
+         b.output(b.node("Gemm", {v, w}, attrs({{"transB", std::int64_t{1}}}), "fc"));
        },
        {1, 3, 8, 8}},
       // Softmax over channels (opset 13: per axis, accepts channels_last) and an opset-11
@@ -146,14 +132,14 @@ std::vector<Net> nets() {
       {"softmaxes",
        [](GraphBuilder& b) {
          const auto x = b.input("x", {1, 4, 6, 6});
-         graph::Attributes axis;
-         axis.set("axis", std::int64_t{1});
-         auto v = b.node("Softmax", {b.conv("conv1", x, 4, 4, 3)}, axis, "sm13");
-         v = b.conv("conv2", v, 4, 4, 3);
-         b.opset = 11;
+         const graph::Attributes axis = attrs({{"axis", std::int64_t{1}}});
+         auto v = b.node("Softmax", {b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1})}, axis,
+                         "sm13");
+         v = b.conv(v, 4, 4, 3, {.name = "conv2", .pads = kPad1});
+         b.set_opset(11);
          v = b.node("Softmax", {v}, axis, "sm11");
-         b.opset = 17;
-         b.output(b.conv("conv3", v, 4, 4, 1));
+         b.set_opset(17);
+         b.output(b.conv(v, 4, 4, 1, {.name = "conv3"}));
        },
        {1, 4, 6, 6}},
       // ConvTranspose follows the conv rule (its weight [C_in, C_out, k, k] suggests the
@@ -161,11 +147,12 @@ std::vector<Net> nets() {
       {"deconv",
        [](GraphBuilder& b) {
          const auto x = b.input("x", {1, 4, 5, 5});
-         const auto c1 = b.node("Relu", {b.conv("conv1", x, 4, 6, 3)}, {}, "relu");
-         const auto w = b.constant("up.weight", testing::pytorch_init({6, 3, 2, 2}, 12, b.gen));
-         graph::Attributes up;
-         up.set("kernel_shape", std::vector<std::int64_t>{2, 2});
-         up.set("strides", std::vector<std::int64_t>{2, 2});
+         const auto c1 =
+             b.node("Relu", {b.conv(x, 4, 6, 3, {.name = "conv1", .pads = kPad1})}, {}, "relu");
+         const auto w =
+             b.constant("up.weight", testing::pytorch_init({6, 3, 2, 2}, 12, b.generator()));
+         const graph::Attributes up = attrs({{"kernel_shape", std::vector<std::int64_t>{2, 2}},
+                                             {"strides", std::vector<std::int64_t>{2, 2}}});
          const auto u = b.node("ConvTranspose", {c1, w}, up, "up");  // [1, 3, 10, 10]
          b.output(nchw_only(b, u, {1, 3, 10, 10}, "nchw"));
        },
@@ -209,7 +196,7 @@ TEST(LayoutPlan, ModelMatchesRunsAndThePlanIsTheBruteForceMinimum) {
     SCOPED_TRACE(net.name);
     GraphBuilder b;
     net.build(b);
-    graph::Graph& g = *b.graph;
+    graph::Graph& g = b.graph();
     const std::vector<std::string> convs = conv_names(g);
     const std::set<std::string> conv_set(convs.begin(), convs.end());
     Generator gen(3);
@@ -241,14 +228,14 @@ TEST(LayoutPlan, ModelMatchesRunsAndThePlanIsTheBruteForceMinimum) {
 TEST(LayoutPlan, SeedGraphKeepsTheFirstConvNchwAndPermutesOnce) {
   GraphBuilder b;
   nets()[0].build(b);
-  const passes::LayoutPlan plan = passes::make_layout_plan(*b.graph);
+  const passes::LayoutPlan plan = passes::make_layout_plan(b.graph());
   ASSERT_EQ(plan.permutes.size(), 1u) << plan.to_string();
   EXPECT_EQ(plan.permutes[0].value, "nchw_out");
   EXPECT_EQ(plan.permutes[0].node, "conv2");
   EXPECT_EQ(plan.permutes[0].to, MemoryFormat::ChannelsLast);
   EXPECT_EQ(plan.nchw_convs, 1);
   // The seed's own rule (every conv channels_last) pays 3: in, out at the NCHW-only op, in.
-  const passes::LayoutPlan seed = passes::evaluate_layout(*b.graph, {"conv1", "conv2"});
+  const passes::LayoutPlan seed = passes::evaluate_layout(b.graph(), {"conv1", "conv2"});
   EXPECT_EQ(seed.permutes.size(), 3u);
   EXPECT_GT(seed.cost(), plan.cost());
 
@@ -264,30 +251,30 @@ TEST(LayoutPlan, SeedGraphKeepsTheFirstConvNchwAndPermutesOnce) {
 TEST(LayoutPlan, PassConvertsExactlyThePlannedWeightsAndIsIdempotent) {
   GraphBuilder b;
   nets()[0].build(b);
-  const passes::PassReport report = passes::plan_layout(*b.graph);
+  const passes::PassReport report = passes::plan_layout(b.graph());
   EXPECT_TRUE(report.changed);
   ASSERT_EQ(report.notes.size(), 1u);
   EXPECT_NE(report.notes[0].find("layout plan:"), std::string::npos);
-  EXPECT_TRUE(b.graph->constant("conv2.weight").is_contiguous(MemoryFormat::ChannelsLast));
-  EXPECT_EQ(b.graph->constant("conv1.weight").suggest_memory_format(), MemoryFormat::Contiguous);
-  EXPECT_FALSE(passes::plan_layout(*b.graph).changed);
+  EXPECT_TRUE(b.graph().constant("conv2.weight").is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_EQ(b.graph().constant("conv1.weight").suggest_memory_format(), MemoryFormat::Contiguous);
+  EXPECT_FALSE(passes::plan_layout(b.graph()).changed);
 }
 
 // Declared shapes with C = 1 or H = W = 1 convert for free; the plan counts no permute there.
 TEST(LayoutPlan, AmbiguousShapesConvertForFree) {
   GraphBuilder b;
   const auto x = b.input("x", {1, 4, 6, 6});
-  const auto c1 = b.conv("conv1", x, 4, 1, 3);  // [1, 1, 6, 6]: C = 1
+  const auto c1 = b.conv(x, 4, 1, 3, {.name = "conv1", .pads = kPad1});  // [1, 1, 6, 6]: C = 1
   graph::ValueInfo info;
   info.name = c1;
   info.shape = std::vector<graph::Dim>{{1, ""}, {1, ""}, {6, ""}, {6, ""}};
-  b.graph->value_info.push_back(info);
+  b.graph().value_info.push_back(info);
   b.output(nchw_only(b, c1, {1, 1, 6, 6}, "nchw"));
   Generator gen(5);
   const Tensor in = randn({1, 4, 6, 6}, {}, gen);
-  const passes::LayoutPlan all = passes::evaluate_layout(*b.graph, {"conv1"});
-  passes::apply_layout_plan(*b.graph, all);
-  const Measured m = measure(*b.graph, in, {"conv1"});
+  const passes::LayoutPlan all = passes::evaluate_layout(b.graph(), {"conv1"});
+  passes::apply_layout_plan(b.graph(), all);
+  const Measured m = measure(b.graph(), in, {"conv1"});
   EXPECT_EQ(m.permutes, all.permutes.size()) << all.to_string();
   EXPECT_EQ(all.permutes.size(), 1u) << all.to_string();  // the input only
 }
@@ -298,17 +285,17 @@ TEST(LayoutPlan, LargeRegionsAreSearchedFromTheSeedPlan) {
   GraphBuilder b;
   auto v = b.input("x", {1, 4, 6, 6});
   for (int i = 0; i < 14; ++i) {
-    v = b.node("Relu", {b.conv("conv" + std::to_string(i), v, 4, 4, 3)}, {},
-               "relu" + std::to_string(i));
+    v = b.node("Relu", {b.conv(v, 4, 4, 3, {.name = "conv" + std::to_string(i), .pads = kPad1})},
+               {}, "relu" + std::to_string(i));
   }
   b.output(nchw_only(b, v, {1, 4, 6, 6}, "nchw"));  // one more permute at the end
-  const passes::LayoutPlan plan = passes::make_layout_plan(*b.graph);
+  const passes::LayoutPlan plan = passes::make_layout_plan(b.graph());
   EXPECT_EQ(plan.channels_last_weights, 14) << plan.to_string();
   EXPECT_EQ(plan.permutes.size(), 2u) << plan.to_string();
   EXPECT_EQ(plan.cost(), 2);
-  passes::apply_layout_plan(*b.graph, plan);
+  passes::apply_layout_plan(b.graph(), plan);
   Generator gen(4);
-  const Measured m = measure(*b.graph, randn({1, 4, 6, 6}, {}, gen), {});
+  const Measured m = measure(b.graph(), randn({1, 4, 6, 6}, {}, gen), {});
   EXPECT_EQ(m.permutes, 2u);
 }
 
@@ -317,15 +304,10 @@ TEST(LayoutPlan, LargeRegionsAreSearchedFromTheSeedPlan) {
 TEST(LayoutPlan, ConvsSharingAWeightDecideTogether) {
   GraphBuilder b;
   const auto x = b.input("x", {1, 4, 6, 6});
-  const auto c1 = b.conv("conv1", x, 4, 4, 3);
+  const auto c1 = b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1});
   const auto n = nchw_only(b, c1, {1, 4, 6, 6}, "nchw");
-  graph::Node second = b.graph->nodes()[0];
-  second.name = "conv2";
-  second.inputs[0] = b.node("Relu", {n}, {}, "relu");
-  second.outputs = {"conv2_out"};
-  b.graph->add_node(second);
-  b.output("conv2_out");
-  const passes::LayoutPlan plan = passes::make_layout_plan(*b.graph);
+  b.output(b.tied("conv1", b.node("Relu", {n}, {}, "relu"), "conv2"));
+  const passes::LayoutPlan plan = passes::make_layout_plan(b.graph());
   ASSERT_EQ(plan.nodes.size(), 4u);
   EXPECT_EQ(plan.nodes[0].weights, plan.nodes[3].weights) << plan.to_string();
   // Jointly: NCHW costs 2 (two NCHW convs), NHWC costs 3 (in, out at the Reshape, in again).
@@ -339,65 +321,60 @@ TEST(LayoutPlan, AxisOpsGiveTheSameValuesUnderAnyPlan) {
     const char* name;
     std::function<std::string(GraphBuilder&, const std::string&)> tail;
   };
-  auto attrs = [](const char* key, std::int64_t v) {
-    graph::Attributes a;
-    a.set(key, v);
-    return a;
-  };
   const std::vector<AxisCase> tails = {
       {"Concat axis 1",
-       [&](GraphBuilder& b, const std::string& v) {
-         const auto other = b.conv("conv_b", "x", 3, 5, 1);
-         return b.node("Concat", {v, other}, attrs("axis", 1), "cat");
+       [](GraphBuilder& b, const std::string& v) {
+         const auto other = b.conv("x", 3, 5, 1, {.name = "conv_b"});
+         return b.node("Concat", {v, other}, attrs({{"axis", std::int64_t{1}}}), "cat");
        }},
       {"Concat axis -1",
-       [&](GraphBuilder& b, const std::string& v) {
-         return b.node("Concat", {v, v}, attrs("axis", -1), "cat");
+       [](GraphBuilder& b, const std::string& v) {
+         return b.node("Concat", {v, v}, attrs({{"axis", std::int64_t{-1}}}), "cat");
        }},
       {"Softmax axis 1",
-       [&](GraphBuilder& b, const std::string& v) {
-         return b.node("Softmax", {v}, attrs("axis", 1), "softmax");
+       [](GraphBuilder& b, const std::string& v) {
+         return b.node("Softmax", {v}, attrs({{"axis", std::int64_t{1}}}), "softmax");
        }},
       {"Softmax axis 3",
-       [&](GraphBuilder& b, const std::string& v) {
-         return b.node("Softmax", {v}, attrs("axis", 3), "softmax");
+       [](GraphBuilder& b, const std::string& v) {
+         return b.node("Softmax", {v}, attrs({{"axis", std::int64_t{3}}}), "softmax");
        }},
       {"Flatten",
-       [&](GraphBuilder& b, const std::string& v) {
-         return b.node("Flatten", {v}, attrs("axis", 1), "flatten");
+       [](GraphBuilder& b, const std::string& v) {
+         return b.node("Flatten", {v}, attrs({{"axis", std::int64_t{1}}}), "flatten");
        }},
       {"Reshape",
-       [&](GraphBuilder& b, const std::string& v) {
+       [](GraphBuilder& b, const std::string& v) {
          const auto s = b.constant("s", int64s({1, 6, 2, 25}));
          return b.node("Reshape", {v, s}, {}, "reshape");
        }},
       {"Transpose",
-       [&](GraphBuilder& b, const std::string& v) {
-         graph::Attributes a;
-         a.set("perm", std::vector<std::int64_t>{0, 2, 3, 1});
-         return b.node("Transpose", {v}, a, "transpose");
+       [](GraphBuilder& b, const std::string& v) {
+         return b.node("Transpose", {v}, attrs({{"perm", std::vector<std::int64_t>{0, 2, 3, 1}}}),
+                       "transpose");
        }},
   };
   for (const AxisCase& t : tails) {
     SCOPED_TRACE(t.name);
     GraphBuilder b;
     const auto x = b.input("x", {1, 3, 5, 5});
-    const auto c = b.node("Relu", {b.conv("conv_a", x, 3, 12, 3)}, {}, "relu");
+    const auto c =
+        b.node("Relu", {b.conv(x, 3, 12, 3, {.name = "conv_a", .pads = kPad1})}, {}, "relu");
     const auto y = t.tail(b, c);
     // A conv after the axis op where the result is still 4-d with 12+ channels is not needed:
     // the tail's output is the graph output, returned in whatever format.
     b.output(y);
     Generator gen(11);
     const Tensor in = randn({1, 3, 5, 5}, {}, gen);
-    const Tensor nchw = testing::run_graph(*b.graph, {in})[0];
+    const Tensor nchw = b.run({in})[0];
     std::set<std::string> all;
-    for (const std::string& n : conv_names(*b.graph)) all.insert(n);
-    const passes::LayoutPlan plan = passes::evaluate_layout(*b.graph, all);
-    passes::apply_layout_plan(*b.graph, plan);
+    for (const std::string& n : conv_names(b.graph())) all.insert(n);
+    const passes::LayoutPlan plan = passes::evaluate_layout(b.graph(), all);
+    passes::apply_layout_plan(b.graph(), plan);
     bool saw_nhwc = false;
     const std::vector<Tensor> nhwc =
-        b.graph->run({in.clone()}, [&](const graph::Node& node, const std::vector<Tensor>& inputs,
-                                       const std::vector<Tensor>&) {
+        b.graph().run({in.clone()}, [&](const graph::Node& node, const std::vector<Tensor>& inputs,
+                                        const std::vector<Tensor>&) {
           if (node.op_type != "Conv" && node.op_type != "Relu" && !inputs.empty() &&
               inputs[0].suggest_memory_format() == MemoryFormat::ChannelsLast) {
             saw_nhwc = true;

@@ -3,27 +3,16 @@
 #include <set>
 #include <string>
 
-#include "passes/graph_builder.h"
 #include "refold/error.h"
 #include "refold/nn/conv.h"
 #include "refold/passes/pipeline.h"
 #include "testing/compare.h"
+#include "testing/graph_builder.h"
 
 namespace refold {
 namespace {
 
 using testing::GraphBuilder;
-
-std::string batch_norm(GraphBuilder& b, const std::string& x, std::int64_t c,
-                       const std::string& name) {
-  const auto scale = b.constant(name + ".scale", testing::uniform({c}, 1.0, b.gen));
-  const auto shift = b.constant(name + ".shift", testing::uniform({c}, 1.0, b.gen));
-  const auto mean = b.constant(name + ".mean", testing::uniform({c}, 1.0, b.gen));
-  Tensor var = testing::uniform({c}, 0.5, b.gen);
-  for (std::int64_t i = 0; i < c; ++i) var.set({i}, var.at({i}) + 1.0f);
-  const auto v = b.constant(name + ".var", var);
-  return b.node("BatchNormalization", {x, scale, shift, mean, v}, {}, name);
-}
 
 // One graph on which every pass has something to do:
 //   constant-folding  k = a + a feeds a Mul
@@ -32,20 +21,22 @@ std::string batch_norm(GraphBuilder& b, const std::string& x, std::int64_t c,
 //   reparameterize    RepVGG block: BN(conv3×3(h)) + BN(conv1×1(h))
 //   activation-fusion the ReLUs after conv0 and after the block
 //   layout            the convs' weights
-std::shared_ptr<graph::Graph> build() {
+GraphBuilder build() {
   GraphBuilder b;
   const auto x = b.input("x", {1, 4, 8, 8});
-  const auto a = b.constant("a", testing::uniform({1, 4, 1, 1}, 1.0, b.gen));
+  const auto a = b.constant("a", testing::uniform({1, 4, 1, 1}, 1.0, b.generator()));
   const auto k = b.node("Add", {a, a}, {}, "k");
   const auto scaled = b.node("Mul", {x, k}, {}, "scaled");
   b.node("Identity", {scaled}, {}, "unused");
   const auto h =
-      b.node("Relu", {batch_norm(b, b.conv("conv0", scaled, 4, 8, 3), 8, "bn0")}, {}, "relu0");
-  const auto b3 = batch_norm(b, b.conv("dense", h, 8, 8, 3, false), 8, "bn_dense");
-  const auto b1 = batch_norm(b, b.conv("one", h, 8, 8, 1, false), 8, "bn_one");
+      b.node("Relu", {b.bn(b.conv(scaled, 4, 8, 3, {.name = "conv0", .pads = testing::kPad1}), 8)},
+             {}, "relu0");
+  const auto b3 =
+      b.bn(b.conv(h, 8, 8, 3, {.name = "dense", .pads = testing::kPad1, .bias = false}), 8);
+  const auto b1 = b.bn(b.conv(h, 8, 8, 1, {.name = "one", .bias = false}), 8);
   const auto sum = b.node("Add", {b3, b1}, {}, "sum");
   b.output(b.node("Relu", {sum}, {}, "relu"));
-  return b.graph;
+  return b;
 }
 
 TEST(Pipeline, PassNamesInOrder) {
@@ -55,11 +46,11 @@ TEST(Pipeline, PassNamesInOrder) {
 }
 
 TEST(Pipeline, UnknownDisabledNameListsTheValidOnes) {
-  auto g = build();
+  GraphBuilder b = build();
   passes::PipelineOptions options;
   options.disabled = {"bn-fold"};
   try {
-    passes::optimize(*g, options);
+    passes::optimize(b.graph(), options);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     const std::string m = e.what();
@@ -72,20 +63,19 @@ TEST(Pipeline, UnknownDisabledNameListsTheValidOnes) {
 }
 
 TEST(Pipeline, AllPassesShrinkTheGraphAndKeepTheValues) {
-  auto g = build();
+  GraphBuilder b = build();
   Generator gen(2);
   const Tensor in = randn({1, 4, 8, 8}, {}, gen);
-  const Tensor expected = testing::run_graph(*g, {in})[0];
-  const passes::PipelineReport report = passes::optimize(*g);
-  g->verify();
-  EXPECT_TRUE(testing::model_close(testing::run_graph(*g, {in})[0], expected));
+  const Tensor expected = b.run({in})[0];
+  const passes::PipelineReport report = passes::optimize(b.graph());
+  b.graph().verify();
+  EXPECT_TRUE(testing::model_close(b.run({in})[0], expected));
   ASSERT_EQ(report.passes.size(), 6u);
   for (const passes::PassReport& p : report.passes) EXPECT_TRUE(p.changed) << p.pass;
-  const auto counts = testing::count_ops(*g);
-  EXPECT_EQ(counts.at("Conv"), 2) << g->dump();
-  EXPECT_EQ(counts.count("BatchNormalization"), 0u) << g->dump();
-  EXPECT_EQ(counts.count("Relu"), 0u) << g->dump();
-  EXPECT_EQ(counts.count("Add"), 0u) << g->dump();
+  EXPECT_EQ(b.count("Conv"), 2) << b.graph().dump();
+  EXPECT_EQ(b.count("BatchNormalization"), 0) << b.graph().dump();
+  EXPECT_EQ(b.count("Relu"), 0) << b.graph().dump();
+  EXPECT_EQ(b.count("Add"), 0) << b.graph().dump();
   EXPECT_EQ(report.op_counts_before.at("Conv"), 3);
   EXPECT_EQ(report.op_counts_after.at("Conv"), 2);
 
@@ -106,13 +96,13 @@ TEST(Pipeline, AllPassesShrinkTheGraphAndKeepTheValues) {
 
 // RELIABILITY "nothing lost": optimize(optimize(m)) == optimize(m).
 TEST(Pipeline, IsIdempotent) {
-  auto g = build();
-  passes::optimize(*g);
-  const std::string once = g->dump();
-  const passes::PipelineReport again = passes::optimize(*g);
+  GraphBuilder b = build();
+  passes::optimize(b.graph());
+  const std::string once = b.graph().dump();
+  const passes::PipelineReport again = passes::optimize(b.graph());
   for (const passes::PassReport& p : again.passes) EXPECT_FALSE(p.changed) << p.pass;
   EXPECT_EQ(again.op_counts_before, again.op_counts_after);
-  EXPECT_EQ(g->dump(), once);
+  EXPECT_EQ(b.graph().dump(), once);
   EXPECT_NE(again.to_string().find("no op count changed"), std::string::npos) << again.to_string();
 }
 
@@ -122,44 +112,42 @@ TEST(Pipeline, DisablingEachPassLeavesItsWorkUndone) {
   const Tensor in = randn({1, 4, 8, 8}, {}, gen);
   for (const std::string& name : passes::pass_names()) {
     SCOPED_TRACE(name);
-    auto g = build();
-    const Tensor expected = testing::run_graph(*g, {in})[0];
+    GraphBuilder b = build();
+    const Tensor expected = b.run({in})[0];
     passes::PipelineOptions options;
     options.disabled = {name};
-    const passes::PipelineReport report = passes::optimize(*g, options);
-    g->verify();
-    EXPECT_TRUE(testing::model_close(testing::run_graph(*g, {in})[0], expected));
+    const passes::PipelineReport report = passes::optimize(b.graph(), options);
+    b.graph().verify();
+    EXPECT_TRUE(testing::model_close(b.run({in})[0], expected));
     for (const passes::PassReport& p : report.passes) {
       if (p.pass == name) {
         EXPECT_FALSE(p.changed);
         EXPECT_EQ(p.notes, std::vector<std::string>{"disabled"});
       }
     }
-    const auto counts = testing::count_ops(*g);
-    auto count = [&](const char* op) { return counts.count(op) ? counts.at(op) : 0; };
     if (name == "constant-folding") {
-      EXPECT_TRUE(g->find_node("k").has_value());
+      EXPECT_TRUE(b.graph().find_node("k").has_value());
     } else {
-      EXPECT_FALSE(g->find_node("k").has_value());
+      EXPECT_FALSE(b.graph().find_node("k").has_value());
     }
-    EXPECT_EQ(g->find_node("unused").has_value(), name == "dead-code");
+    EXPECT_EQ(b.graph().find_node("unused").has_value(), name == "dead-code");
     if (name == "bn-folding") {
-      EXPECT_EQ(count("BatchNormalization"), 1);  // bn0; the block's BNs fold with the block
+      EXPECT_EQ(b.count("BatchNormalization"), 1);  // bn0; the block's BNs fold with the block
     } else {
-      EXPECT_EQ(count("BatchNormalization"), 0);
+      EXPECT_EQ(b.count("BatchNormalization"), 0);
     }
-    EXPECT_EQ(count("Conv"), name == "reparameterize" ? 3 : 2) << g->dump();
+    EXPECT_EQ(b.count("Conv"), name == "reparameterize" ? 3 : 2) << b.graph().dump();
     // Unfolded, bn0 stands between conv0 and its ReLU, which then cannot fuse.
     const int relus = name == "activation-fusion" ? 2 : name == "bn-folding" ? 1 : 0;
-    EXPECT_EQ(count("Relu"), relus) << g->dump();
+    EXPECT_EQ(b.count("Relu"), relus) << b.graph().dump();
     bool any_channels_last = false;
-    for (const std::string& c : g->constant_names()) {
-      const Tensor& t = g->constant(c);
+    for (const std::string& c : b.graph().constant_names()) {
+      const Tensor& t = b.graph().constant(c);
       any_channels_last =
           any_channels_last || (t.dim() == 4 && t.size(2) > 1 &&
                                 t.suggest_memory_format() == MemoryFormat::ChannelsLast);
     }
-    EXPECT_EQ(any_channels_last, name != "layout") << g->dump();
+    EXPECT_EQ(any_channels_last, name != "layout") << b.graph().dump();
   }
 }
 
