@@ -25,9 +25,13 @@ Storage::Storage(std::size_t nbytes) : nbytes_(nbytes) {
   const std::size_t rounded =
       std::max<std::size_t>(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
   REFOLD_CHECK(rounded >= nbytes, "cannot allocate {} bytes: size overflow", nbytes);
-  data_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
-  REFOLD_CHECK(data_ != nullptr, "cannot allocate {} bytes", nbytes);
+  // Counted (and checked against the memory limit) before the memory is taken.
   detail::count_allocation(nbytes_);
+  data_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
+  if (data_ == nullptr) {
+    detail::count_free(nbytes_);
+    fail("cannot allocate {} bytes", nbytes);
+  }
 }
 
 Storage::~Storage() {
@@ -35,15 +39,44 @@ Storage::~Storage() {
   detail::count_free(nbytes_);
 }
 
-// refold/memory.h: current = Σ live storages' nbytes; peak = max of current since the reset.
+// refold/memory.h: current = Σ live storages' nbytes; peak = max of current since the reset;
+// an allocation taking current above the limit (0: none) is refused before it happens.
 namespace detail {
 namespace {
 std::atomic<std::size_t> g_current_bytes{0};
 std::atomic<std::size_t> g_peak_bytes{0};
+std::atomic<std::size_t> g_limit_bytes{0};
+
+// "512 B", "1.2 MiB", "4.0 GiB".
+std::string format_bytes(std::size_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes) / 1024;
+  std::size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(units)) {
+    value /= 1024;
+    ++unit;
+  }
+  return fmt::format("{:.1f} {}", value, units[unit]);
+}
+
+// The refusal, `what` naming the tensor ("float32[1, 3, 40000, 9000]") where it is known.
+[[noreturn]] void fail_over_limit(std::size_t nbytes, std::size_t live, std::size_t limit,
+                                  const std::string& what) {
+  fail("would allocate {}{} with {} live > memory limit {} (set_memory_limit, --max-memory)",
+       format_bytes(nbytes), what.empty() ? "" : " (" + what + ")", format_bytes(live),
+       format_bytes(limit));
+}
 }  // namespace
 
 void count_allocation(std::size_t nbytes) {
+  // Reserve first, then check: two threads racing past the limit cannot both succeed.
   const std::size_t now = g_current_bytes.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
+  const std::size_t limit = g_limit_bytes.load(std::memory_order_relaxed);
+  if (limit != 0 && (now > limit || now < nbytes)) {
+    g_current_bytes.fetch_sub(nbytes, std::memory_order_relaxed);
+    fail_over_limit(nbytes, now - nbytes, limit, "");
+  }
   // Raise the peak to `now` unless another thread already raised it higher.
   std::size_t peak = g_peak_bytes.load(std::memory_order_relaxed);
   while (peak < now && !g_peak_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
@@ -52,6 +85,17 @@ void count_allocation(std::size_t nbytes) {
 
 void count_free(std::size_t nbytes) {
   g_current_bytes.fetch_sub(nbytes, std::memory_order_relaxed);
+}
+
+// make_impl's early check, which can name the tensor's dtype and sizes (Storage cannot).
+void check_memory_limit(std::size_t nbytes, DType dtype, const Shape& sizes) {
+  const std::size_t limit = g_limit_bytes.load(std::memory_order_relaxed);
+  if (limit == 0) return;
+  const std::size_t live = g_current_bytes.load(std::memory_order_relaxed);
+  if (nbytes > limit || live > limit - nbytes) {
+    fail_over_limit(nbytes, live, limit,
+                    fmt::format("{}[{}]", dtype_name(dtype), fmt::join(sizes, ", ")));
+  }
 }
 }  // namespace detail
 
@@ -64,6 +108,12 @@ void reset_peak_memory() {
   detail::g_peak_bytes.store(detail::g_current_bytes.load(std::memory_order_relaxed),
                              std::memory_order_relaxed);
 }
+
+void set_memory_limit(std::size_t bytes) {
+  detail::g_limit_bytes.store(bytes, std::memory_order_relaxed);
+}
+
+std::size_t memory_limit() { return detail::g_limit_bytes.load(std::memory_order_relaxed); }
 
 namespace {
 
@@ -90,6 +140,7 @@ std::shared_ptr<TensorImpl> make_impl(const Shape& sizes, const Shape& strides, 
   }
   const std::int64_t nbytes =
       checked_mul(extent, static_cast<std::int64_t>(element_size(dtype)), "tensor");
+  detail::check_memory_limit(static_cast<std::size_t>(nbytes), dtype, sizes);
   impl->storage = std::make_shared<Storage>(static_cast<std::size_t>(nbytes));
   impl->sizes = sizes;
   impl->strides = strides;

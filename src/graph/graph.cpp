@@ -366,7 +366,18 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& feeds, const NodeObser
       }
     } else {
       REFOLD_CHECK(!n.inputs.empty(), "Graph: node '{}' ({}) has no input", n.name, n.op_type);
-      results.push_back((*n.module)(lookup(n.inputs[0])));
+      try {
+        results.push_back((*n.module)(lookup(n.inputs[0])));
+      } catch (const Error& e) {
+        // The module named itself ("MaxPool2d 'MaxPool_0': …"); name the node and its op type
+        // instead, as for an Op ("MaxPool 'MaxPool_0' (MaxPool2d): …"), keeping any deeper
+        // module path the message holds.
+        const std::string type = n.module->type_name();
+        const std::string own = fmt::format("{} '{}': ", type, child_name_for(n.name));
+        std::string text = e.what();
+        if (text.rfind(own, 0) == 0) text.erase(0, own.size());
+        throw Error(text).with_context(fmt::format("{} '{}' ({})", n.op_type, n.name, type));
+      }
     }
     REFOLD_CHECK(results.size() >= n.outputs.size(),
                  "Graph: node '{}' ({}) gave {} outputs, expected {}", n.name, n.op_type,

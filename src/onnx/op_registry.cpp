@@ -21,7 +21,8 @@ const ops::OpEntry* find_entry(const std::string& op_type) {
 
 std::optional<std::string> unsupported_reason(const graph::Node& node, int opset) {
   if (!node.domain.empty() && node.domain != "ai.onnx") {
-    return fmt::format("{} (domain '{}') is not an ai.onnx op", node.op_type, node.domain);
+    return fmt::format("domain '{}' (op {}) is not supported; refold runs ai.onnx ops", node.domain,
+                       node.op_type);
   }
   const ops::OpEntry* entry = find_entry(node.op_type);
   if (entry == nullptr) return fmt::format("{} is not implemented", node.op_type);

@@ -1,6 +1,7 @@
 // onnx::load_tensor / save_tensor: one TensorProto per .pb file, as the ONNX test folders store
 // inputs and outputs. Read with the same checks as initializers (tensor_proto.h); external data
-// resolves against the file's folder.
+// resolves against the file's folder. BFLOAT16 stays bfloat16 (graph inputs declared BFLOAT16
+// take bfloat16 tensors).
 #include "core/check.h"
 #include "io/file.h"
 #include "onnx/proto_io.h"
@@ -13,19 +14,27 @@ namespace {
 constexpr std::uint64_t kMaxTensorFileBytes = detail::kMaxProtoBytes;
 }  // namespace
 
-Tensor load_tensor(const std::filesystem::path& file) {
+Tensor load_tensor(const std::filesystem::path& file) { return load_tensor(file, 0); }
+
+Tensor load_tensor(const std::filesystem::path& file, int declared_elem_type) {
   const std::vector<std::byte> bytes =
       detail::read_file_bytes(file, kMaxTensorFileBytes, "tensor file");
   try {
     ::onnx::TensorProto proto;
     detail::parse_tensor(bytes, proto);
+    // numpy has no bfloat16: ONNX's test data stores bfloat16 values as their UINT16 bits.
+    if (declared_elem_type == ::onnx::TensorProto::BFLOAT16 &&
+        proto.data_type() == ::onnx::TensorProto::UINT16) {
+      proto.set_data_type(::onnx::TensorProto::BFLOAT16);
+    }
     std::filesystem::path dir = file.parent_path();
     if (dir.empty()) dir = ".";
     // The byte-count checks already bound the decoded tensor by the file's size (at most 8× it,
     // for int8/bool → int64); the budget is a second fence.
     std::uint64_t budget = std::uint64_t{8} << 30;
-    return detail::tensor_from_proto(proto,
-                                     {fmt::format("tensor '{}'", proto.name()), dir, &budget});
+    detail::TensorReadContext context{fmt::format("tensor '{}'", proto.name()), dir, &budget};
+    context.keep_bfloat16 = true;
+    return detail::tensor_from_proto(proto, context);
   } catch (const Error& e) {
     throw Error(fmt::format("{}: {}", file.string(), e.what()));
   }

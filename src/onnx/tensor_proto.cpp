@@ -195,11 +195,14 @@ std::string data_type_name(int data_type) {
 Tensor tensor_from_proto(const TP& proto, const TensorReadContext& context) {
   const std::string& what = context.what;
   const int data_type = proto.data_type();
-  const std::optional<TypeInfo> info = type_info(data_type);
+  std::optional<TypeInfo> info = type_info(data_type);
   REFOLD_CHECK(info.has_value(),
                "{}: data type {} ({}) unsupported (refold reads FLOAT, FLOAT16, BFLOAT16 and the "
                "integer types up to INT64, and BOOL)",
                what, data_type_name(data_type), data_type);
+  // Kept as bfloat16: the 16-bit patterns are copied as they are (raw_data or int32_data).
+  const bool as_bfloat16 = data_type == TP::BFLOAT16 && context.keep_bfloat16;
+  if (as_bfloat16) info->out = DType::BFloat16;
   REFOLD_CHECK(!proto.has_segment(), "{}: segmented tensors are unsupported", what);
 
   Shape sizes(proto.dims().begin(), proto.dims().end());
@@ -250,7 +253,7 @@ Tensor tensor_from_proto(const TP& proto, const TensorReadContext& context) {
                  "{}: external data needs the model's folder (load from a file, not memory)", what);
     ext.emplace(proto, what, context.base_dir, static_cast<std::uint64_t>(bytes));
   }
-  const bool direct = (data_type == TP::FLOAT || data_type == TP::INT64);
+  const bool direct = (data_type == TP::FLOAT || data_type == TP::INT64 || as_bfloat16);
   const std::uint64_t need = static_cast<std::uint64_t>(out_bytes) +
                              (ext && !direct ? static_cast<std::uint64_t>(bytes) : 0);
   if (context.budget != nullptr) {
@@ -323,7 +326,9 @@ Tensor tensor_from_proto(const TP& proto, const TensorReadContext& context) {
         REFOLD_CHECK(data_type == TP::BOOL || (v >= lo && v <= hi),
                      "{}: {} value {} at index {} out of range [{}, {}]", what,
                      data_type_name(data_type), v, i, lo, hi);
-        if (data_type == TP::FLOAT16) {
+        if (as_bfloat16) {
+          out.data<BFloat16>()[i].bits = static_cast<std::uint16_t>(v);
+        } else if (data_type == TP::FLOAT16) {
           out.data<float>()[i] = half_to_float(static_cast<std::uint16_t>(v));
         } else if (data_type == TP::BFLOAT16) {
           out.data<float>()[i] = std::bit_cast<float>(static_cast<std::uint32_t>(v) << 16);

@@ -6,7 +6,9 @@
 //   BOOL → int64 0/1 (any non-zero byte is 1);
 //   FLOAT16, BFLOAT16 → float32, widened exactly (every half and bfloat16 value, NaN and ±Inf
 //     included, is a float32 value); refold computes in float32, and export writes an unchanged
-//     initializer's original bytes, so the file keeps its type;
+//     initializer's original bytes, so the file keeps its type. Data files (onnx::load_tensor:
+//     run inputs, test data) keep BFLOAT16 as bfloat16 (keep_bfloat16), the type a graph input
+//     declared BFLOAT16 takes;
 //   DOUBLE, STRING, COMPLEX*, FLOAT8*, (U)INT4 → error naming the tensor and the type.
 // Checks, all before allocating: dims ≥ 0, the element count and byte size by checked
 // multiplication, exactly one data source (raw_data, the typed field that matches data_type, or
@@ -31,6 +33,7 @@ struct TensorReadContext {
   std::string what;                 // the tensor in messages: "initializer 'W'"
   std::filesystem::path base_dir;   // external data resolves here; empty: refused
   std::uint64_t* budget = nullptr;  // bytes still allowed; decreased by what is allocated
+  bool keep_bfloat16 = false;       // BFLOAT16 → bfloat16 (data files), not widened to float32
 };
 
 Tensor tensor_from_proto(const ::onnx::TensorProto& proto, const TensorReadContext& context);

@@ -18,7 +18,7 @@ inline constexpr int kMinOpset = 1;
 inline constexpr int kMaxOpset = 18;
 
 // A1/A2 (no graph), A6 (IR version), A7 (no or repeated opset_import), A8 (opset range).
-// Returns the ai.onnx opset.
+// Returns the ai.onnx opset, or 0 when the model imports none and has no ai.onnx node.
 int validate_header(const ::onnx::ModelProto& model);
 
 struct GraphPlan {

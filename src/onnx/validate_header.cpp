@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <set>
 
 #include "core/check.h"
@@ -25,9 +26,17 @@ int validate_header(const ::onnx::ModelProto& model) {
       opset = static_cast<int>(import.version());
     }
   }
-  REFOLD_CHECK(opset > 0, "no opset_import for the ai.onnx domain (\"\"); {} imports: {{{}}}",
+  // Only a model with an ai.onnx node needs the ai.onnx import (A7); one whose nodes all belong
+  // to other domains (ai.onnx.preview.training, com.microsoft) loads as far as the op listing,
+  // which names each node and its unsupported domain.
+  const auto& nodes = model.graph().node();
+  const bool uses_ai_onnx = std::any_of(nodes.begin(), nodes.end(), [](const auto& n) {
+    return n.domain().empty() || n.domain() == "ai.onnx";
+  });
+  REFOLD_CHECK(opset > 0 || !uses_ai_onnx,
+               "no opset_import for the ai.onnx domain (\"\"); {} imports: {{{}}}",
                model.opset_import_size(), fmt::join(domains, ", "));
-  return opset;
+  return std::max(opset, 0);
 }
 
 }  // namespace refold::onnx::detail

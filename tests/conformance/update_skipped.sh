@@ -2,6 +2,8 @@
 # Regenerates tests/conformance/SKIPPED.md (and test_ops.txt, each test's op types) from what
 # `refold test` says about every ONNX backend test folder:
 #   failures whose message says the model is unsupported   -> "Unsupported" (stay skipped)
+#   test data contradicting its own model (an input's       -> "Invalid test data" (stay skipped)
+#     static shape; RELIABILITY.md C10 says refuse it)
 #   any other failure (wrong result, bad refusal, crash)   -> "Known failures (bugs to fix)"
 #   passes                                                 -> not listed
 #   tests/conformance/update_skipped.sh [BUILD_DIR]          (default: build)
@@ -31,6 +33,10 @@ if [[ ! -s "$ops" || "${REFRESH_OPS:-0}" == 1 ]]; then
   done | sort >"$ops"
 fi
 
+# How a failure is filed (the message after "FAIL name: ").
+unsupported='\t.*(unsupported|not supported|not implemented|only [a-z ,]+ (is|are) supported)'
+invalid_data="\\t(as imported|optimized): Graph: input '[^']*' is declared \\[[^]]*\\], given "
+
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 "$refold" test "${dirs[@]}" >"$results" || true
@@ -49,16 +55,23 @@ trap 'rm -f "$results"' EXIT
   echo
   # Shorten ".../data/<suite>/<test>/model.onnx" to "model.onnx".
   sed -n 's/^FAIL \([^:]*\): \(.*\)$/\1\t\2/p' "$results" | sed "s#$data/[^/]*/[^/]*/##g" >"$results.fail"
-  grep -P '\t.*(unsupported|not supported|not implemented|only [a-z ,]+ (is|are) supported)' \
-    "$results.fail" | sort | sed 's/^\([^\t]*\)\t\(.*\)$/- `\1`: \2/' || true
+  grep -P "$unsupported" "$results.fail" | sort | sed 's/^\([^\t]*\)\t\(.*\)$/- `\1`: \2/' || true
+  echo
+  echo "## Invalid test data"
+  echo
+  echo "The test's own data contradicts its model: an input is given with another shape than the"
+  echo "model declares (RELIABILITY.md C10: refused, naming the input, declared vs given)."
+  echo
+  grep -vP "$unsupported" "$results.fail" | grep -P "$invalid_data" | sort |
+    sed 's/^\([^\t]*\)\t\(.*\)$/- `\1`: \2/' || true
   echo
   echo "## Known failures (bugs to fix)"
   echo
   echo "TEMPORARY: these fail with a wrong result or with an error that is not a clear \"unsupported\"."
   echo "Each is a bug in an op, the loader or a pass; remove the line when it is fixed."
   echo
-  grep -vP '\t.*(unsupported|not supported|not implemented|only [a-z ,]+ (is|are) supported)' \
-    "$results.fail" | sort | sed -E 's/^([^\t]*)\t(.*(output [0-9]+: |outputs, expected).*)$/- `\1`: wrong result: \2/; s/^([^\t]*)\t(.*)$/- `\1`: \2/' || true
+  grep -vP "$unsupported" "$results.fail" | grep -vP "$invalid_data" | sort |
+    sed -E 's/^([^\t]*)\t(.*(output [0-9]+: |outputs, expected).*)$/- `\1`: wrong result: \2/; s/^([^\t]*)\t(.*)$/- `\1`: \2/' || true
 } >"$out"
 rm -f "$results.fail"
 echo "update_skipped: $(tail -1 "$results") -> $out" \

@@ -5,6 +5,7 @@
 #include "refold/error.h"
 #include "refold/functional.h"
 #include "refold/graph/op.h"
+#include "refold/memory.h"
 #include "refold/memory_format.h"
 #include "refold/nn/activation.h"
 #include "refold/nn/conv.h"
@@ -72,6 +73,41 @@ TEST(Graph, RunsNodesInOrderAndMatchesTheModules) {
   EXPECT_TRUE(testing::all_close(g->forward(x), expected, testing::Tolerance::op_f32()));
 }
 
+// RELIABILITY.md G1: a run that would go past the memory limit fails naming the node (op type and
+// name; for a plain module also its type), and frees every value it had computed.
+TEST(Graph, MemoryLimitErrorsNameTheNodeAndFreeTheRun) {
+  auto g = conv_relu_add();
+  const Tensor x = randn({1, 3, 64, 64});
+  g->run({x});  // warm: weight caches filled outside the measurement
+  const std::size_t before = memory_stats().current_bytes;
+  const std::size_t activation = 4 * 64 * 64 * 4;  // y1, y2 and out: 64 KiB each
+  struct Case {
+    std::size_t room;
+    std::string message;
+  };
+  for (const Case& c : {Case{activation + activation / 2,
+                             "Relu 'relu' (ReLU): would allocate 64.0 "
+                             "KiB (float32[1, 4, 64, 64]) with "},
+                        Case{2 * activation + activation / 2,
+                             "Add 'add': would allocate 64.0 KiB (float32[1, 4, 64, 64]) with "}}) {
+    set_memory_limit(before + c.room);
+    EXPECT_TRUE(testing::throws_error([&] { g->run({x}); }, c.message)) << c.message;
+    set_memory_limit(0);
+    EXPECT_EQ(memory_stats().current_bytes, before) << c.message;
+  }
+  // Any other module error is renamed the same way.
+  Graph h;
+  h.inputs = {{"x", 1, std::nullopt}};
+  h.outputs = {{"y", 1, std::nullopt}};
+  h.add_node(make("conv.1", "Conv", {"x"}, {"y"},
+                  std::make_shared<nn::Conv2d>(nn::Conv2dOptions(3, 4, 3))));
+  EXPECT_TRUE(testing::throws_error(
+      [&] {
+        h.run({randn({1, 5, 8, 8})});
+      },
+      "Conv 'conv.1' (Conv2d): "));
+}
+
 TEST(Graph, NodeModulesAreChildrenSoTheSeedUtilityReachesThem) {
   auto g = conv_relu_add();
   Tensor x = randn({1, 3, 5, 6});
@@ -134,7 +170,13 @@ TEST(Graph, RunChecksTheFeeds) {
 TEST(Graph, ErrorsInsideANodeNameIt) {
   auto bad = conv_relu_add();
   bad->inputs[0].shape.reset();
-  EXPECT_TRUE(testing::throws_error([&] { bad->run({randn({1, 5, 4, 4})}); }, "conv_0"));
+  // The node's op type and its own name ("conv.0", not the module name "conv_0"), then what the
+  // module said, without its own prefix.
+  EXPECT_TRUE(testing::throws_error(
+      [&] {
+        bad->run({randn({1, 5, 4, 4})});
+      },
+      "Conv 'conv.0' (Conv2d): conv2d: input has 5 channels"));
 }
 
 TEST(Graph, DumpListsNodes) {

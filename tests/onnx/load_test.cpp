@@ -169,6 +169,57 @@ TEST(OnnxLoad, A10AllUnsupportedOpsAtOnce) {
   expect_load_error(b, "; node 'FancyConv_2' (FancyConv): ");
 }
 
+// test_adagrad, test_adam, …: a model whose nodes are all in another domain imports only that
+// domain. It needs no ai.onnx import; its ops are listed as unsupported, naming the domain.
+TEST(OnnxLoad, A7A10OtherDomainOnlyModelsListTheirOpsAsUnsupported) {
+  OnnxBuilder b;
+  b.model().mutable_opset_import(0)->set_domain("ai.onnx.preview.training");
+  b.model().mutable_opset_import(0)->set_version(1);
+  b.input("R", {}).input("T", {}, ::onnx::TensorProto::INT64).input("X", {2}).input("G", {2});
+  b.input("H", {2}).output("X_new", {2}).output("H_new", {2});
+  auto n = b.node("Adagrad", {"R", "T", "X", "G", "H"}, {"X_new", "H_new"}, "Adagrad_0");
+  n.proto().set_domain("ai.onnx.preview.training");
+  expect_load_error(b,
+                    "1 unsupported op: node 'Adagrad_0' (ai.onnx.preview.training.Adagrad): "
+                    "domain 'ai.onnx.preview.training' (op Adagrad) is not supported; refold runs "
+                    "ai.onnx ops");
+  // One ai.onnx node among them: then the ai.onnx import is required (A7).
+  b.node("Relu", {"X_new"}, {"r"}, "relu");
+  expect_load_error(b,
+                    "no opset_import for the ai.onnx domain (\"\"); 1 imports: "
+                    "{ai.onnx.preview.training}");
+}
+
+// test_maxpool_2d_uint8: MaxPool-12 takes (u)int8, which refold holds as int64 and does not pool;
+// a declared integer input is refused at load time, naming the node, the input and the type.
+TEST(OnnxLoad, MaxPoolOfADeclaredIntegerInputIsUnsupported) {
+  for (int type : {::onnx::TensorProto::UINT8, ::onnx::TensorProto::INT8}) {
+    OnnxBuilder b;
+    b.input("x", {1, 1, 5, 5}, type).output("y", {1, 1, 4, 4}, type);
+    b.node("MaxPool", {"x"}, {"y"}, "MaxPool_0").attr_ints("kernel_shape", {2, 2});
+    expect_load_error(b, std::string("node 'MaxPool_0' (MaxPool): unsupported: input 'x' has "
+                                     "element type ") +
+                             (type == ::onnx::TensorProto::UINT8 ? "uint8" : "int8") +
+                             " (refold's MaxPool takes float32, float16 and bfloat16)");
+  }
+  // Declared by value_info, behind an Identity.
+  OnnxBuilder b;
+  b.input("x", {1, 1, 5, 5}, ::onnx::TensorProto::UINT8).output("y");
+  b.node("Identity", {"x"}, {"i"}, "id");
+  b.node("MaxPool", {"i"}, {"y"}, "pool").attr_ints("kernel_shape", {2, 2});
+  *b.graph().add_value_info() =
+      OnnxBuilder::value_info("i", std::nullopt, ::onnx::TensorProto::UINT8);
+  expect_load_error(b, "node 'pool' (MaxPool): unsupported: input 'i' has element type uint8");
+  // float32 (and an undeclared input) loads and pools.
+  OnnxBuilder f;
+  f.input("x", {1, 1, 3, 3}).output("y");
+  f.node("MaxPool", {"x"}, {"y"}, "pool").attr_ints("kernel_shape", {2, 2});
+  TempDir dir;
+  const auto g = load(f.save(dir / "model.onnx"));
+  const Tensor y = g->run({testing::iota({1, 1, 3, 3})})[0];
+  EXPECT_EQ(y.to_vector(), (std::vector<float>{4, 5, 7, 8}));
+}
+
 TEST(OnnxLoad, A11DeepNestingAndNodeLimit) {
   // A Relu whose attribute holds a graph holding a node whose attribute holds a graph …
   OnnxBuilder b;

@@ -107,10 +107,10 @@ TEST(OnnxReshape, Errors) {
 
 // ---- Flatten ----
 
-TEST(OnnxFlatten, Axis1IsTorchFlattenAndOtherAxesTheGeneralOp) {
+TEST(OnnxFlatten, EveryAxisIsTheGeneralOpDecidingFromTheRankAtRunTime) {
   const Tensor x = iota({2, 3, 2, 2});
   OpCase c("Flatten", {"x"});
-  EXPECT_NE(std::dynamic_pointer_cast<nn::Flatten>(c.module()), nullptr);
+  EXPECT_NE(std::dynamic_pointer_cast<graph::ops::Flatten>(c.module()), nullptr);
   Tensor y = c.run({to_channels_last(x)});
   EXPECT_EQ(y.sizes(), (Shape{2, 12}));
   EXPECT_EQ(y.to_vector(), iota_values(24));
@@ -124,6 +124,25 @@ TEST(OnnxFlatten, Axis1IsTorchFlattenAndOtherAxesTheGeneralOp) {
     EXPECT_EQ(y.sizes(), sizes) << "axis " << axis;
     EXPECT_EQ(y.to_vector(), iota_values(24)) << "axis " << axis;
   }
+}
+
+// test_operator_view: the default axis 1 of a 1-d input is valid ONNX (axis = rank): [n, 1].
+// torch's flatten(1), which the importer used to build, refused it.
+TEST(OnnxFlatten, Axis1OfA1dInputIsNBy1) {
+  OpCase c("Flatten", {"x"});
+  Tensor y = c.run({iota({5})});
+  EXPECT_EQ(y.sizes(), (Shape{5, 1}));
+  EXPECT_EQ(y.to_vector(), iota_values(5));
+  OpCase zero("Flatten", {"x"});
+  zero.integer("axis", 0);
+  EXPECT_EQ(zero.run({iota({5})}).sizes(), (Shape{1, 5}));
+  OpCase scalar("Flatten", {"x"});
+  scalar.integer("axis", 0);
+  EXPECT_EQ(scalar.run({iota({1}).reshape({})}).sizes(), (Shape{1, 1}));
+  OpCase bad("Flatten", {"x"});
+  bad.integer("axis", 2);
+  EXPECT_TRUE(
+      testing::throws_error([&] { bad.run({iota({5})}); }, "Flatten: axis 2 out of range [-1, 1]"));
 }
 
 TEST(OnnxFlatten, ConstantInt64InputIsExact) {

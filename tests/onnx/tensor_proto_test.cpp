@@ -225,8 +225,33 @@ TEST(OnnxTensorFile, SaveLoadRoundTrip) {
   save_tensor(bf, "bf", dir / "bf.pb");
   ASSERT_TRUE(proto.ParseFromString(testing::read_file(dir / "bf.pb")));
   EXPECT_EQ(proto.data_type(), TP::BFLOAT16);
-  EXPECT_TRUE(testing::all_close(load_tensor(dir / "bf.pb"), bf.to(DType::Float32),
-                                 testing::Tolerance::exact()));
+  const Tensor bf_back = load_tensor(dir / "bf.pb");
+  ASSERT_EQ(bf_back.dtype(), DType::BFloat16);  // a data file keeps bfloat16
+  EXPECT_EQ(bf_back.to_vector(), bf.to_vector());
+}
+
+// test_cast_BFLOAT16_to_FLOAT & co.: ONNX's test data holds bfloat16 values as UINT16 bits (numpy
+// has no bfloat16); a BFLOAT16 file, raw or in int32_data, reads as bfloat16 bits unchanged.
+TEST(OnnxTensorFile, Bfloat16FilesAndUint16BitsDeclaredBfloat16ReadAsBfloat16) {
+  TempDir dir;
+  // 1.0, -3.0, NaN, -Inf
+  const std::vector<std::uint16_t> bits = {0x3F80, 0xC040, 0x7FC0, 0xFF80};
+  testing::write_file(dir / "u16.pb", make(TP::UINT16, {4}, raw_of(bits)).SerializeAsString());
+  const Tensor as_ints = load_tensor(dir / "u16.pb");
+  ASSERT_EQ(as_ints.dtype(), DType::Int64);  // undeclared: a UINT16 is an integer
+  EXPECT_EQ(as_ints.data<std::int64_t>()[0], 0x3F80);
+  EXPECT_EQ(load_tensor(dir / "u16.pb", TP::UINT16).dtype(), DType::Int64);
+  for (const Tensor& t : {load_tensor(dir / "u16.pb", TP::BFLOAT16), [&] {
+                            TP typed = make(TP::BFLOAT16, {4}, "");
+                            typed.clear_raw_data();
+                            for (std::uint16_t b : bits) typed.add_int32_data(b);
+                            testing::write_file(dir / "typed.pb", typed.SerializeAsString());
+                            return load_tensor(dir / "typed.pb");
+                          }()}) {
+    ASSERT_EQ(t.dtype(), DType::BFloat16);
+    ASSERT_EQ(t.sizes(), (Shape{4}));
+    for (std::size_t i = 0; i < bits.size(); ++i) EXPECT_EQ(t.data<BFloat16>()[i].bits, bits[i]);
+  }
 }
 
 TEST(OnnxTensorFile, BadFilesNameTheFile) {

@@ -69,6 +69,14 @@ int main(int argc, char** argv) {
         ->transform(CLI::AsSizeValue(false));
   }
   CLI11_PARSE(app, argc, argv);
+  // RELIABILITY.md G1: the tensors a command allocates (activations too, not only the file and
+  // its initializers) stay within --max-memory; an allocation past it is a refold::Error.
+  for (auto [command, load] : {std::pair{optimize, &optimize_args.load},
+                               {run, &run_args.load},
+                               {test, &test_args.load},
+                               {bench, &bench_args.load}}) {
+    if (command->parsed()) refold::set_memory_limit(static_cast<std::size_t>(load->max_memory));
+  }
   try {
     if (demo->parsed()) return run_demo(stdout);
     if (optimize->parsed()) return optimize_command(optimize_args, stdout);

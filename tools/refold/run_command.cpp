@@ -17,9 +17,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Tensor read_input(const fs::path& file) {
+Tensor read_input(const fs::path& file, int declared_elem_type) {
   if (file.extension() == ".npy") return io::load_npy(file);
-  if (file.extension() == ".pb") return onnx::load_tensor(file);
+  if (file.extension() == ".pb") return onnx::load_tensor(file, declared_elem_type);
   throw Error(fmt::format("input file '{}': expected .npy or .pb", file.string()));
 }
 
@@ -51,7 +51,7 @@ int run_command(const RunArgs& args, std::FILE* out) {
   for (const graph::ValueInfo& input : graph->inputs) {
     auto it = given.find(input.name);
     if (it == given.end()) throw Error(fmt::format("missing --input {}=FILE", input.name));
-    feeds.push_back(read_input(it->second));
+    feeds.push_back(read_input(it->second, input.elem_type));
     given.erase(it);
   }
   if (!given.empty()) {

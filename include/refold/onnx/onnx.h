@@ -46,8 +46,15 @@ std::shared_ptr<graph::Graph> load_from_memory(std::span<const std::byte> bytes,
                                                const LoadOptions& options = {});
 void save(const graph::Graph& graph, const std::filesystem::path& file);
 
-// One TensorProto (.pb), as the ONNX test folders store inputs and outputs.
+// One TensorProto (.pb), as the ONNX test folders store inputs and outputs. Element types as
+// for initializers (integers and bool → int64, FLOAT16 → float32) except BFLOAT16, which stays
+// bfloat16.
 Tensor load_tensor(const std::filesystem::path& file);
+// The same, for a file that feeds (or is compared with) a graph value declared with ONNX element
+// type `declared_elem_type` (0: unknown). ONNX's own test data, written with numpy (which has no
+// bfloat16), stores a BFLOAT16 value as UINT16 bit patterns: declared BFLOAT16 (16), such a file
+// reads as bfloat16.
+Tensor load_tensor(const std::filesystem::path& file, int declared_elem_type);
 void save_tensor(const Tensor& tensor, const std::string& name, const std::filesystem::path& file);
 
 }  // namespace refold::onnx

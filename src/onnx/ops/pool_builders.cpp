@@ -2,14 +2,24 @@
 // when PyTorch's rules give ONNX's result, else graph::ops::Pool.
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "core/check.h"
 #include "onnx/ops/cnn_builders.h"
+#include "onnx/ops/tensor_builders.h"
 #include "onnx/ops/window_attrs.h"
+#include "onnx/tensor_proto.h"
 #include "refold/graph/ops/pool.h"
 #include "refold/nn/pooling.h"
 
 namespace refold::onnx::ops {
 namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
 
 bool read_flag(const graph::Attributes& a, const std::string& name) {
   const std::int64_t v = a.get_int(name, 0);
@@ -51,6 +61,15 @@ nn::ModulePtr build_max_pool(const BuildContext& context) {
   const std::int64_t order = node.attributes.get_int("storage_order", 0);
   REFOLD_CHECK(order == 0, "unsupported attribute storage_order={}", order);
   check_arity(node, 1, 1, 1);
+  // MaxPool-12 also takes (u)int8; refold holds those as int64 and pools floats only, so a
+  // declared integer input is refused here rather than by the kernel at run time (as "int64").
+  const int elem_type = declared_elem_type(context, 0);
+  REFOLD_CHECK(elem_type == 0 || elem_type == ::onnx::TensorProto::FLOAT ||
+                   elem_type == ::onnx::TensorProto::FLOAT16 ||
+                   elem_type == ::onnx::TensorProto::BFLOAT16,
+               "unsupported: input '{}' has element type {} (refold's MaxPool takes float32, "
+               "float16 and bfloat16)",
+               node.inputs[0], lower(detail::data_type_name(elem_type)));
   const graph::ops::PoolAttributes p = read_pool(node, "MaxPool", true);
   Pads2d pads;
   if (!torch_compatible(p, pads)) return std::make_shared<graph::ops::Pool>(p);

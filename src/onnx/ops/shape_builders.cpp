@@ -22,9 +22,9 @@ nn::ModulePtr build_reshape(const BuildContext& context) {
   return std::make_shared<graph::ops::Reshape>(allowzero == 1);
 }
 
-// Flatten axis 1 of an activation is torch's flatten(1) (nn::Flatten, which passes and the
-// layout plan know); any other axis, or a constant input (the folder may see int64), runs the
-// general op.
+// Flatten-1+: [prod(dims[:axis]), prod(dims[axis:])], axis ∈ [−r, r]. The op reads the rank
+// at run time (an activation's rank is unknown here): axis 1 of a 1-d [n] is [n, 1], which
+// torch's flatten(1) (nn::Flatten) would refuse. A constant input is checked now.
 nn::ModulePtr build_flatten(const BuildContext& context) {
   check_arity(context.node, 1, 1, 1);
   const std::int64_t axis = context.node.attributes.get_int("axis", 1);
@@ -32,7 +32,6 @@ nn::ModulePtr build_flatten(const BuildContext& context) {
     const std::int64_t rank = input->dim();
     REFOLD_CHECK(axis >= -rank && axis <= rank, "axis {} out of range [{}, {}]", axis, -rank, rank);
   }
-  if (axis == 1 && !constant_input(context, 0)) return std::make_shared<nn::Flatten>();
   return std::make_shared<graph::ops::Flatten>(axis);
 }
 

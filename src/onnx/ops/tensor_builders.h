@@ -5,7 +5,7 @@
 //   index_builders.cpp   Shape, Gather, Slice, Expand, ConstantOfShape, Range, ScatterND
 //   value_builders.cpp   Constant, Cast, Equal, Where
 // Each validates the node's attributes and constant inputs (RELIABILITY.md F25–F27) and returns
-// a graph::Op from src/graph/ops/ (nn::Flatten / nn::PixelShuffle where torch has the layer).
+// a graph::Op from src/graph/ops/ (nn::PixelShuffle where torch has the layer).
 // Messages start with the problem and value; the importer prefixes the file and node.
 #pragma once
 
@@ -44,5 +44,8 @@ std::optional<Tensor> constant_input(const BuildContext& context, std::size_t i)
 // A constant int64 input's values (rank ≤ 1), or nullopt when it is not a constant.
 std::optional<std::vector<std::int64_t>> constant_ints(const BuildContext& context, std::size_t i,
                                                        const char* what);
+// The ONNX element type input `i` is declared with (a graph input or value_info), or 0 when
+// nothing declares it (an activation's type is then only known at run time).
+int declared_elem_type(const BuildContext& context, std::size_t i);
 
 }  // namespace refold::onnx::ops
