@@ -41,8 +41,7 @@ TEST(OnnxConv, ConstantWeightsBecomeConv2dSharingTheGraphTensors) {
   EXPECT_TRUE(conv->bias().is_same(c.graph().constant("B")));
   EXPECT_EQ(conv->weight().data_ptr(), w.data_ptr());  // no copy of the initializer
   const Tensor expected = reference::conv2d(x, w, b, {Size2d(2, 1), 1});
-  EXPECT_TRUE(testing::all_close(c.run({x}), expected, Tolerance::op_f32()));
-  EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x)}), expected, Tolerance::op_f32()));
+  EXPECT_TRUE(c.close_in_both_layouts(x, expected));
   // The seed's utility converts the module's weight, and the graph's constant with it.
   nn::utils::convert_conv2d_weight_memory_format(*conv, MemoryFormat::ChannelsLast);
   EXPECT_TRUE(c.graph().constant("W").is_contiguous(MemoryFormat::ChannelsLast));
@@ -86,8 +85,7 @@ TEST(OnnxConv, AsymmetricPads) {
   c.ints("pads", {1, 0, 2, 3});
   const Tensor expected = reference::conv2d(x, w, b, {1, Padding2d::asymmetric(1, 0, 2, 3)});
   EXPECT_EQ(expected.sizes(), (Shape{1, 2, 6, 7}));
-  EXPECT_TRUE(testing::all_close(c.run({x}), expected, Tolerance::op_f32()));
-  EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x)}), expected, Tolerance::op_f32()));
+  EXPECT_TRUE(c.close_in_both_layouts(x, expected));
 }
 
 // F7: out = ceil(in / stride); the odd unit of padding goes at the end for SAME_UPPER and at
@@ -103,8 +101,7 @@ TEST(OnnxConv, SameUpperAndLowerWithStrideResolveAtRunTime) {
     ASSERT_NE(std::dynamic_pointer_cast<graph::ops::Conv>(c.module()), nullptr);
     const Tensor expected = reference::conv2d(x, w, b, {2, pads});
     EXPECT_EQ(expected.sizes(), (Shape{1, 2, 3, 3}));
-    EXPECT_TRUE(testing::all_close(c.run({x}), expected, Tolerance::op_f32()));
-    EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x)}), expected, Tolerance::op_f32()));
+    EXPECT_TRUE(c.close_in_both_layouts(x, expected));
   }
 }
 
@@ -283,8 +280,7 @@ TEST(OnnxConvTranspose, ConstantWeightsBecomeConvTranspose2d) {
   const Tensor expected =
       reference::conv_transpose2d(x, w, b, {Size2d(3, 2), Size2d(1, 0), Size2d(2, 1), 2});
   EXPECT_EQ(expected.sizes(), (Shape{1, 6, 3 * 2 + 3 - 2 + 2, 2 * 3 + 2 + 1}));
-  EXPECT_TRUE(testing::all_close(c.run({x}), expected, Tolerance::op_f32()));
-  EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x)}), expected, Tolerance::op_f32()));
+  EXPECT_TRUE(c.close_in_both_layouts(x, expected));
 }
 
 TEST(OnnxConvTranspose, RuntimeWeightsBecomeAnOp) {
@@ -315,8 +311,7 @@ TEST(OnnxConvTranspose, AsymmetricPadsCropTheFullOutput) {
   ASSERT_NE(std::dynamic_pointer_cast<graph::ops::ConvTranspose>(c.module()), nullptr);
   const Tensor full = reference::conv_transpose2d(x, w, b, {2});
   const Tensor expected = crop(full, {0, 1, 2, 0});
-  EXPECT_TRUE(testing::all_close(c.run({x}), expected, Tolerance::op_f32()));
-  EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x)}), expected, Tolerance::op_f32()));
+  EXPECT_TRUE(c.close_in_both_layouts(x, expected));
 }
 
 // F14, the spec's example (test_convtranspose_output_shape): X = 0…8 [1, 1, 3, 3], W ones

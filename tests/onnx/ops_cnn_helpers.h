@@ -5,6 +5,7 @@
 //   OpCase c("Conv", {"x", "W", "B"});
 //   c.constant("W", w).constant("B", b).ints("pads", {1, 1, 1, 1});
 //   Tensor y = c.run({x});            // runtime inputs, in the order of the node's non-constants
+//   EXPECT_TRUE(c.close_in_both_layouts(x, expected));  // x as given and channels_last
 //
 // Plus the inputs the CNN op tests feed: random(sizes, seed) tensors. (int64 tensors and
 // channels_last copies: i64, i64_values and to_channels_last in ops_tensor_helpers.h.)
@@ -20,7 +21,9 @@
 #include "onnx/ops/shared_constants.h"
 #include "refold/graph/graph.h"
 #include "refold/graph/op.h"
+#include "refold/memory_format.h"
 #include "testing/builders.h"
+#include "testing/compare.h"
 
 namespace refold::testing {
 
@@ -106,6 +109,19 @@ class OpCase {
     return {(*m)(values.at(0))};
   }
   Tensor run(const std::vector<Tensor>& runtime) { return run_all(runtime).at(0); }
+
+  // Runs on the one runtime input `x` as given and as a channels_last copy: both results must
+  // be within Tolerance::op_f32() of `expected`.
+  ::testing::AssertionResult close_in_both_layouts(const Tensor& x, const Tensor& expected) {
+    for (const MemoryFormat format : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast}) {
+      ::testing::AssertionResult close =
+          all_close(run({x.contiguous(format)}), expected, Tolerance::op_f32());
+      if (!close)
+        return close << (format == MemoryFormat::ChannelsLast ? " (channels_last input)"
+                                                              : " (input as given)");
+    }
+    return ::testing::AssertionSuccess();
+  }
 
  private:
   std::shared_ptr<graph::Graph> graph_;
