@@ -6,13 +6,17 @@
 // every conv is 3×3, padding 1, with bias and ReLU (fused in both columns).
 //
 // "refold" is onednn::conv2d as the dispatch calls it: output allocated per call, primitive and
-// packed weight looked up in refold's caches. "direct" is the baseline: one oneDNN primitive
-// created once (plain nchw/nhwc src and dst, format_tag::any weights reordered once), memories
-// created once, execute + wait per iteration. This file is the only one outside
-// src/kernels/onednn/ that includes dnnl.hpp: the baseline has to.
+// packed weight looked up in refold's caches. "winograd" (NHWC stride-1 layers) is refold's own
+// F(2×2, 3×3) kernel (kernels/native), which the dispatch runs for those layers by default;
+// its FLOPS counter is the direct conv's count, i.e. an effective rate. "native_direct" (NHWC
+// stride-2 layers past the stem) is refold's own direct conv (kernels/native/direct_conv2d.h).
+// "direct" is the baseline: one oneDNN primitive created once (plain nchw/nhwc src and dst,
+// format_tag::any weights reordered once), memories created once, execute + wait per iteration.
+// This file is the only one outside src/kernels/onednn/ that includes dnnl.hpp: the baseline has
+// to.
 //
-// FLOPS counter: 2·N·OH·OW·OC·(IC/groups)·kh·kw per iteration. A third row per layer,
-// "paired", runs both alternately in one loop and reports the median per-pair time ratio.
+// FLOPS counter: 2·N·OH·OW·OC·(IC/groups)·kh·kw per iteration. "paired" rows run refold's
+// kernel and the direct call alternately in one loop and report the median per-pair time ratio.
 // Run (the exact command is in bench/RESULTS.md):
 //   REFOLD_NUM_THREADS=2 build/bench/conv_layers_bench --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only
@@ -27,6 +31,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/native/direct_conv2d.h"
+#include "kernels/native/winograd_conv2d.h"
 #include "kernels/onednn/conv2d.h"
 #include "kernels/post_ops.h"
 #include "refold/op_options.h"
@@ -80,22 +86,31 @@ Operands make_operands(const Layer& l, MemoryFormat format) {
   return o;
 }
 
-// refold's path, as the dispatch calls it.
+enum class Kernel { OneDnn, Winograd, NativeDirect };
+
+// refold's path, as the dispatch calls it: oneDNN, or the Winograd kernel.
 class RefoldConv {
  public:
-  RefoldConv(const Layer& l, MemoryFormat format) : o_(make_operands(l, format)) {
+  RefoldConv(const Layer& l, MemoryFormat format, Kernel kernel)
+      : o_(make_operands(l, format)), kernel_(kernel) {
     options_.stride = l.stride;
     options_.padding = 1;
     post_.activation = refold::Activation::ReLU;
     run();  // creates the primitive and packs the weight, outside any timing
   }
   void run() const {
-    refold::Tensor y = refold::onednn::conv2d(o_.input, o_.weight, o_.bias, options_, post_);
+    refold::Tensor y =
+        kernel_ == Kernel::Winograd ? refold::native::winograd_conv2d(o_.input, o_.weight, o_.bias,
+                                                                      options_, post_, nullptr)
+        : kernel_ == Kernel::NativeDirect
+            ? refold::native::direct_conv2d(o_.input, o_.weight, o_.bias, options_, post_, nullptr)
+            : refold::onednn::conv2d(o_.input, o_.weight, o_.bias, options_, post_);
     benchmark::DoNotOptimize(y.data_ptr());
   }
 
  private:
   Operands o_;
+  Kernel kernel_;
   refold::Conv2dOptions options_;
   refold::PostOps post_;
 };
@@ -156,8 +171,8 @@ class DirectConv {
   std::unordered_map<int, dnnl::memory> args_;
 };
 
-void BM_Refold(benchmark::State& state, Layer l, MemoryFormat format) {
-  const RefoldConv conv(l, format);
+void BM_Refold(benchmark::State& state, Layer l, MemoryFormat format, Kernel kernel) {
+  const RefoldConv conv(l, format, kernel);
   for (auto _ : state) conv.run();
   set_counters(state, l);
 }
@@ -181,9 +196,9 @@ double median(std::vector<double> v) {
 // of two separately measured medians. Counters: refold_us and direct_us (medians over the
 // iterations) and ratio = median of refold/direct per pair. The benchmark's own time is the
 // pair's.
-void BM_Paired(benchmark::State& state, Layer l, MemoryFormat format) {
+void BM_Paired(benchmark::State& state, Layer l, MemoryFormat format, Kernel kernel) {
   using clock = std::chrono::steady_clock;
-  const RefoldConv refold_conv(l, format);
+  const RefoldConv refold_conv(l, format, kernel);
   DirectConv direct_conv(l, format);
   std::vector<double> refold_us, direct_us, ratio;
   bool refold_first = true;
@@ -222,22 +237,42 @@ int main(int argc, char** argv) {
       const std::string name = layout + "/" + std::to_string(l.in_channels) + "x" +
                                std::to_string(l.size) + "->" + std::to_string(l.out_channels) +
                                "_s" + std::to_string(l.stride);
-      benchmark::RegisterBenchmark((name + "/refold").c_str(), BM_Refold, l, format)
+      benchmark::RegisterBenchmark((name + "/refold").c_str(), BM_Refold, l, format, Kernel::OneDnn)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
       benchmark::RegisterBenchmark((name + "/direct").c_str(), BM_Direct, l, format)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark((name + "/paired").c_str(), BM_Paired, l, format)
+      benchmark::RegisterBenchmark((name + "/paired").c_str(), BM_Paired, l, format, Kernel::OneDnn)
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond);
+      if (format == MemoryFormat::ChannelsLast && l.stride == 2 && l.in_channels >= 16) {
+        benchmark::RegisterBenchmark((name + "/native_direct").c_str(), BM_Refold, l, format,
+                                     Kernel::NativeDirect)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark((name + "/native_direct_paired").c_str(), BM_Paired, l, format,
+                                     Kernel::NativeDirect)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
+      if (format == MemoryFormat::ChannelsLast && l.stride == 1) {
+        benchmark::RegisterBenchmark((name + "/winograd").c_str(), BM_Refold, l, format,
+                                     Kernel::Winograd)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark((name + "/winograd_paired").c_str(), BM_Paired, l, format,
+                                     Kernel::Winograd)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
     }
   }
   // Not a RepVGG layer: a conv so small that the difference is refold's fixed cost per call
   // (cache lookups, output allocation, oneDNN memory objects).
   const Layer tiny{8, 8, 4, 1, 0};
   benchmark::RegisterBenchmark("nhwc/probe_8x4->8_s1/refold", BM_Refold, tiny,
-                               MemoryFormat::ChannelsLast)
+                               MemoryFormat::ChannelsLast, Kernel::OneDnn)
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("nhwc/probe_8x4->8_s1/direct", BM_Direct, tiny,

@@ -1,8 +1,9 @@
 // The functional API: validation of what only this layer adds, the memory-format rule of the
 // seed, then dispatch to an implementation.
 //
-// Dispatch: each op tries its implementations fastest first — refold's Winograd kernel (3×3
-// stride-1 convs, kernels/winograd), oneDNN, then the reference, which never declines. A decline
+// Dispatch: each op tries its implementations fastest first — for conv2d refold's own kernels
+// (kernels/native: Winograd for 3×3 stride 1, the direct conv for strided convs), then oneDNN,
+// then the reference, which never declines. A decline
 // carries a reason; REFOLD_VERBOSE=1 prints which implementation ran and why the others declined.
 // Ops without a oneDNN kernel yet go straight to the reference.
 #include "refold/functional.h"
@@ -11,6 +12,8 @@
 #include <string_view>
 
 #include "core/check.h"
+#include "kernels/native/direct_conv2d.h"
+#include "kernels/native/winograd_conv2d.h"
 #include "kernels/onednn/batch_norm.h"
 #include "kernels/onednn/binary.h"
 #include "kernels/onednn/concat.h"
@@ -21,7 +24,6 @@
 #include "kernels/post_ops.h"
 #include "kernels/reference/conv_common.h"
 #include "kernels/verbose.h"
-#include "kernels/winograd/conv2d.h"
 #include "refold/reference.h"
 
 namespace refold::functional {
@@ -76,10 +78,15 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   // Winograd and oneDNN validate the arguments and the post-ops (with the reference's messages)
   // before they can decline, so the reference below only ever sees valid ones. Unfused there:
   // y = act(conv + bias + residual), one pass per step.
-  std::string winograd_declined;
-  if (Tensor y = winograd::conv2d(src, weight, bias, options, post, &winograd_declined);
+  std::string winograd_declined, direct_declined;
+  if (Tensor y = native::winograd_conv2d(src, weight, bias, options, post, &winograd_declined);
       y.defined()) {
     log_dispatch("conv2d", "winograd");
+    return y;
+  }
+  if (Tensor y = native::direct_conv2d(src, weight, bias, options, post, &direct_declined);
+      y.defined()) {
+    log_dispatch("conv2d", "native direct", "winograd declined: " + winograd_declined);
     return y;
   }
   return fastest_first(
@@ -91,7 +98,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
         const Tensor y = reference::conv2d(src, weight, bias, options);
         return post.empty() ? y : reference::apply_post_ops(y, post);
       },
-      "winograd declined: " + winograd_declined);
+      "winograd declined: " + winograd_declined + "; native direct declined: " + direct_declined);
 }
 
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,

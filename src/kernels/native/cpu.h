@@ -12,7 +12,7 @@
 #define REFOLD_TARGET_AVX2
 #endif
 
-namespace refold::winograd {
+namespace refold::native {
 
 // True where this CPU (and build) can run the AVX2 + FMA kernels.
 inline bool cpu_has_avx2_fma() {
@@ -24,4 +24,4 @@ inline bool cpu_has_avx2_fma() {
 #endif
 }
 
-}  // namespace refold::winograd
+}  // namespace refold::native

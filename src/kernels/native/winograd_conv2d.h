@@ -7,37 +7,25 @@
 // Same contract as onednn::conv2d (kernels/onednn/conv2d.h): arguments are validated with the
 // reference's messages; a valid problem this kernel does not take is *declined* — an undefined
 // result and `*declined` says why (another shape or layout, a channel count that is not a
-// multiple of 8, no AVX2/FMA, REFOLD_CONV_ALGORITHM=direct, ...).
+// multiple of 8, too few channels for the transforms to pay off, no AVX2/FMA,
+// REFOLD_CONV_ALGORITHM=direct, ...).
 //
-// Transformed weights (U = G g Gᵀ, 16/9 of the weight's size) are cached process-wide, keyed
-// like oneDNN's packed weights by (data_ptr(), version(), sizes, strides), least recently used
-// first out beyond 512 MiB. Per call, the work runs in chunks of tiles, each in three parallel
+// Transformed weights (U = G g Gᵀ, 16/9 of the weight's size) are cached (weight_cache.h). Per
+// call, the work runs in chunks of tiles, each in three parallel
 // steps (get_num_threads() threads): input transform, 16 matrix products, output transform with
 // bias, residual and activation fused.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
 #include <string>
 
 #include "kernels/post_ops.h"
 #include "refold/op_options.h"
 #include "refold/tensor.h"
 
-namespace refold::winograd {
+namespace refold::native {
 
 // y = post.activation(conv2d(input, weight) + bias + post.residual), or declined (see above).
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-              const Conv2dOptions& options, const PostOps& post, std::string* declined);
+Tensor winograd_conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                       const Conv2dOptions& options, const PostOps& post, std::string* declined);
 
-struct CacheStats {
-  std::uint64_t hits = 0;
-  std::uint64_t transforms = 0;  // weights transformed (cache misses)
-  std::size_t weights = 0;       // entries now cached
-  std::size_t bytes = 0;
-};
-CacheStats cache_stats();
-// Drops every cached transformed weight and zeroes the counters.
-void clear_cache();
-
-}  // namespace refold::winograd
+}  // namespace refold::native

@@ -1,19 +1,18 @@
 // tiles.h: the weight transform (once per weight, scalar) and the per-tile input and output
 // transforms (AVX2, 8 channels per vector).
-#include "kernels/winograd/tiles.h"
+#include "kernels/native/winograd_tiles.h"
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstddef>
 
-#include "kernels/winograd/cpu.h"
+#include "kernels/native/cpu.h"
 
 #if REFOLD_HAVE_X86_KERNELS
 #include <immintrin.h>
 #endif
 
-namespace refold::winograd {
+namespace refold::native {
 
 std::vector<float> transform_weights(const Tensor& weight) {
   const std::int64_t outs = weight.size(0), ins = weight.size(1);
@@ -79,42 +78,6 @@ REFOLD_TARGET_AVX2 inline void output_1d(const __m256* m, std::ptrdiff_t step, _
   y[out_step] = _mm256_sub_ps(_mm256_sub_ps(m1, m2), m[3 * step]);
 }
 
-// activation(x) over 8 lanes. Sigmoid-based ones go through std::exp per lane, as the reference
-// computes them (1 / (1 + e^−x)); the others are exact in vector form.
-REFOLD_TARGET_AVX2 inline __m256 activate(__m256 x, const Epilogue& e) {
-  const __m256 zero = _mm256_setzero_ps();
-  const __m256 three = _mm256_set1_ps(3.0f), six = _mm256_set1_ps(6.0f);
-  switch (e.activation) {
-    case Activation::None:
-      return x;
-    case Activation::ReLU:
-      return _mm256_max_ps(x, zero);
-    case Activation::ReLU6:
-      return _mm256_min_ps(_mm256_max_ps(x, zero), six);
-    case Activation::LeakyReLU: {
-      const __m256 scaled = _mm256_mul_ps(x, _mm256_set1_ps(e.negative_slope));
-      return _mm256_blendv_ps(scaled, x, _mm256_cmp_ps(x, zero, _CMP_GT_OQ));
-    }
-    case Activation::HardSigmoid:
-    case Activation::HardSwish: {
-      const __m256 gate =
-          _mm256_div_ps(_mm256_min_ps(_mm256_max_ps(_mm256_add_ps(x, three), zero), six), six);
-      return e.activation == Activation::HardSigmoid ? gate : _mm256_mul_ps(x, gate);
-    }
-    case Activation::Sigmoid:
-    case Activation::SiLU: {
-      alignas(32) float lanes[8];
-      _mm256_store_ps(lanes, x);
-      for (float& value : lanes) {
-        const float sigmoid = 1.0f / (1.0f + std::exp(-value));
-        value = e.activation == Activation::Sigmoid ? sigmoid : value * sigmoid;
-      }
-      return _mm256_load_ps(lanes);
-    }
-  }
-  return x;
-}
-
 }  // namespace
 
 REFOLD_TARGET_AVX2 void transform_input(const float* input, const TileGeometry& g,
@@ -162,14 +125,10 @@ REFOLD_TARGET_AVX2 void transform_output(const float* m, std::int64_t position_s
     for (int xi = 0; xi < 16; ++xi) s[xi] = _mm256_loadu_ps(in + xi * position_stride + ch);
     for (int x = 0; x < 4; ++x) output_1d(s + x, 4, t + x, 4);          // Aᵀ M: down each column
     for (int r = 0; r < 2; ++r) output_1d(t + 4 * r, 1, y + 2 * r, 1);  // (Aᵀ M) A: each row
-    const __m256 bias = _mm256_loadu_ps(epilogue.bias + ch);
     for (std::int64_t r = 0; r < rows; ++r) {
       for (std::int64_t q = 0; q < cols; ++q) {
         const std::int64_t at = image_offset + ((oy + r) * g.out_w + ox + q) * c + ch;
-        __m256 value = _mm256_add_ps(y[r * 2 + q], bias);
-        if (epilogue.residual != nullptr)
-          value = _mm256_add_ps(value, _mm256_loadu_ps(epilogue.residual + at));
-        _mm256_storeu_ps(out + at, activate(value, epilogue));
+        _mm256_storeu_ps(out + at, finish(y[r * 2 + q], epilogue, ch, at));
       }
     }
   }
@@ -184,4 +143,4 @@ void transform_output(const float*, std::int64_t, const TileGeometry&, std::int6
 
 #endif
 
-}  // namespace refold::winograd
+}  // namespace refold::native

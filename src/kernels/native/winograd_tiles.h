@@ -20,10 +20,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "refold/post_ops.h"
+#include "kernels/native/epilogue.h"
 #include "refold/tensor.h"
 
-namespace refold::winograd {
+namespace refold::native {
 
 inline constexpr std::int64_t kPositions = 16;   // ξ: the 4×4 transformed tile
 inline constexpr std::int64_t kBlockWidth = 16;  // output channels per packed column block
@@ -50,18 +50,10 @@ std::vector<float> transform_weights(const Tensor& weight);
 void transform_input(const float* input, const TileGeometry& g, std::int64_t tile,
                      std::int64_t slot, float* v, std::int64_t position_stride);
 
-// What the output transform applies before writing: y = activation(Y + bias + residual).
-struct Epilogue {
-  const float* bias = nullptr;      // [C_out]; never null (zeros when the conv has none)
-  const float* residual = nullptr;  // NHWC like the output, or null
-  Activation activation = Activation::None;
-  float negative_slope = 0.01f;  // LeakyReLU
-};
-
 // Y = Aᵀ M A of tile `tile` from M_ξ[slot][o] at m + ξ·position_stride + slot·C_out, then the
-// epilogue; writes the tile's output pixels that lie inside the output (the last row or column
-// of tiles may stick out by one). C_out must be a multiple of 8.
+// epilogue (with its bias always set); writes the tile's output pixels that lie inside the output
+// (the last row or column of tiles may stick out by one). C_out must be a multiple of 8.
 void transform_output(const float* m, std::int64_t position_stride, const TileGeometry& g,
                       std::int64_t tile, std::int64_t slot, const Epilogue& epilogue, float* out);
 
-}  // namespace refold::winograd
+}  // namespace refold::native

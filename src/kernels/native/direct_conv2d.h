@@ -1,0 +1,32 @@
+// refold's own direct convolution for channels_last float32 activations: any kernel size,
+// stride, dilation and zero padding, groups 1 — matrix products on the micro-kernel
+// (micro_kernel.h) without an im2col copy. Each output pixel p = (n, oy, ox) is a row, each
+// kernel tap (ky, kx) a pointer into the input, each input channel a k:
+//
+//   y[p][o] = Σ_{ky,kx} Σ_i x[n][oy·sh − pt + ky·dh][ox·sw − pl + kx·dw][i] · w[o][i][ky][kx]
+//
+// A tap that falls into the padding points at a row of zeros, so nothing is copied. Weights are
+// packed once into [16-channel block][tap][C_in][16] panels (weight_cache.h); per call, one
+// parallel loop over (block, 6-pixel panel) jobs, block-major so that a thread's consecutive
+// jobs reuse one weight panel from cache; bias, residual and activation fused into the store.
+//
+// It exists for the convs oneDNN 2.6's NHWC kernel is slow at on AVX2 machines: it takes
+// strided convs (stride ≥ 2 on either axis); stride-1 3×3 convs go to Winograd
+// (winograd_conv2d.h), the rest to oneDNN (docs/native-kernels.md has the measurements).
+// Same contract as onednn::conv2d: arguments validated with the reference's messages; a valid
+// problem it does not take is declined (undefined result, `*declined` says why).
+#pragma once
+
+#include <string>
+
+#include "kernels/post_ops.h"
+#include "refold/op_options.h"
+#include "refold/tensor.h"
+
+namespace refold::native {
+
+// y = post.activation(conv2d(input, weight) + bias + post.residual), or declined (see above).
+Tensor direct_conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                     const Conv2dOptions& options, const PostOps& post, std::string* declined);
+
+}  // namespace refold::native

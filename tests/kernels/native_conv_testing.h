@@ -1,0 +1,129 @@
+// What the tests of refold's own conv kernels (kernels/native: Winograd, direct) share: a conv
+// case, its operands at unit scale, and the check of a kernel against the reference conv2d
+// followed by the unfused post-ops, with 1 and 2 threads.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "kernels/native/cpu.h"
+#include "kernels/post_ops.h"
+#include "refold/conv_algorithm.h"
+#include "refold/reference.h"
+#include "refold/threads.h"
+#include "testing/compare.h"
+
+namespace refold::testing::native_conv {
+
+inline constexpr auto NHWC = MemoryFormat::ChannelsLast;
+
+// Skips on CPUs without AVX2/FMA; restores the settings a test may change.
+class NativeConvTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!native::cpu_has_avx2_fma()) GTEST_SKIP() << "this CPU has no AVX2/FMA";
+    threads_ = get_num_threads();
+    algorithm_ = get_conv_algorithm();
+  }
+  void TearDown() override {
+    set_num_threads(threads_);
+    set_conv_algorithm(algorithm_);
+  }
+
+ private:
+  int threads_ = 1;
+  ConvAlgorithm algorithm_ = ConvAlgorithm::Auto;
+};
+
+struct Case {
+  std::string name = "case";
+  std::int64_t n = 1, c_in = 40, c_out = 40, h = 8, w = 8, kh = 3, kw = 3;
+  Padding2d padding = 1;
+  Size2d stride = 1;
+  Size2d dilation = 1;
+  bool bias = true;
+  Activation activation = Activation::None;
+  bool residual = false;
+
+  Conv2dOptions options() const {
+    Conv2dOptions o;
+    o.padding = padding;
+    o.stride = stride;
+    o.dilation = dilation;
+    return o;
+  }
+};
+
+struct Operands {
+  Tensor input, weight, bias;
+};
+
+// t *= factor, in place (t contiguous); a write, so it bumps t's version.
+inline void scale(Tensor& t, float factor) {
+  float* p = t.data<float>();
+  for (std::int64_t i = 0; i < t.numel(); ++i) p[i] *= factor;
+}
+
+// Unit-variance input; weights scaled by 1/sqrt(fan-in) keep outputs near unit scale, the range
+// the fp32 tolerance is written for.
+inline Operands make_operands(const Case& c, std::uint64_t seed = 7) {
+  Generator gen(seed);
+  Operands o;
+  o.input = randn({c.n, c.c_in, c.h, c.w}, {}, gen).contiguous(NHWC);
+  o.weight = randn({c.c_out, c.c_in, c.kh, c.kw}, {}, gen);
+  scale(o.weight, static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.c_in * c.kh * c.kw))));
+  if (c.bias) o.bias = randn({c.c_out}, {}, gen);
+  return o;
+}
+
+inline PostOps post_ops_for(const Case& c, const Shape& out_sizes) {
+  PostOps post;
+  post.activation = c.activation;
+  post.negative_slope = 0.1;
+  if (c.residual) {
+    Generator gen(99);
+    post.residual = randn(out_sizes, {}, gen).contiguous(NHWC);
+  }
+  return post;
+}
+
+// A native kernel's signature (winograd_conv2d, direct_conv2d).
+using Kernel = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&,
+                                    const Conv2dOptions&, const PostOps&, std::string*)>;
+
+// kernel(case) == activation(reference conv2d + bias + residual) within the fp32 tolerance,
+// channels_last, with 1 and 2 threads.
+inline void expect_matches_reference(const Kernel& kernel, const Case& c) {
+  const Operands o = make_operands(c);
+  const Tensor plain = reference::conv2d(o.input, o.weight, o.bias, c.options());
+  const PostOps post = post_ops_for(c, plain.sizes());
+  const Tensor expected = post.empty() ? plain : reference::apply_post_ops(plain, post);
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    std::string declined;
+    const Tensor y = kernel(o.input, o.weight, o.bias, c.options(), post, &declined);
+    ASSERT_TRUE(y.defined()) << c.name << ": declined: " << declined;
+    EXPECT_TRUE(y.is_contiguous(NHWC)) << c.name;
+    EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32())) << c.name << ", threads " << threads;
+  }
+}
+
+// Every fused activation, with and without the residual, on `base`.
+inline void expect_every_epilogue_matches(const Kernel& kernel, Case base) {
+  for (Activation a :
+       {Activation::None, Activation::ReLU, Activation::ReLU6, Activation::LeakyReLU,
+        Activation::Sigmoid, Activation::SiLU, Activation::HardSwish, Activation::HardSigmoid}) {
+    for (bool residual : {false, true}) {
+      base.name = std::string(activation_name(a)) + (residual ? " + residual" : "");
+      base.activation = a;
+      base.residual = residual;
+      expect_matches_reference(kernel, base);
+    }
+  }
+}
+
+}  // namespace refold::testing::native_conv

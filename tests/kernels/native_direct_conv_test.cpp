@@ -1,0 +1,190 @@
+// refold's own direct conv (kernels/native/direct_conv2d.h) against the reference conv2d:
+// strides 2 and 3 and mixed (2, 1), dilation, 3×3 / 5×5 / 3×5 kernels, every kind of padding
+// (a tap in the padding reads zeros), input channels that are not a multiple of 8, the 8-wide
+// output-channel tail, pixel panels that span image rows and images, every fused activation and
+// the residual, 1 and 2 threads; then the declines, its weight packing in the shared cache, and
+// the dispatch.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/native/direct_conv2d.h"
+#include "kernels/native/weight_cache.h"
+#include "kernels/native_conv_testing.h"
+#include "refold/error.h"
+#include "refold/functional.h"
+
+namespace refold {
+namespace {
+
+using namespace testing::native_conv;
+using ::testing::HasSubstr;
+
+class NativeDirect : public NativeConvTest {};
+
+TEST_F(NativeDirect, MatchesReferenceOverShapes) {
+  const std::vector<Case> cases = {
+      {.name = "RepVGG stride-2 3x3, pad 1",
+       .c_in = 48,
+       .c_out = 48,
+       .h = 12,
+       .w = 12,
+       .stride = 2},
+      {.name = "odd 9x7, batch 3 (panels span rows and images)",
+       .n = 3,
+       .c_in = 16,
+       .c_out = 32,
+       .h = 9,
+       .w = 7,
+       .stride = 2},
+      {.name = "stride 3, pad 0",
+       .c_in = 24,
+       .c_out = 16,
+       .h = 11,
+       .w = 10,
+       .padding = 0,
+       .stride = 3},
+      {.name = "stride (2, 1)", .c_in = 16, .c_out = 16, .h = 8, .w = 9, .stride = Size2d(2, 1)},
+      {.name = "5x5, pad 2",
+       .c_in = 16,
+       .c_out = 24,
+       .h = 10,
+       .w = 10,
+       .kh = 5,
+       .kw = 5,
+       .padding = 2,
+       .stride = 2},
+      {.name = "3x5, asymmetric pads",
+       .c_in = 20,
+       .c_out = 40,
+       .h = 9,
+       .w = 11,
+       .kh = 3,
+       .kw = 5,
+       .padding = Padding2d::asymmetric(0, 2, 1, 1),
+       .stride = 2},
+      {.name = "dilation 2",
+       .c_in = 16,
+       .c_out = 16,
+       .h = 12,
+       .w = 12,
+       .padding = 2,
+       .stride = 2,
+       .dilation = 2},
+      {.name = "'valid', 1280 outputs (80 blocks)",
+       .c_in = 24,
+       .c_out = 1280,
+       .h = 7,
+       .w = 7,
+       .padding = Padding2d::valid(),
+       .stride = 2},
+      {.name = "no bias, pad 2 larger than the tap reach",
+       .c_in = 16,
+       .c_out = 8,
+       .h = 5,
+       .w = 5,
+       .padding = 2,
+       .stride = 2,
+       .bias = false},
+  };
+  for (const Case& c : cases) expect_matches_reference(native::direct_conv2d, c);
+}
+
+TEST_F(NativeDirect, FusesEveryActivationAndTheResidual) {
+  expect_every_epilogue_matches(
+      native::direct_conv2d,
+      {.name = "epilogue", .n = 2, .c_in = 16, .c_out = 24, .h = 9, .w = 8, .stride = 2});
+}
+
+TEST_F(NativeDirect, SameBitsWithOneOrTwoThreads) {
+  const Case c{.name = "threads", .n = 2, .c_in = 32, .c_out = 48, .h = 21, .w = 19, .stride = 2};
+  const Operands o = make_operands(c);
+  set_num_threads(1);
+  const Tensor one = native::direct_conv2d(o.input, o.weight, o.bias, c.options(), {}, nullptr);
+  set_num_threads(2);
+  const Tensor two = native::direct_conv2d(o.input, o.weight, o.bias, c.options(), {}, nullptr);
+  EXPECT_TRUE(testing::all_close(one, two, testing::Tolerance::exact()));
+}
+
+TEST_F(NativeDirect, DeclinesWhatOtherKernelsDoBetter) {
+  struct Decline {
+    Case c;
+    std::string reason;
+  };
+  // Built one by one: GCC 12 warns (maybe-uninitialized) on a braced list of nested aggregates.
+  std::vector<Decline> cases;
+  const auto add = [&cases](Case c, std::string reason) {
+    cases.push_back({std::move(c), std::move(reason)});
+  };
+  add({.name = "stride 1", .c_in = 16, .c_out = 16}, "stride 1 (Winograd's or oneDNN's)");
+  add({.name = "1x1 downsampling",
+       .c_in = 64,
+       .c_out = 64,
+       .kh = 1,
+       .kw = 1,
+       .padding = 0,
+       .stride = 2},
+      "kernel 1x1 over 64 input channels is oneDNN's");
+  add({.name = "stem", .c_in = 3, .c_out = 48, .stride = 2},
+      "kernel 3x3 over 3 input channels is oneDNN's");
+  add({.name = "12 outputs", .c_in = 16, .c_out = 12, .stride = 2},
+      "output channels must be a multiple of 8");
+  for (const Decline& d : cases) {
+    const Operands o = make_operands(d.c);
+    std::string declined;
+    EXPECT_FALSE(
+        native::direct_conv2d(o.input, o.weight, o.bias, d.c.options(), {}, &declined).defined())
+        << d.c.name;
+    EXPECT_EQ(declined, d.reason) << d.c.name;
+    EXPECT_THAT(
+        [&] { (void)native::direct_conv2d(o.input, o.weight, o.bias, d.c.options(), {}, nullptr); },
+        ::testing::ThrowsMessage<Error>(HasSubstr("native direct conv declined: " + d.reason)));
+  }
+  // The rules shared with Winograd (conv_rules.h) apply too.
+  const Case c{.name = "shared rules", .c_in = 16, .c_out = 16, .stride = 2};
+  const Operands o = make_operands(c);
+  std::string declined;
+  EXPECT_FALSE(
+      native::direct_conv2d(o.input.contiguous(), o.weight, o.bias, c.options(), {}, &declined)
+          .defined());
+  EXPECT_EQ(declined, "input not channels_last");
+  set_conv_algorithm(ConvAlgorithm::Direct);
+  EXPECT_FALSE(
+      native::direct_conv2d(o.input, o.weight, o.bias, c.options(), {}, &declined).defined());
+  EXPECT_EQ(declined, "conv algorithm is 'direct'");
+}
+
+TEST_F(NativeDirect, PacksAWeightOnceAndAgainAfterItChanges) {
+  native::clear_cache();
+  const Case c{.name = "cache", .c_in = 16, .c_out = 24, .stride = 2};
+  Operands o = make_operands(c);
+  (void)native::direct_conv2d(o.input, o.weight, o.bias, c.options(), {}, nullptr);
+  (void)native::direct_conv2d(o.input, o.weight, o.bias, c.options(), {}, nullptr);
+  EXPECT_EQ(native::cache_stats().packs, 1u);
+  EXPECT_EQ(native::cache_stats().hits, 1u);
+  EXPECT_EQ(native::cache_stats().bytes, 24u * 16u * 9u * sizeof(float));  // same size, reordered
+  scale(o.weight, -1.0f);
+  const Tensor y = native::direct_conv2d(o.input, o.weight, o.bias, c.options(), {}, nullptr);
+  EXPECT_EQ(native::cache_stats().packs, 2u);
+  EXPECT_TRUE(testing::all_close(y, reference::conv2d(o.input, o.weight, o.bias, c.options()),
+                                 testing::Tolerance::op_f32()));
+  native::clear_cache();
+}
+
+TEST_F(NativeDirect, FunctionalConvRunsItForStridedConvs) {
+  native::clear_cache();
+  const Case c{.name = "dispatch", .c_in = 32, .c_out = 32, .h = 10, .w = 10, .stride = 2};
+  const Operands o = make_operands(c);
+  const Tensor y = functional::conv2d(o.input, o.weight, o.bias, c.options());
+  EXPECT_EQ(native::cache_stats().packs, 1u);
+  set_conv_algorithm(ConvAlgorithm::Direct);  // oneDNN only
+  const Tensor onednn = functional::conv2d(o.input, o.weight, o.bias, c.options());
+  EXPECT_EQ(native::cache_stats().packs + native::cache_stats().hits, 1u);
+  EXPECT_TRUE(testing::all_close(y, onednn, testing::Tolerance::op_f32()));
+  native::clear_cache();
+}
+
+}  // namespace
+}  // namespace refold
