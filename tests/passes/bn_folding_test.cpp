@@ -2,7 +2,6 @@
 // stay as they are (bit-identical, with a note) where it is not (RELIABILITY F18–F23).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <string>
 
 #include "passes/passes.h"

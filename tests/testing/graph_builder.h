@@ -5,8 +5,10 @@
 //
 //   testing::GraphBuilder b;
 //   std::string x = b.input("x", {1, 4, 8, 8});
-//   std::string y = b.add(b.bn(b.conv(x, 4, 4, 3, {.pads = kPad1}), 4), b.bn(b.conv(x, 4, 4, 1),
-//   4)); b.output(b.relu(y)); std::vector<Tensor> before = b.run(b.random_inputs());
+//   std::string c3 = b.bn(b.conv(x, 4, 4, 3, {.pads = kPad1}), 4);
+//   std::string c1 = b.bn(b.conv(x, 4, 4, 1), 4);
+//   b.output(b.relu(b.add(c3, c1)));
+//   std::vector<Tensor> before = b.run(b.random_inputs());
 //   passes::reparameterize_branches(b.graph());
 //
 // Nodes are named "<op_type>_<n>" (n counts that op type from 1) unless given a name, and write
