@@ -237,35 +237,28 @@ int main(int argc, char** argv) {
       const std::string name = layout + "/" + std::to_string(l.in_channels) + "x" +
                                std::to_string(l.size) + "->" + std::to_string(l.out_channels) +
                                "_s" + std::to_string(l.stride);
-      benchmark::RegisterBenchmark((name + "/refold").c_str(), BM_Refold, l, format, Kernel::OneDnn)
-          ->UseRealTime()
-          ->Unit(benchmark::kMicrosecond);
+      // Each refold kernel alone ("<kernel>") and paired with the direct call
+      // ("<kernel>_paired", "paired" for oneDNN through refold): oneDNN through refold on every
+      // layer, Winograd on the NHWC stride-1 layers, the native direct conv on the NHWC stride-2
+      // layers past the stem.
+      const auto add = [&](const std::string& kernel_name, Kernel kernel) {
+        // "paired" alone for oneDNN: the name bench/RESULTS.md's earlier runs used.
+        const std::string paired = kernel == Kernel::OneDnn ? "paired" : kernel_name + "_paired";
+        benchmark::RegisterBenchmark((name + "/" + kernel_name).c_str(), BM_Refold, l, format,
+                                     kernel)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark((name + "/" + paired).c_str(), BM_Paired, l, format, kernel)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+      };
       benchmark::RegisterBenchmark((name + "/direct").c_str(), BM_Direct, l, format)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark((name + "/paired").c_str(), BM_Paired, l, format, Kernel::OneDnn)
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
-      if (format == MemoryFormat::ChannelsLast && l.stride == 2 && l.in_channels >= 16) {
-        benchmark::RegisterBenchmark((name + "/native_direct").c_str(), BM_Refold, l, format,
-                                     Kernel::NativeDirect)
-            ->UseRealTime()
-            ->Unit(benchmark::kMicrosecond);
-        benchmark::RegisterBenchmark((name + "/native_direct_paired").c_str(), BM_Paired, l, format,
-                                     Kernel::NativeDirect)
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
-      }
-      if (format == MemoryFormat::ChannelsLast && l.stride == 1) {
-        benchmark::RegisterBenchmark((name + "/winograd").c_str(), BM_Refold, l, format,
-                                     Kernel::Winograd)
-            ->UseRealTime()
-            ->Unit(benchmark::kMicrosecond);
-        benchmark::RegisterBenchmark((name + "/winograd_paired").c_str(), BM_Paired, l, format,
-                                     Kernel::Winograd)
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
-      }
+      add("refold", Kernel::OneDnn);
+      if (format == MemoryFormat::ChannelsLast && l.stride == 1) add("winograd", Kernel::Winograd);
+      if (format == MemoryFormat::ChannelsLast && l.stride == 2 && l.in_channels >= 16)
+        add("native_direct", Kernel::NativeDirect);
     }
   }
   // Not a RepVGG layer: a conv so small that the difference is refold's fixed cost per call

@@ -1,10 +1,14 @@
 // conv_rules.h.
 #include "kernels/native/conv_rules.h"
 
+#include "core/check.h"
 #include "kernels/native/cpu.h"
+#include "kernels/post_ops.h"
 #include "refold/conv_algorithm.h"
 
 namespace refold::native {
+
+namespace {
 
 std::string common_decline_reason(const Tensor& input, const reference::detail::Conv2dGeometry& g,
                                   const PostOps& post) {
@@ -18,6 +22,24 @@ std::string common_decline_reason(const Tensor& input, const reference::detail::
   if (post.residual.defined() && !post.residual.is_contiguous(MemoryFormat::ChannelsLast))
     return "residual not channels_last";
   return {};
+}
+
+}  // namespace
+
+std::optional<reference::detail::Conv2dGeometry> accept_conv2d(
+    std::string_view kernel, const Tensor& input, const Tensor& weight, const Tensor& bias,
+    const Conv2dOptions& options, const PostOps& post, DeclineRule own_rule,
+    std::string* declined) {
+  constexpr std::string_view op = "conv2d";
+  const reference::detail::Conv2dGeometry g =
+      reference::detail::check_conv2d(input, weight, bias, options);
+  check_post_ops(op, post, {g.batch, g.out_channels, g.out_h, g.out_w}, input.dtype());
+  std::string why = common_decline_reason(input, g, post);
+  if (why.empty()) why = own_rule(options, g);
+  if (why.empty()) return g;
+  REFOLD_CHECK(declined != nullptr, "{}: {} declined: {}", op, kernel, why);
+  *declined = std::move(why);
+  return std::nullopt;
 }
 
 ConvEpilogue::ConvEpilogue(const Tensor& bias, std::int64_t out_channels, const PostOps& post)

@@ -1,23 +1,34 @@
 // What refold's own conv kernels (winograd_conv2d.h, direct_conv2d.h) share around the math:
-// the decline rules common to both, and the fused epilogue built from a conv's bias and PostOps.
+// validation and the decline rules common to both, and the fused epilogue built from a conv's bias
+// and PostOps.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/native/epilogue.h"
 #include "kernels/reference/conv_common.h"
+#include "refold/op_options.h"
 #include "refold/post_ops.h"
 #include "refold/tensor.h"
 
 namespace refold::native {
 
-// Why neither native conv takes a valid problem, or "" when these rules allow it: the conv
-// algorithm setting, AVX2/FMA, float32, groups 1, C_out a multiple of 8, a non-empty output,
-// a channels_last input and residual.
-std::string common_decline_reason(const Tensor& input, const reference::detail::Conv2dGeometry& g,
-                                  const PostOps& post);
+// A kernel's own rule: why it does not take a valid problem, or "" when it does.
+using DeclineRule = std::string (*)(const Conv2dOptions& options,
+                                    const reference::detail::Conv2dGeometry& g);
+
+// The start of every native conv2d: validates the call as the reference does (same messages),
+// then applies the shared decline rules (the conv algorithm setting, AVX2/FMA, float32, groups
+// 1, C_out a multiple of 8, a non-empty output, channels_last input and residual) and the
+// kernel's own. Returns the geometry when the kernel takes the problem; else nullopt with
+// *declined saying why, or, when declined is null, refold::Error "conv2d: <kernel> declined: …".
+std::optional<reference::detail::Conv2dGeometry> accept_conv2d(
+    std::string_view kernel, const Tensor& input, const Tensor& weight, const Tensor& bias,
+    const Conv2dOptions& options, const PostOps& post, DeclineRule own_rule, std::string* declined);
 
 // The epilogue of one call; owns the bias values it points to.
 class ConvEpilogue {

@@ -39,9 +39,7 @@ std::vector<float> pack_weights(const Tensor& weight) {
   return packed;
 }
 
-std::string decline_reason(const Tensor& input, const Conv2dOptions& options,
-                           const ref::Conv2dGeometry& g, const PostOps& post) {
-  if (std::string why = common_decline_reason(input, g, post); !why.empty()) return why;
+std::string decline_reason(const Conv2dOptions& options, const ref::Conv2dGeometry& g) {
   // Where it beats oneDNN (docs/native-kernels.md): strided convs with a spatial kernel over
   // enough input channels. Stride 1 is Winograd's or oneDNN's; stems (3 input channels) and 1×1
   // downsampling convs are oneDNN's.
@@ -56,14 +54,10 @@ std::string decline_reason(const Tensor& input, const Conv2dOptions& options,
 
 Tensor direct_conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
                      const Conv2dOptions& options, const PostOps& post, std::string* declined) {
-  constexpr std::string_view op = "conv2d";
-  const ref::Conv2dGeometry g = ref::check_conv2d(input, weight, bias, options);
-  check_post_ops(op, post, {g.batch, g.out_channels, g.out_h, g.out_w}, input.dtype());
-  if (std::string why = decline_reason(input, options, g, post); !why.empty()) {
-    REFOLD_CHECK(declined != nullptr, "{}: native direct conv declined: {}", op, why);
-    *declined = std::move(why);
-    return {};
-  }
+  const auto accepted = accept_conv2d("native direct conv", input, weight, bias, options, post,
+                                      decline_reason, declined);
+  if (!accepted) return {};
+  const ref::Conv2dGeometry& g = *accepted;
 
   const auto packed = packed_weights(weight, Packing::Direct, pack_weights);
   const ConvEpilogue epilogue(bias, g.out_channels, post);

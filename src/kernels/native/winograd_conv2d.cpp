@@ -27,9 +27,7 @@ constexpr std::int64_t kChunkBytes = std::int64_t{2} << 20;
 constexpr std::int64_t kMinChannelRatio = 20;
 
 // Why this kernel does not take a valid problem, or "" when it does.
-std::string decline_reason(const Tensor& input, const Conv2dOptions& options,
-                           const ref::Conv2dGeometry& g, const PostOps& post) {
-  if (std::string why = common_decline_reason(input, g, post); !why.empty()) return why;
+std::string decline_reason(const Conv2dOptions& options, const ref::Conv2dGeometry& g) {
   if (g.kh != 3 || g.kw != 3) return "3x3 kernels only";
   if (!(options.stride == Size2d(1)) || !(options.dilation == Size2d(1)))
     return "stride 1 and dilation 1 only";
@@ -47,14 +45,10 @@ std::string decline_reason(const Tensor& input, const Conv2dOptions& options,
 
 Tensor winograd_conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
                        const Conv2dOptions& options, const PostOps& post, std::string* declined) {
-  constexpr std::string_view op = "conv2d";
-  const ref::Conv2dGeometry g = ref::check_conv2d(input, weight, bias, options);
-  check_post_ops(op, post, {g.batch, g.out_channels, g.out_h, g.out_w}, input.dtype());
-  if (std::string why = decline_reason(input, options, g, post); !why.empty()) {
-    REFOLD_CHECK(declined != nullptr, "{}: winograd declined: {}", op, why);
-    *declined = std::move(why);
-    return {};
-  }
+  const auto accepted =
+      accept_conv2d("winograd", input, weight, bias, options, post, decline_reason, declined);
+  if (!accepted) return {};
+  const ref::Conv2dGeometry& g = *accepted;
 
   TileGeometry t;
   t.height = g.in_h, t.width = g.in_w, t.in_channels = g.in_channels;
