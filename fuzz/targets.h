@@ -16,6 +16,7 @@
 
 #include "refold/error.h"
 #include "refold/io/safetensors.h"
+#include "refold/memory.h"
 #include "refold/onnx/onnx.h"
 #include "refold/passes/pipeline.h"
 #include "refold/tensor.h"
@@ -89,11 +90,28 @@ inline std::vector<std::int64_t> small_input_shape(const graph::Graph& graph) {
   return shape;
 }
 
-// Bytes → load_from_memory → passes::optimize → verify → run on a random small input.
+// Sets the process-wide tensor memory limit (refold/memory.h) for one scope, then restores it.
+class ScopedMemoryLimit {
+ public:
+  explicit ScopedMemoryLimit(std::size_t bytes) : previous_(memory_limit()) {
+    set_memory_limit(bytes);
+  }
+  ScopedMemoryLimit(const ScopedMemoryLimit&) = delete;
+  ScopedMemoryLimit& operator=(const ScopedMemoryLimit&) = delete;
+  ~ScopedMemoryLimit() { set_memory_limit(previous_); }
+
+ private:
+  std::size_t previous_;
+};
+
+// Bytes → load_from_memory → passes::optimize → verify → run on a random small input. The run's
+// tensors are bounded as `refold run --max-memory` bounds them (RELIABILITY G1): a Pad or Resize
+// whose output would be terabytes is refused, not attempted.
 inline std::string optimize_run_one(std::span<const std::byte> bytes) {
   onnx::LoadOptions options = load_options();
   options.max_memory = std::uint64_t{16} << 20;
   options.max_nodes = 1'000;
+  const ScopedMemoryLimit limit(memory_stats().current_bytes + (std::size_t{256} << 20));
   try {
     auto graph = onnx::load_from_memory(bytes, "fuzz.onnx", {}, options);
     const std::vector<std::int64_t> shape = small_input_shape(*graph);
