@@ -9,9 +9,9 @@
 #include <utility>
 
 #include "core/check.h"
+#include "kernels/lru_cache.h"
 #include "kernels/onednn/conv2d.h"
 #include "kernels/onednn/engine.h"
-#include "kernels/lru_cache.h"
 #include "kernels/onednn/threads.h"
 #include "kernels/reference/conv_common.h"
 #include "kernels/verbose.h"

@@ -14,8 +14,8 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
-#include "kernels/onednn/engine.h"
 #include "kernels/lru_cache.h"
+#include "kernels/onednn/engine.h"
 #include "refold/dtype.h"
 #include "refold/tensor.h"
 
