@@ -15,13 +15,7 @@ seconds=${2:-60}
 targets=(onnx_load_fuzzer safetensors_fuzzer optimize_run_fuzzer)
 
 if [[ ! -f "$build/CMakeCache.txt" ]] || ! grep -q '^REFOLD_BUILD_FUZZERS:BOOL=ON' "$build/CMakeCache.txt"; then
-  launcher=()
-  if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-  cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Sanitize \
-    -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -gline-tables-only" -DREFOLD_SANITIZE=address,undefined \
-    -DREFOLD_TEST_COMPILE_OPTIONS=-O0 -DREFOLD_UNITY_BUILD="${REFOLD_UNITY_BUILD:-ON}" \
-    -DREFOLD_BUILD_FUZZERS=ON -DREFOLD_BUILD_BENCHMARKS=OFF -DREFOLD_BUILD_EXAMPLES=OFF \
-    "${launcher[@]}" >/dev/null
+  scripts/sanitize.sh "$build" --configure-only  # the one sanitizer configuration
 fi
 cmake --build "$build" --target refold_fuzzers
 

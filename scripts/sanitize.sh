@@ -3,7 +3,7 @@
 # UndefinedBehaviorSanitizer in build-asan/ (or $1), then runs every test there (the GoogleTest
 # suite in shards, the rest through ctest). Any sanitizer report aborts the process that hit it
 # (-fno-sanitize-recover=all), so any report fails this script.
-#   scripts/sanitize.sh [BUILD_DIR] [--build-only | --test-only]
+#   scripts/sanitize.sh [BUILD_DIR] [--configure-only | --build-only | --test-only]
 # Excluded: install.find_package_consumer — it configures and builds a separate consumer project
 # with the default compiler and no sanitizer flags against the sanitized static library, which
 # cannot link (undefined __asan_*/__ubsan_* symbols); it checks packaging, not memory safety, and
@@ -26,6 +26,7 @@ if [[ "$what" != "--test-only" ]]; then
     -DREFOLD_TEST_COMPILE_OPTIONS=-O0 -DREFOLD_UNITY_BUILD="${REFOLD_UNITY_BUILD:-ON}" \
     -DREFOLD_BUILD_FUZZERS=ON -DREFOLD_BUILD_BENCHMARKS=OFF -DREFOLD_BUILD_EXAMPLES=OFF \
     "${launcher[@]}" >/dev/null
+  [[ "$what" == "--configure-only" ]] && exit 0
   cmake --build "$build"
 fi
 [[ "$what" == "--build-only" ]] && exit 0

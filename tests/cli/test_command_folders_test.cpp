@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <bit>
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -33,17 +32,6 @@ fs::path folder(const fs::path& dir, const std::string& name, const OnnxBuilder&
   return d;
 }
 
-void write_uint16(const fs::path& file, const std::vector<std::uint16_t>& bits) {
-  TP t;
-  t.set_name(file.stem().string());
-  t.set_data_type(TP::UINT16);
-  t.add_dims(static_cast<std::int64_t>(bits.size()));
-  std::string raw(bits.size() * 2, '\0');
-  std::memcpy(raw.data(), bits.data(), raw.size());
-  t.set_raw_data(raw);
-  testing::write_file(file, t.SerializeAsString());
-}
-
 // test_cast_FLOAT_to_BFLOAT16 as ONNX 1.12 wrote it: the expected bfloat16 output is the float32
 // truncated (0x3EF5EEB0 → 0x3EF5) where refold rounds to nearest even (0x3EF6); one bfloat16 ulp
 // is within the dtype-aware tolerance, two are not.
@@ -57,17 +45,17 @@ TEST(CliTestFolders, Bfloat16OutputsStoredAsUint16CompareWithinOneUlp) {
   x.data<float>()[1] = -3.0f;
   const fs::path ok = folder(dir.path(), "cast_truncated", b);
   onnx::save_tensor(x, "input", ok / "test_data_set_0/input_0.pb");
-  write_uint16(ok / "test_data_set_0/output_0.pb", {0x3EF5, 0xC040});
+  testing::write_uint16_tensor(ok / "test_data_set_0/output_0.pb", {0x3EF5, 0xC040});
   const fs::path off = folder(dir.path(), "cast_two_ulps", b);
   onnx::save_tensor(x, "input", off / "test_data_set_0/input_0.pb");
-  write_uint16(off / "test_data_set_0/output_0.pb", {0x3EF4, 0xC040});
+  testing::write_uint16_tensor(off / "test_data_set_0/output_0.pb", {0x3EF4, 0xC040});
 
   // And the other way: a bfloat16 input stored as UINT16, cast to float exactly.
   OnnxBuilder w(13);
   w.input("input", {2}, TP::BFLOAT16).output("output", {2});
   w.node("Cast", {"input"}, {"output"}).attr_int("to", TP::FLOAT);
   const fs::path widen = folder(dir.path(), "cast_widen", w);
-  write_uint16(widen / "test_data_set_0/input_0.pb", {0x3EF5, 0xC040});
+  testing::write_uint16_tensor(widen / "test_data_set_0/input_0.pb", {0x3EF5, 0xC040});
   Tensor y = empty({2});
   y.data<float>()[0] = std::bit_cast<float>(std::uint32_t{0x3EF50000});
   y.data<float>()[1] = -3.0f;

@@ -6,7 +6,6 @@
 
 #include <bit>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -21,20 +20,6 @@ namespace {
 using testing::OnnxBuilder;
 using testing::TempDir;
 using TP = ::onnx::TensorProto;
-
-// A .pb of `bits` as ONNX's test data writes bfloat16: data_type UINT16, raw little-endian.
-std::filesystem::path write_uint16(const std::filesystem::path& file,
-                                   const std::vector<std::uint16_t>& bits) {
-  TP t;
-  t.set_name("input");
-  t.set_data_type(TP::UINT16);
-  t.add_dims(static_cast<std::int64_t>(bits.size()));
-  std::string raw(bits.size() * 2, '\0');
-  std::memcpy(raw.data(), bits.data(), raw.size());
-  t.set_raw_data(raw);
-  testing::write_file(file, t.SerializeAsString());
-  return file;
-}
 
 std::vector<std::uint16_t> bits_of(const Tensor& t) {
   EXPECT_EQ(t.dtype(), DType::BFloat16);
@@ -52,7 +37,8 @@ TEST(OnnxBfloat16, Bfloat16InputCastToFloatIsExact) {
   TempDir dir;
   const auto g = load(b.save(dir / "model.onnx"));
   const std::vector<std::uint16_t> bits = {0x3EF5, 0xC040, 0x7FC0, 0x7F80, 0xFF80};
-  const Tensor x = load_tensor(write_uint16(dir / "input_0.pb", bits), g->inputs[0].elem_type);
+  const Tensor x =
+      load_tensor(testing::write_uint16_tensor(dir / "input_0.pb", bits), g->inputs[0].elem_type);
   const std::vector<float> y = g->run({x})[0].to_vector();
   ASSERT_EQ(y.size(), 5u);
   for (std::size_t i = 0; i < bits.size(); ++i) {
@@ -79,8 +65,8 @@ TEST(OnnxBfloat16, FloatCastToBfloat16RoundsToNearestEven) {
   const Tensor y = g->run({x})[0];
   EXPECT_EQ(bits_of(y), (std::vector<std::uint16_t>{0x3EF6, 0x3EF5, 0x3F80, 0x3F82, 0x7FC0}));
   // The expected output, stored as ONNX's test data stores it, reads as the same dtype.
-  const Tensor expected =
-      load_tensor(write_uint16(dir / "output_0.pb", bits_of(y)), g->outputs[0].elem_type);
+  const Tensor expected = load_tensor(testing::write_uint16_tensor(dir / "output_0.pb", bits_of(y)),
+                                      g->outputs[0].elem_type);
   EXPECT_EQ(bits_of(expected), bits_of(y));
 }
 

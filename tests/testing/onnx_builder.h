@@ -67,6 +67,21 @@ inline void write_file(const std::filesystem::path& file, const std::string& byt
   if (!out) throw std::runtime_error("cannot write " + file.string());
 }
 
+// A TensorProto .pb of 16-bit patterns as ONNX's test data stores bfloat16: data_type UINT16,
+// raw little-endian, named after the file's stem. Returns `file`.
+inline std::filesystem::path write_uint16_tensor(const std::filesystem::path& file,
+                                                 const std::vector<std::uint16_t>& bits) {
+  ::onnx::TensorProto t;
+  t.set_name(file.stem().string());
+  t.set_data_type(::onnx::TensorProto::UINT16);
+  t.add_dims(static_cast<std::int64_t>(bits.size()));
+  std::string raw(bits.size() * 2, '\0');
+  std::memcpy(raw.data(), bits.data(), raw.size());
+  t.set_raw_data(raw);
+  write_file(file, t.SerializeAsString());
+  return file;
+}
+
 inline std::string read_file(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

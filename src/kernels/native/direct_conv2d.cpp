@@ -20,8 +20,6 @@ namespace {
 
 namespace ref = reference::detail;
 
-constexpr std::int64_t kBlockWidth = 16;
-
 // w[o][i][ky][kx] → block [o0, o0 + width) at o0·taps·C_in, stored [tap][C_in][width].
 std::vector<float> pack_weights(const Tensor& weight) {
   const std::int64_t outs = weight.size(0), ins = weight.size(1);

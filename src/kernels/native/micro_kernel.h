@@ -22,6 +22,9 @@
 namespace refold::native {
 
 inline constexpr std::int64_t kPanelRows = 6;
+// Output channels per packed weight column block: 16, the last block of a layer 8 when C_out is
+// an odd multiple of 8. Both kernels pack their weights in such blocks (B above).
+inline constexpr std::int64_t kBlockWidth = 16;
 
 struct Panel {
   std::int64_t rows = 0;            // 1…6

@@ -21,12 +21,12 @@
 #include <vector>
 
 #include "kernels/native/epilogue.h"
+#include "kernels/native/micro_kernel.h"
 #include "refold/tensor.h"
 
 namespace refold::native {
 
-inline constexpr std::int64_t kPositions = 16;   // ξ: the 4×4 transformed tile
-inline constexpr std::int64_t kBlockWidth = 16;  // output channels per packed column block
+inline constexpr std::int64_t kPositions = 16;  // ξ: the 4×4 transformed tile
 
 // One conv problem as the transforms see it: NHWC float32 input and output.
 struct TileGeometry {
