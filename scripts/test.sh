@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # README command 2, and CI (.ci/run): install dependencies, check formatting, then
 #   1. Release build in build/ (scripts/build.sh) + ctest: every test, including
-#      conformance.onnx_backend (the ONNX backend tests), the examples and the fuzz regression cases
+#      conformance.onnx_backend (the ONNX backend tests), the examples and the fuzz regression cases;
+#      then scripts/check-deps.py: every file the demo's, the tests' and the sanitizer build's
+#      configure and the Release build used comes from a package scripts/install-deps.sh installs
 #   2. clang ASan+UBSan build of the whole test suite and the libFuzzer targets in build-asan/,
 #      then every test there (scripts/sanitize.sh); any sanitizer report fails
 #   3. each libFuzzer target for REFOLD_FUZZ_SECONDS (default 60), the three at once (scripts/fuzz.sh)
@@ -30,6 +32,7 @@ stage install-deps scripts/install-deps.sh
 stage check-format scripts/check-format.sh
 stage release-build scripts/build.sh
 stage release-ctest ctest --test-dir build --output-on-failure -j "$(nproc)"
+stage check-deps /usr/bin/python3 scripts/check-deps.py --build-dir build
 if [[ "${REFOLD_SANITIZERS:-1}" != "0" ]]; then
   stage asan-build scripts/sanitize.sh build-asan --build-only
   stage asan-tests scripts/sanitize.sh build-asan --test-only
