@@ -6,7 +6,7 @@
 // into its conv (bench/repvgg_a0.h: fuse_deployed_activations). GFLOP/s uses the deploy form's
 // FLOPs for both forms (the same work, done with more or fewer ops), so the two forms' rates
 // compare like their times. Before timing, each pair (training vs re-parameterized, same layout)
-// must agree within DESIGN.md's re-parameterization tolerance (refold::verify); otherwise the
+// must agree within docs/testing.md's re-parameterization tolerance (refold::verify); otherwise the
 // program aborts.
 //   build-bench/bench/reparam_bench --benchmark_repetitions=20
 //   --benchmark_report_aggregates_only=true
@@ -97,7 +97,8 @@ int main(int argc, char** argv) {
     const refold::VerifyResult r = refold::verify(*train, *fused, {x});
     std::fprintf(stderr, "verify %s: %s\n", format == MemoryFormat::Contiguous ? "nchw" : "nhwc",
                  r.to_string().c_str());
-    if (!r.within()) die("training and re-parameterized forms disagree beyond DESIGN.md tolerance");
+    if (!r.within())
+      die("training and re-parameterized forms disagree beyond the tolerance of docs/testing.md");
   }
 
   const std::vector<Variant> variants{{"train/nchw", train_nchw, MemoryFormat::Contiguous},

@@ -50,7 +50,7 @@ void randomize(nn::BatchNorm2d& bn, Generator& gen) {
   bn.bias().copy_(randn(c, {}, gen));
 }
 
-// The largest |a − b| and whether every element meets DESIGN.md's fp32 op policy
+// The largest |a − b| and whether every element meets docs/testing.md's fp32 op policy
 // |a − b| ≤ 1e-4 + 1e-4·|ref|.
 bool within_f32_policy(const Tensor& actual, const Tensor& reference, double& max_diff) {
   const std::vector<float> a = actual.to_vector(), r = reference.to_vector();

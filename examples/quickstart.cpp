@@ -30,7 +30,7 @@ int main() {
 
   std::printf("output %s, permutes %llu\n", y.description().c_str(),
               static_cast<unsigned long long>(permute_count()));
-  // Same values as the NCHW run within DESIGN.md's fp32 op policy |a − b| ≤ 1e-4 + 1e-4·|ref|
+  // Same values as the NCHW run within docs/testing.md's fp32 op policy |a − b| ≤ 1e-4 + 1e-4·|ref|
   // (oneDNN's NHWC and NCHW kernels sum in different orders).
   bool ok = y.is_contiguous(MemoryFormat::ChannelsLast) && permute_count() == 1;
   const std::vector<float> a = y.to_vector(), r = reference.to_vector();

@@ -3,7 +3,8 @@
 // network has them), copied through its state_dict — the PyTorch names, so the same would load
 // a checkpoint — then converted by refold::reparameterize, laid out channels_last, and checked
 // against the original with refold::verify. Prints the report and the errors; exits non-zero
-// when the converted model leaves DESIGN.md's tolerance (max|a − b| ≤ 1e-4 · max(1, max|ref|)).
+// when the converted model leaves docs/testing.md's tolerance
+// (max|a − b| ≤ 1e-4 · max(1, max|ref|)).
 #include <cstdio>
 #include <exception>
 #include <memory>

@@ -3,7 +3,7 @@
 // equals ONE 3×3 conv whose kernel is the 3×3 kernel + the 1×1 kernel zero-padded to 3×3 +
 // the identity written as a 3×3 kernel, and whose bias is the sum of the two biases.
 // Prints the max difference and exits non-zero when it exceeds the re-parameterization
-// tolerance of DESIGN.md: max|a − b| ≤ 1e-4 · max(1, max|ref|).
+// tolerance of docs/testing.md: max|a − b| ≤ 1e-4 · max(1, max|ref|).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

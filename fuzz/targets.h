@@ -105,8 +105,8 @@ class ScopedMemoryLimit {
 };
 
 // Bytes → load_from_memory → passes::optimize → verify → run on a random small input. The run's
-// tensors are bounded as `refold run --max-memory` bounds them (RELIABILITY G1): a Pad or Resize
-// whose output would be terabytes is refused, not attempted.
+// tensors are bounded as `refold run --max-memory` bounds them (docs/reliability.md G1): a Pad or
+// Resize whose output would be terabytes is refused, not attempted.
 inline std::string optimize_run_one(std::span<const std::byte> bytes) {
   onnx::LoadOptions options = load_options();
   options.max_memory = std::uint64_t{16} << 20;

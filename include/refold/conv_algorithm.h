@@ -3,7 +3,7 @@
 //   Auto    (default) 3×3 stride-1 float32 convs on channels_last activations run refold's own
 //           Winograd F(2×2, 3×3) kernel where this CPU has AVX2 and FMA (2.25× fewer
 //           multiplications; outputs differ from the direct conv by rounding only, within the
-//           fp32 tolerance of DESIGN.md); every other conv runs oneDNN's direct kernel.
+//           fp32 tolerance of docs/testing.md); every other conv runs oneDNN's direct kernel.
 //   Direct  oneDNN's direct kernel for every conv (the reference point in benchmarks).
 //
 // The environment variable REFOLD_CONV_ALGORITHM ("auto" or "direct", read once, on first use)

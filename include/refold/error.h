@@ -1,6 +1,6 @@
 // refold::Error — the one exception type thrown across the public API.
 //
-// Message shape (STYLE.md rule 9): "<what> '<name>': <problem> (<value>)", for example
+// Message shape (docs/conventions.md rule 9): "<what> '<name>': <problem> (<value>)", for example
 //   Conv2d 'features.3': groups (3) must divide in_channels (8)
 // The module or node context is prepended once, by the innermost module that sees the error
 // (see Module::operator()), so kernels only describe the problem and its values.

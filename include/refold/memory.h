@@ -10,15 +10,15 @@
 // Process-wide and thread-safe (atomic counters): with several threads running models at once,
 // the figures are the sum of all of them.
 //
-// A memory limit (RELIABILITY.md G1) bounds current_bytes: an allocation that would take it
+// A memory limit (docs/reliability.md G1) bounds current_bytes: an allocation that would take it
 // above the limit throws refold::Error before any memory is taken, naming the request, what is
 // live and the limit:
 //   would allocate 4.0 GiB (float32[1, 3, 40000, 9000]) with 1.2 MiB live > memory limit 2.0 GiB
 // Run under a graph, the error also names the node that asked (Graph::run adds "Resize 'up': ").
-// RELIABILITY.md asks for the check at plan time; refold has no static shape inference for every
-// op, so it happens at each allocation instead — still before the allocation, so a model that
-// would need too much (Resize ×1000, a huge Expand or batch) fails cleanly instead of being
-// killed by the OS. The refold CLI sets the limit from --max-memory (default 8 GiB); for
+// The check is not made at plan time: refold has no static shape inference for every op, so it
+// happens at each allocation instead — still before the allocation, so a model that would need
+// too much (Resize ×1000, a huge Expand or batch) fails cleanly instead of being killed by the
+// OS. The refold CLI sets the limit from --max-memory (default 8 GiB); for
 // library users it is 0, no limit, unless they set one.
 //
 //   refold::set_memory_limit(std::size_t{2} << 30);

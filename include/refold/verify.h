@@ -3,7 +3,7 @@
 //   auto fused = build_model(); fused->load_state_dict(original->state_dict());
 //   refold::reparameterize(*fused);
 //   VerifyResult r = refold::verify(*original, *fused, {randn({1, 3, 224, 224})});
-//   if (!r.within()) …   // DESIGN.md's re-parameterization tolerance
+//   if (!r.within()) …   // docs/testing.md's re-parameterization tolerance
 //
 // Each input runs through both models (the original is the reference); per input the result
 // holds the largest absolute difference and that difference relative to the reference output's
@@ -25,7 +25,8 @@ struct OutputError {
   double max_abs_error = 0;      // max |transformed − original|
   double max_rel_error = 0;      // max_abs_error / max |original| (0 when both are all zeros)
   double reference_max_abs = 0;  // max |original|
-  // DESIGN.md's re-parameterization tolerance: max|a − b| ≤ tolerance · max(1, max|original|).
+  // docs/testing.md's re-parameterization tolerance:
+  //   max|a − b| ≤ tolerance · max(1, max|original|).
   bool within(double tolerance = 1e-4) const;
 };
 

@@ -1,4 +1,4 @@
-// Overflow-checked size arithmetic (RELIABILITY.md G3). Every N·C·H·W, offset and byte count
+// Overflow-checked size arithmetic (docs/reliability.md G3). Every N·C·H·W, offset and byte count
 // that comes from user input goes through these.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Reading and writing whole files without trusting them (RELIABILITY.md D7 and promise 5).
+// Reading and writing whole files without trusting them (docs/reliability.md D7 and promise 5).
 // Internal to the io layer; every error is a refold::Error that starts "<what> '<path>': ".
 #pragma once
 

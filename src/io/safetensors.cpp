@@ -1,5 +1,5 @@
 // safetensors read and write; the format and the promises are in include/refold/io/safetensors.h,
-// the bad inputs this guards against in RELIABILITY.md section E (row numbers cited below).
+// the bad inputs this guards against in docs/reliability.md section E (row numbers cited below).
 #include "refold/io/safetensors.h"
 
 #include <algorithm>

@@ -12,7 +12,7 @@
 namespace refold::onnx::detail {
 
 // The node's attributes. Errors (naming `context.what`, the node): an empty or repeated name
-// (RELIABILITY.md B7), a missing type, a reference to a function attribute. Attributes refold
+// (docs/reliability.md B7), a missing type, a reference to a function attribute. Attributes refold
 // cannot hold (GRAPH, GRAPHS, TENSORS, SPARSE_TENSOR(S), TYPE_PROTO(S)) are skipped and described
 // in `unsupported`, so the importer can list them with the unsupported ops. TENSOR values are
 // read like initializers (`context` gives the budget and the model folder).

@@ -1,4 +1,4 @@
-// onnx::save: "nothing lost" (RELIABILITY.md, promises after optimization).
+// onnx::save: "nothing lost" (docs/reliability.md, promises after optimization).
 //
 // What is written, from a graph loaded from a file (graph.source set):
 //   - the header as it was: ir_version, every opset_import, producer, domain, model_version,

@@ -1,4 +1,4 @@
-// External tensor data (RELIABILITY.md section D): a TensorProto whose bytes live in another
+// External tensor data (docs/reliability.md section D): a TensorProto whose bytes live in another
 // file, named by `external_data` entries {location, offset, length, checksum}.
 //
 // The file must stay inside the model's folder, whatever the path says:

@@ -1,4 +1,4 @@
-// onnx::load: parse, validate (RELIABILITY.md A–D), convert, build the modules.
+// onnx::load: parse, validate (docs/reliability.md A–D), convert, build the modules.
 //
 // Policies:
 //   - an initializer also listed in graph.input (IR 3 style) is a constant, not a runtime input

@@ -1,7 +1,7 @@
 // From an ONNX node to the Module that runs it (one builder per op type, in src/onnx/ops/).
 //
 // The importer calls build_module() for every node once the graph's constants are known. A
-// builder validates the node's attributes and constant inputs (RELIABILITY.md section F) and
+// builder validates the node's attributes and constant inputs (docs/reliability.md section F) and
 // throws refold::Error with the problem and value; the importer prefixes the file and node.
 // When the weights are constants the builder returns a plain nn module holding them (Conv →
 // nn::Conv2d sharing the initializer tensors), so the seed's utilities reach it; when they are

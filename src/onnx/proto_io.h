@@ -1,4 +1,4 @@
-// Reading an ONNX ModelProto from a file without trusting it (RELIABILITY.md A1–A5, A11).
+// Reading an ONNX ModelProto from a file without trusting it (docs/reliability.md A1–A5, A11).
 #pragma once
 
 #include <onnx/onnx_pb.h>

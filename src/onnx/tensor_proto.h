@@ -1,4 +1,4 @@
-// TensorProto ↔ refold::Tensor, trusting nothing in the proto (RELIABILITY.md section C).
+// TensorProto ↔ refold::Tensor, trusting nothing in the proto (docs/reliability.md section C).
 //
 // Element types (ONNX data_type → refold dtype):
 //   FLOAT → float32; INT64 → int64;

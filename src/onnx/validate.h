@@ -9,7 +9,7 @@
 
 namespace refold::onnx::detail {
 
-// Supported range (RELIABILITY.md A6, A8). Any ai.onnx opset up to 18 is accepted here; which
+// Supported range (docs/reliability.md A6, A8). Any ai.onnx opset up to 18 is accepted here; which
 // op versions refold implements is the op table's call (unsupported_reason, A9), so the
 // pytorch-converted tests (opsets 6–9) load wherever their ops' versions are implemented.
 inline constexpr int kMinIrVersion = 3;

@@ -3,7 +3,7 @@
 // written again.
 //
 // Patterns (c = the conv's output; every intermediate value has exactly the consumers shown and
-// is not a graph output, so removing it loses nothing — RELIABILITY F22):
+// is not a graph output, so removing it loses nothing — docs/reliability.md F22):
 //   Conv → Relu                           relu(c)
 //   Conv → Clip(0, 6) / Clip(0, +inf)     relu6(c) / relu(c)
 //   Conv → LeakyRelu(alpha)               c ≥ 0 ? c : alpha·c

@@ -10,7 +10,7 @@
 // o = G·(out/g) + j is written through W[G·(in/g) + i, j], so the scale s[o] is applied along
 // dim 1 within each group (reparam::fold_batch_norm_into_conv_transpose).
 //
-// Preconditions (RELIABILITY F18–F23, ONNX Runtime's ConvBNFusion): the conv's output feeds
+// Preconditions (docs/reliability.md F18–F23, ONNX Runtime's ConvBNFusion): the conv's output feeds
 // only the BN and is not a graph output; weights and BN parameters are constants; BN in
 // inference mode with no optional output used; σ² ≥ 0 and σ² + ε ≠ 0 per channel; parameter
 // shapes and dtypes agree. Otherwise the pair stays as it is and the note says why.

@@ -3,7 +3,7 @@
 // string when the node qualifies, else the reason, naming the node and the value, ready to go
 // into a PassReport note.
 //
-// The preconditions (RELIABILITY F20–F24, after ONNX Runtime's conv/BN fusion):
+// The preconditions (docs/reliability.md F20–F24, after ONNX Runtime's conv/BN fusion):
 //   - a Conv / ConvTranspose is run by a plain nn::Conv2d / nn::ConvTranspose2d (not a fused
 //     node, not a runtime-weight Op) whose weight and bias are graph constants;
 //   - a BatchNormalization is run by an nn::BatchNorm2d over constant parameters, in inference

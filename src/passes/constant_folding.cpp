@@ -7,8 +7,9 @@
 // Apply: run the node exactly as Graph::run would (an input goes contiguous first when the
 //        module does not accept channels_last), then graph.set_constant(output, result) and
 //        erase the node.
-// Declined, with a note: a result over the byte budget (RELIABILITY G2, constant_folding.h) —
-// for Expand and ConstantOfShape predicted from the constant shape before anything runs —
+// Declined, with a note: a result over the byte budget (docs/reliability.md G2,
+// constant_folding.h) — for Expand and ConstantOfShape predicted from the constant shape before
+// anything runs —
 // a node whose module throws (left for run time to report in context), a wrong output count.
 //
 // One forward sweep reaches the fixed point: nodes are in topological order, so when a node is
@@ -64,8 +65,9 @@ std::vector<Tensor> run_node(const graph::Graph& graph, const graph::Node& node)
 }
 
 // What a size-making op would allocate, known from its constant inputs before it runs, so
-// that an Expand or ConstantOfShape to [2^40] is declined without allocating (RELIABILITY G2,
-// "validate before allocating"). In double: only compared with the budget, never allocated.
+// that an Expand or ConstantOfShape to [2^40] is declined without allocating
+// (docs/reliability.md G2, "validate before allocating"). In double: only compared with the
+// budget, never allocated.
 // nullopt when not such an op or not known (the op then runs and reports its own errors).
 std::optional<double> predicted_bytes(const graph::Graph& graph, const graph::Node& node) {
   const bool expand = node.op_type == "Expand" && node.inputs.size() == 2;

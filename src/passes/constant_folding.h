@@ -8,9 +8,9 @@
 
 namespace refold::passes {
 
-// A folded result larger than this stays a node (RELIABILITY G2, after ONNX Runtime PR #28055):
-// an Expand or Tile of a small constant would otherwise turn a small model into a huge file and
-// keep the tensor resident for the graph's lifetime. 64 MiB holds any conv weight of the
+// A folded result larger than this stays a node (docs/reliability.md G2, after ONNX Runtime
+// PR #28055): an Expand or Tile of a small constant would otherwise turn a small model into a huge
+// file and keep the tensor resident for the graph's lifetime. 64 MiB holds any conv weight of the
 // networks refold targets (ResNet-152's largest is 9.4 MiB).
 inline constexpr std::size_t kMaxFoldedBytes = std::size_t{64} << 20;
 

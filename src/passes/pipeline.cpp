@@ -1,5 +1,5 @@
-// The optimizer's one pipeline list (STYLE rule 2): the passes in order, each disable-able by
-// name, and the report that counts ops before and after.
+// The optimizer's one pipeline list (docs/conventions.md rule 2): the passes in order, each
+// disable-able by name, and the report that counts ops before and after.
 #include "refold/passes/pipeline.h"
 
 #include <fmt/format.h>

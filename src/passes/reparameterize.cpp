@@ -19,7 +19,7 @@
 // cannot merge, its inner sub-trees are tried: ((conv3×3(x) + conv1×1(x)) + z) merges the
 // inner Add and keeps the outer one.
 //
-// Preconditions (RELIABILITY F24; anything else declines with "branch mismatch: …"):
+// Preconditions (docs/reliability.md F24; anything else declines with "branch mismatch: …"):
 //   - equal stride, groups, in- and out-channels; equal dilation on every axis a kernel spans;
 //   - every branch's window centered in K: P − p = d·(K − k)/2 on each side, and P ≥ 0;
 //   - identity and AveragePool: C_in == C_out, identity stride 1; AveragePool counting the

@@ -144,7 +144,7 @@ BatchNormScale batch_norm_scale(std::string_view op, const BatchNormParams& bn,
                      bn.bias.defined() ? values_of(bn.bias) : std::vector<double>(idx(channels))};
   for (std::size_t c = 0; c < var.size(); ++c) {
     // A negative variance gives a NaN scale and σ² + ε == 0 an infinite one; either would be
-    // baked silently into the fused weights (RELIABILITY F18, F19), so name the channel.
+    // baked silently into the fused weights (docs/reliability.md F18, F19), so name the channel.
     // A NaN variance is data, not a bad argument: it propagates like the reference BN does.
     REFOLD_CHECK(!(var[c] < 0), "{}: running_var[{}] = {} is negative", op, c, var[c]);
     REFOLD_CHECK(var[c] + bn.eps != 0,

@@ -1,6 +1,7 @@
-// RELIABILITY.md G1: --max-memory bounds the tensors a command allocates, activations included.
-// Models that would need far more (Resize ×1000, Expand to a huge shape) make `refold run` exit 1
-// with a message naming the node, before the memory is taken, and write no output.
+// docs/reliability.md G1: --max-memory bounds the tensors a command allocates, activations
+// included. Models that would need far more (Resize ×1000, Expand to a huge shape) make
+// `refold run` exit 1 with a message naming the node, before the memory is taken, and write no
+// output.
 #include <gtest/gtest.h>
 
 #include <filesystem>

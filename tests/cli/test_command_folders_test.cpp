@@ -106,7 +106,8 @@ TEST(CliTestFolders, TrainingDomainOpsAreUnsupported) {
       << run.output;
 }
 
-// RELIABILITY.md G1 through `refold test`: the folder fails naming the node; the command goes on.
+// docs/reliability.md G1 through `refold test`: the folder fails naming the node; the command
+// goes on.
 TEST(CliTestFolders, MaxMemoryBoundsTheRun) {
   TempDir dir;
   OnnxBuilder b;

@@ -3,7 +3,7 @@
 # `refold test` says about every ONNX backend test folder:
 #   failures whose message says the model is unsupported   -> "Unsupported" (stay skipped)
 #   test data contradicting its own model (an input's       -> "Invalid test data" (stay skipped)
-#     static shape; RELIABILITY.md C10 says refuse it)
+#     static shape; docs/reliability.md C10 says refuse it)
 #   any other failure (wrong result, bad refusal, crash)   -> "Known failures (bugs to fix)"
 #   passes                                                 -> not listed
 #   tests/conformance/update_skipped.sh [BUILD_DIR]          (default: build)
@@ -60,7 +60,7 @@ trap 'rm -f "$results"' EXIT
   echo "## Invalid test data"
   echo
   echo "The test's own data contradicts its model: an input is given with another shape than the"
-  echo "model declares (RELIABILITY.md C10: refused, naming the input, declared vs given)."
+  echo "model declares (docs/reliability.md C10: refused, naming the input, declared vs given)."
   echo
   grep -vP "$unsupported" "$results.fail" | grep -P "$invalid_data" | sort |
     sed 's/^\([^\t]*\)\t\(.*\)$/- `\1`: \2/' || true

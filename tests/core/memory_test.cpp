@@ -52,8 +52,8 @@ TEST(MemoryStats, IsConsistentAcrossThreads) {
   EXPECT_LE(memory_stats().peak_bytes, base + 4 * 70 * 4);
 }
 
-// RELIABILITY.md G1: set_memory_limit bounds live tensor bytes; the process-wide limit is restored
-// by each test (the tests share one process).
+// docs/reliability.md G1: set_memory_limit bounds live tensor bytes; the process-wide limit is
+// restored by each test (the tests share one process).
 class MemoryLimit : public ::testing::Test {
  protected:
   void TearDown() override { set_memory_limit(0); }

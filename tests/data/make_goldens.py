@@ -21,7 +21,7 @@ and `output_channels_last` (input and every 4-d parameter/operand channels_last)
 convolutions also `output_channels_last_input_only` / `output_channels_last_weight_only`.
 
 bfloat16 (`<case>_bf16`): inputs and parameters are the float32 values rounded to bf16 in
-torch; `output` is float32: torch's float32 result on exactly those bf16 values. DESIGN.md's
+torch; `output` is float32: torch's float32 result on exactly those bf16 values. docs/testing.md's
 policy compares a bf16 result with the fp32 reference (5e-2 + 2e-2·|ref|), and torch's own bf16
 kernels cannot serve as that reference here: on a CPU without AVX-512 PyTorch 1.13 runs bf16
 conv2d on its slow path, which accumulates in bf16 and lands up to ~0.2 from the exact result
@@ -30,7 +30,7 @@ conv_transpose2d at all ("slow_conv_transpose2d_out_cpu" not implemented for 'BF
 
 Self-checks before anything is written: the safetensors writer round-trips, channels_last inputs
 give the same values as contiguous ones, and every output matches a float64 recomputation within
-the tolerance policy of DESIGN.md (so a golden never demands more than refold promises).
+the tolerance policy of docs/testing.md (so a golden never demands more than refold promises).
 """
 
 import json
@@ -49,7 +49,7 @@ OUT_DIR = pathlib.Path(__file__).resolve().parent / "goldens"
 SIZE_LIMIT = 5 * 1024 * 1024  # issue 2: committed goldens stay under 5 MB
 CL = torch.channels_last
 
-# DESIGN.md tolerance policy: (atol, rtol).
+# docs/testing.md tolerance policy: (atol, rtol).
 TOL_F32 = (1e-4, 1e-4)
 TOL_BF16 = (5e-2, 2e-2)
 
@@ -545,7 +545,7 @@ def make_variant(name, tensors32, meta, fn, dtype, native_bf16_off):
     out = run(fn, cast(tensors, torch.float32))
     tol = TOL_F32 if dtype == torch.float32 else TOL_BF16
 
-    # Self-check 1: the C++ test compares refold to `out` within DESIGN.md's tolerance; make
+    # Self-check 1: the C++ test compares refold to `out` within docs/testing.md's tolerance; make
     # sure a correct refold (float64 math, one rounding per op) meets that bar.
     expected = like_refold(fn, tensors, op, dtype)
     if not close(expected, out, tol):

@@ -33,7 +33,7 @@ bench/compare_peers.py calls --large itself when no model is given.
 
 Self-checks before anything is written: onnx.checker on each export (these files are ours, not
 untrusted input); the exported Conv / BatchNormalization / Add counts equal the hand-derived
-ones in EXPECTED; the float32 PyTorch output is within DESIGN.md's re-parameterization
+ones in EXPECTED; the float32 PyTorch output is within docs/testing.md's re-parameterization
 tolerance of a float64 run of the same model; the model switched to its deployed form (the
 references' switch_to_deploy) gives the same output within that tolerance and exports with
 exactly the op counts EXPECTED demands after optimization; total size < 1 MB. With
@@ -68,7 +68,7 @@ from make_reparam_goldens import (  # noqa: E402
 
 OUT_DIR = HERE / "onnx"
 SIZE_LIMIT = 1024 * 1024  # the committed folders stay under 1 MB in total
-REPARAM_TOL = 1e-4  # DESIGN.md: max|a - b| <= 1e-4 * max(1, max|ref|)
+REPARAM_TOL = 1e-4  # docs/testing.md: max|a - b| <= 1e-4 * max(1, max|ref|)
 COUNTED = ("Conv", "ConvTranspose", "BatchNormalization", "Add")
 
 
@@ -245,7 +245,7 @@ MODELS = {
 # "ops_after" is checked here, not only reasoned: each model is switched to its deployed form
 # with the references' own switch_to_deploy (plus a hand fold of the ConvTranspose's BN and
 # YOLOv6's BN after rbr_reparam, which the exporter then folds), the deployed model must give
-# the training model's output within DESIGN.md's re-parameterization tolerance, and its export
+# the training model's output within docs/testing.md's re-parameterization tolerance, and its export
 # must have exactly these op counts.
 # "layout": the fewest activation permutes in the optimized graph when every Conv /
 # ConvTranspose runs NHWC:

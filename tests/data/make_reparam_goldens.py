@@ -32,9 +32,9 @@ and a __metadata__ map: case, block (the class name) and config (JSON: the const
 arguments under refold's option names).
 
 Self-checks before anything is written: the writer round-trips (make_goldens.decode_safetensors),
-the deployed output equals the training output, and both float32 outputs are within DESIGN.md's
-re-parameterization tolerance of a float64 run of the same block (so a golden never demands more
-than refold promises). Deterministic: a fixed seed per case, one thread. Total size < 1 MB.
+the deployed output equals the training output, and both float32 outputs are within the
+re-parameterization tolerance (docs/testing.md) of a float64 run of the same block (so a golden
+never demands more than refold promises). Deterministic: a fixed seed per case, one thread. Total size < 1 MB.
 """
 
 import json
@@ -53,7 +53,7 @@ from make_goldens import decode_safetensors, encode_safetensors  # noqa: E402  t
 
 OUT_DIR = HERE / "reparam_goldens"
 SIZE_LIMIT = 1024 * 1024  # issue 4: re-parameterization goldens stay under 1 MB
-REPARAM_TOL = 1e-4  # DESIGN.md: max|a - b| <= 1e-4 * max(1, max|ref|)
+REPARAM_TOL = 1e-4  # docs/testing.md: max|a - b| <= 1e-4 * max(1, max|ref|)
 
 
 # ----------------------------------------------------------------------------------------------

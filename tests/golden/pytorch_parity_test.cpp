@@ -6,8 +6,8 @@
 //   * the nn module, where the op has one (built from the golden's options, weights loaded
 //     with load_state_dict by name), and for the model goldens the whole nn::Sequential,
 // once with the input and every 4-d parameter contiguous and once channels_last, and compared
-// with torch's output under DESIGN.md's tolerance policy. The output's memory format is checked
-// against what torch produced for the same layouts (metadata `output_contiguous`,
+// with torch's output under docs/testing.md's tolerance policy. The output's memory format is
+// checked against what torch produced for the same layouts (metadata `output_contiguous`,
 // `output_channels_last`, and for convolutions `output_channels_last_{input,weight}_only`),
 // with one deliberate exception, conv_transpose2d (see torch_output_in_format).
 //
@@ -63,10 +63,10 @@ const std::vector<std::string> kAllOps = {"conv2d",
                                           "pixel_shuffle",
                                           "module"};
 
-// f32: DESIGN.md's op-vs-reference policy. bf16: the golden's output is torch's float32 result
-// on the same bf16 inputs (make_goldens.py), while refold rounds every op's result to bf16 —
+// f32: docs/testing.md's op-vs-reference policy. bf16: the golden's output is torch's float32
+// result on the same bf16 inputs (make_goldens.py), while refold rounds every op's result to bf16 —
 // and torch's own bf16 kernels compute differently again (bf16 accumulation on CPUs without
-// AVX-512) — so bf16 is held to DESIGN.md's bf16-vs-fp32-reference policy.
+// AVX-512) — so bf16 is held to docs/testing.md's bf16-vs-fp32-reference policy.
 testing::Tolerance tolerance(DType dtype) {
   return dtype == DType::BFloat16 ? testing::Tolerance::bf16() : testing::Tolerance::op_f32();
 }

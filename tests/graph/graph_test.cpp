@@ -73,8 +73,8 @@ TEST(Graph, RunsNodesInOrderAndMatchesTheModules) {
   EXPECT_TRUE(testing::all_close(g->forward(x), expected, testing::Tolerance::op_f32()));
 }
 
-// RELIABILITY.md G1: a run that would go past the memory limit fails naming the node (op type and
-// name; for a plain module also its type), and frees every value it had computed.
+// docs/reliability.md G1: a run that would go past the memory limit fails naming the node (op
+// type and name; for a plain module also its type), and frees every value it had computed.
 TEST(Graph, MemoryLimitErrorsNameTheNodeAndFreeTheRun) {
   auto g = conv_relu_add();
   const Tensor x = randn({1, 3, 64, 64});

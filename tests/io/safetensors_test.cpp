@@ -1,5 +1,5 @@
 // safetensors: round trips, the exact bytes the Python library writes, and every bad input of
-// RELIABILITY.md section E.
+// docs/reliability.md section E.
 #include "refold/io/safetensors.h"
 
 #include <fmt/format.h>
@@ -302,7 +302,7 @@ TEST_F(Safetensors, HeaderOrderNeedNotFollowOffsets) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Bad inputs (RELIABILITY.md E1-E10, E12)
+// Bad inputs (docs/reliability.md E1-E10, E12)
 
 struct BadCase {
   const char* row;

@@ -75,7 +75,7 @@ Operands make_operands(const ConvCase& c) {
   const Shape wsizes = c.transposed ? Shape{c.c_in, c.c_out / c.groups, c.kh, c.kw}
                                     : Shape{c.c_out, c.c_in / c.groups, c.kh, c.kw};
   // Weights scaled by 1/sqrt(fan-in) (Kaiming's rule) keep outputs near unit variance, the
-  // range DESIGN.md's bf16 tolerance is written for.
+  // range docs/testing.md's bf16 tolerance is written for.
   o.weight =
       normal(wsizes, 1.0 / std::sqrt(static_cast<double>(c.c_in / c.groups * c.kh * c.kw)), gen);
   if (c.bias) o.bias = normal({c.c_out}, 0.5, gen);
@@ -234,7 +234,7 @@ TEST_F(OnednnConv, TransposedMatchesReference) {
        .tpadding = 1,
        .output_padding = 1},
       // Non-square stride [3, 2], groups 2, output_padding beyond the padding (negative
-      // oneDNN right padding) — RELIABILITY.md F15.
+      // oneDNN right padding) — docs/reliability.md F15.
       {.name = "groups 2 stride (3,2) op (2,1) k 3x4",
        .transposed = true,
        .c_in = 26,

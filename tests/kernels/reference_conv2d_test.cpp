@@ -313,7 +313,7 @@ TEST(ReferenceConv2d, EveryLayoutGivesIdenticalValuesAndPyTorchsOutputFormat) {
 TEST(ReferenceConv2d, BFloat16MatchesFloat32WithinBf16Tolerance) {
   // bf16 keeps 8 significant bits: rounding each input, weight and the output costs ≈ 2^-8
   // relative per term, so bf16 is compared with the fp32 result under the bf16 policy
-  // (DESIGN.md). Weights use PyTorch's default init scale so outputs stay O(1).
+  // (docs/testing.md). Weights use PyTorch's default init scale so outputs stay O(1).
   const std::vector<ConvCase> cases = {
       {"odd_13_to_19_stride2", {2, 13, 9, 8}, {19, 13, 3, 3}, 2, {1, 1, 1, 1}},
       {"groups2_dilation2", {1, 26, 9, 9}, {38, 13, 3, 3}, 1, {2, 2, 2, 2}, 2, 2},

@@ -258,7 +258,7 @@ TEST(ReferenceConvTranspose2d, EveryLayoutGivesIdenticalValuesAndPyTorchsOutputF
 
 TEST(ReferenceConvTranspose2d, BFloat16MatchesFloat32WithinBf16Tolerance) {
   // bf16 keeps 8 significant bits: each rounded input, weight and output costs ≈ 2^-8
-  // relative, so the bf16 result is held to the bf16 policy against the fp32 one (DESIGN.md).
+  // relative, so the bf16 result is held to the bf16 policy against the fp32 one (docs/testing.md).
   Generator gen(24);
   for (const TransposeCase& k : matrix_cases()) {
     for (const MemoryFormat format : {NCHW, CL}) {

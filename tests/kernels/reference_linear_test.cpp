@@ -90,8 +90,9 @@ TEST(ReferenceLinear, NonContiguousOperandsGiveIdenticalValuesAndAContiguousOutp
 
 TEST(ReferenceLinear, BFloat16MatchesFloat32WithinBf16Tolerance) {
   // bf16 keeps 8 significant bits: rounding each input, weight and output costs ≈ 2^-8
-  // relative per term, so the bf16 result is held to the bf16 policy against fp32 (DESIGN.md).
-  // Weights use PyTorch's default scale 1/sqrt(in_features) so outputs stay O(1).
+  // relative per term, so the bf16 result is held to the bf16 policy against fp32
+  // (docs/testing.md). Weights use PyTorch's default scale 1/sqrt(in_features) so outputs stay
+  // O(1).
   Generator gen(33);
   const std::int64_t in = 19, out_features = 13;
   const Tensor w = testing::pytorch_init({out_features, in}, in, gen);

@@ -37,7 +37,7 @@ TEST(Verify, ReportsTheLargestErrors) {
   EXPECT_DOUBLE_EQ(r.outputs[1].max_abs_error, 1.0);  // input 2: 5 vs 4
   EXPECT_DOUBLE_EQ(r.max_abs_error(), 1.0);
   EXPECT_DOUBLE_EQ(r.max_rel_error(), 0.25);
-  // DESIGN.md's criterion max|a − b| ≤ tol·max(1, max|ref|): 0.5 ≤ 0.3·2 but 1.0 > 0.2·4.
+  // docs/testing.md's criterion max|a − b| ≤ tol·max(1, max|ref|): 0.5 ≤ 0.3·2 but 1.0 > 0.2·4.
   EXPECT_TRUE(r.outputs[0].within(0.3));
   EXPECT_FALSE(r.outputs[1].within(0.2));
   EXPECT_FALSE(r.within());

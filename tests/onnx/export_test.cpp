@@ -1,4 +1,4 @@
-// onnx::save: "nothing lost" (RELIABILITY.md, promises after optimization) — byte-identical
+// onnx::save: "nothing lost" (docs/reliability.md, promises after optimization) — byte-identical
 // round trips of untouched models, original protos for untouched parts, new nodes and constants
 // written from their fields, the drop policy for unread constants, and whole-or-absent files.
 #include "testing/onnx_builder.h"  // first: it sets the ONNX_ML definitions

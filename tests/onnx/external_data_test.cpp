@@ -1,5 +1,5 @@
-// External tensor data (RELIABILITY.md section D): the bytes must come from a regular file inside
-// the model's folder, from the range the entries name, and nothing else.
+// External tensor data (docs/reliability.md section D): the bytes must come from a regular file
+// inside the model's folder, from the range the entries name, and nothing else.
 #include "testing/onnx_builder.h"  // first: it sets the ONNX_ML definitions
 
 #include <gtest/gtest.h>

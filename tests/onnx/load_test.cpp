@@ -1,5 +1,5 @@
-// onnx::load: RELIABILITY.md sections A (container) and B (graph structure), each row a crafted
-// model and the exact error text; plus loading and running Conv/Relu/Add models.
+// onnx::load: docs/reliability.md sections A (container) and B (graph structure), each row a
+// crafted model and the exact error text; plus loading and running Conv/Relu/Add models.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>

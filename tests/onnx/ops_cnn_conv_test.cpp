@@ -2,7 +2,7 @@
 // nn::Conv2d / nn::ConvTranspose2d sharing the graph's tensors; runtime weights, input-size
 // dependent padding and ONNX-only geometry become graph::ops::Conv / ConvTranspose. Every
 // result is compared with the reference kernels in NCHW and channels_last, and every
-// validation error (RELIABILITY.md F1–F15) with its message.
+// validation error (docs/reliability.md F1–F15) with its message.
 #include <gtest/gtest.h>
 
 #include "onnx/ops_cnn_helpers.h"

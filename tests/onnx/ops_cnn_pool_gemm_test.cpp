@@ -1,6 +1,6 @@
 // MaxPool, AveragePool, GlobalAveragePool, Gemm, MatMul and Pad builders: which module each
 // becomes, values against the reference kernels or hand-computed results (NCHW and
-// channels_last), and the validation errors (RELIABILITY.md F16, F17, F28).
+// channels_last), and the validation errors (docs/reliability.md F16, F17, F28).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// TensorProto → Tensor (RELIABILITY.md section C) and the .pb tensor files of the ONNX test
+// TensorProto → Tensor (docs/reliability.md section C) and the .pb tensor files of the ONNX test
 // folders (load_tensor / save_tensor).
 #include "testing/onnx_builder.h"  // first: it sets the ONNX_ML definitions
 

@@ -1,6 +1,7 @@
-// The ONNX backend test data Debian installs (RELIABILITY.md "Peer test suite"): every model that
-// loads saves back byte-identical, and every TensorProto .pb either loads or is refused by name
-// for its data type (DOUBLE, STRING; the sequence/optional protos parse as segmented tensors).
+// The ONNX backend test data Debian installs (docs/reliability.md "Peer test suite"): every model
+// that loads saves back byte-identical, and every TensorProto .pb either loads or is refused by
+// name for its data type (DOUBLE, STRING; the sequence/optional protos parse as segmented
+// tensors).
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -1,5 +1,5 @@
 // bn-folding: Conv/ConvTranspose → BatchNormalization become one conv where that is exact, and
-// stay as they are (bit-identical, with a note) where it is not (RELIABILITY F18–F23).
+// stay as they are (bit-identical, with a note) where it is not (docs/reliability.md F18–F23).
 #include <gtest/gtest.h>
 
 #include <string>

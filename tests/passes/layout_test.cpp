@@ -314,7 +314,7 @@ TEST(LayoutPlan, ConvsSharingAWeightDecideTogether) {
   EXPECT_EQ(plan.cost(), 2) << plan.to_string();
 }
 
-// RELIABILITY F29: sizes stay logical, so ops with an axis compute the same values whether
+// docs/reliability.md F29: sizes stay logical, so ops with an axis compute the same values whether
 // their input arrives channels_last or not. Every conv channels_last vs every conv NCHW.
 TEST(LayoutPlan, AxisOpsGiveTheSameValuesUnderAnyPlan) {
   struct AxisCase {

@@ -94,7 +94,7 @@ TEST(Pipeline, AllPassesShrinkTheGraphAndKeepTheValues) {
   EXPECT_NE(verbose.find("  layout plan:"), std::string::npos) << verbose;
 }
 
-// RELIABILITY "nothing lost": optimize(optimize(m)) == optimize(m).
+// docs/reliability.md "nothing lost": optimize(optimize(m)) == optimize(m).
 TEST(Pipeline, IsIdempotent) {
   GraphBuilder b = build();
   passes::optimize(b.graph());

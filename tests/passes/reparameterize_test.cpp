@@ -1,6 +1,6 @@
 // reparameterize: the training-time blocks of RepVGG, ACNet, DBB, MobileOne, QARepVGG and
 // YOLO's RepConv, built as ONNX graphs with randomized BN statistics, become one Conv that
-// computes the same (DESIGN.md's re-parameterization tolerance); every geometry the kernel
+// computes the same (docs/testing.md's re-parameterization tolerance); every geometry the kernel
 // algebra cannot make exact is declined with "branch mismatch: …" and the graph is untouched.
 #include <gtest/gtest.h>
 

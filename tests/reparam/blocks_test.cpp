@@ -3,7 +3,7 @@
 // fresh BN is the identity and would hide a wrong fold), in NCHW and in channels_last, with
 // groups and stride 2 where the block has them; idempotence; the state_dict names of the
 // reference implementations; the preconditions, refused with the expected messages and the
-// block left unchanged. Tolerance: testing::model_close (DESIGN.md).
+// block left unchanged. Tolerance: testing::model_close (docs/testing.md).
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The kernel algebra, each function checked numerically against the unfused computation run
 // with the reference kernels, on random inputs with BatchNorm statistics randomized (as
 // RepVGG's own check does: a fresh BN would be the identity and hide a wrong fold).
-// Tolerance: testing::model_close (DESIGN.md: re-parameterized vs original).
+// Tolerance: testing::model_close (docs/testing.md: re-parameterized vs original).
 #include "refold/reparam/kernel_algebra.h"
 
 #include <gtest/gtest.h>

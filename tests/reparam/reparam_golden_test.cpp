@@ -5,8 +5,8 @@
 // the reference's fused kernel and bias, and the deployed output. refold's block must load the
 // state_dict by name (same keys, same order), give the same training output, fuse to the same
 // kernel, and give the same deployed output; a deploy-form block must load the deployed
-// state_dict. Tolerances: DESIGN.md (outputs: model_close; the fused kernel, computed by torch
-// in float32 and by refold in double: the fp32 op tolerance).
+// state_dict. Tolerances: docs/testing.md (outputs: model_close; the fused kernel, computed by
+// torch in float32 and by refold in double: the fp32 op tolerance).
 #include <gtest/gtest.h>
 
 #include <algorithm>

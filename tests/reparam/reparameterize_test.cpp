@@ -1,6 +1,6 @@
 // refold::reparameterize on a model tree: which blocks it converts, which it leaves and why, the
 // parameter and FLOP counts (checked against hand counts), and that the model still computes the
-// same function (refold::verify, DESIGN.md's re-parameterization tolerance).
+// same function (refold::verify, docs/testing.md's re-parameterization tolerance).
 #include "refold/reparam/reparameterize.h"
 
 #include <gtest/gtest.h>

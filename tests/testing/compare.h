@@ -1,4 +1,4 @@
-// The tolerance policy of DESIGN.md, in one place. Tests name a policy, never a number.
+// The tolerance policy of docs/testing.md, in one place. Tests name a policy, never a number.
 //   EXPECT_TRUE(testing::all_close(actual, expected, testing::Tolerance::op_f32()));
 #pragma once
 
@@ -27,7 +27,7 @@ struct Tolerance {
 ::testing::AssertionResult all_close(const Tensor& actual, const Tensor& expected,
                                      Tolerance tolerance);
 
-// Re-parameterized vs original (DESIGN.md): max|a − b| ≤ 1e-4 · max(1, max|ref|).
+// Re-parameterized vs original (docs/testing.md): max|a − b| ≤ 1e-4 · max(1, max|ref|).
 ::testing::AssertionResult model_close(const Tensor& actual, const Tensor& expected);
 
 double max_abs_diff(const Tensor& a, const Tensor& b);

@@ -34,7 +34,7 @@ inline std::string notes_of(const passes::PassReport& r) {
 using Pass = std::function<passes::PassReport(graph::Graph&)>;
 
 // Runs `pass` on the builder's graph: the graph must still verify and, on random inputs,
-// compute what it computed before, within DESIGN.md's re-parameterization tolerance
+// compute what it computed before, within docs/testing.md's re-parameterization tolerance
 // (model_close), or bit-identically when `exact`.
 inline passes::PassReport apply_pass(GraphBuilder& b, const Pass& pass, bool exact = false) {
   const std::vector<Tensor> x = b.random_inputs();

@@ -57,7 +57,7 @@ std::string format_of(const Tensor& t) {
 
 std::string shape_of(const Tensor& t) { return fmt::format("[{}]", fmt::join(t.sizes(), ", ")); }
 
-// DESIGN.md's fp32 policy, |a − b| ≤ 1e-4 + 1e-4·|ref|, and the largest |a − b|.
+// docs/testing.md's fp32 policy, |a − b| ≤ 1e-4 + 1e-4·|ref|, and the largest |a − b|.
 struct Diff {
   double max_abs = 0;
   bool within_policy = true;

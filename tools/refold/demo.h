@@ -16,7 +16,7 @@ int run_memory_format_demo(std::FILE* out);
 // RepVGG-A0 at real scale (224², deterministic weights, randomized BatchNorm statistics)
 // re-parameterized by refold::reparameterize and laid out NHWC by seed 1's utility: the report,
 // refold::verify against the training form, and both forms timed in NCHW and NHWC. Returns 0 only
-// when both equivalences hold within DESIGN.md's tolerance.
+// when both equivalences hold within docs/testing.md's tolerance.
 int run_reparam_demo(std::FILE* out);
 
 // Both sections; 0 only when every check passes.

@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
         ->transform(CLI::AsSizeValue(false));
   }
   CLI11_PARSE(app, argc, argv);
-  // RELIABILITY.md G1: the tensors a command allocates (activations too, not only the file and
+  // docs/reliability.md G1: the tensors a command allocates (activations too, not only the file and
   // its initializers) stay within --max-memory; an allocation past it is a refold::Error.
   for (auto [command, load] : {std::pair{optimize, &optimize_args.load},
                                {run, &run_args.load},

@@ -17,8 +17,8 @@ namespace refold::cli {
 std::vector<Tensor> random_inputs(const graph::Graph& graph, std::int64_t batch,
                                   bool override_batch, std::uint64_t seed = 1);
 
-// Largest |a − b| over all outputs, and that relative to the largest |reference| (the DESIGN.md
-// model tolerance reads max|a − b| ≤ 1e-4 · max(1, max|ref|)).
+// Largest |a − b| over all outputs, and that relative to the largest |reference| (the model
+// tolerance of docs/testing.md reads max|a − b| ≤ 1e-4 · max(1, max|ref|)).
 struct OutputDiff {
   double max_abs = 0;
   double reference_max_abs = 0;

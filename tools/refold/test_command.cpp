@@ -71,7 +71,7 @@ std::vector<DataSet> read_data_sets(const fs::path& dir, const graph::Graph& gra
 
 // ONNX's rule (onnx/backend/test/runner): same dtype and shape, |a − b| ≤ atol + rtol·|b| with
 // rtol 1e-3, atol 1e-7. An optimized model has changed arithmetic (folded BatchNorm, merged
-// branches), so it may also use DESIGN.md's model tolerance, 1e-4 · max(1, max|expected|).
+// branches), so it may also use docs/testing.md's model tolerance, 1e-4 · max(1, max|expected|).
 // bfloat16 results may differ by one bfloat16 ulp (≤ 2^-7·|b|): refold rounds float32 →
 // bfloat16 to nearest even, as ONNX specifies since 1.14, where ONNX 1.12's test data truncates.
 std::string mismatch(const Tensor& actual, const Tensor& expected, bool optimized) {

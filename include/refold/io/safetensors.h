@@ -11,7 +11,7 @@
 //   the rest  the data section; each tensor's bytes are [begin, end) of it, row-major,
 //             little-endian, and the tensors tile the section exactly (no gaps, no overlaps).
 //
-// Reading trusts nothing in the file (RELIABILITY.md section E): every size is checked against
+// Reading trusts nothing in the file (docs/reliability.md section E): every size is checked against
 // the bytes actually present and the limits below before anything is allocated, and every
 // problem throws refold::Error naming the file, the tensor and the offending value.
 // Supported dtypes: F32, BF16, I64 (BatchNorm's num_batches_tracked); other dtypes are refused

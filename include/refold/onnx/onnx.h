@@ -4,13 +4,13 @@
 //   refold::passes::optimize(*g);
 //   refold::onnx::save(*g, "model.fast.onnx");
 //
-// load() validates everything itself (RELIABILITY.md sections A–D, F): it never runs onnx's
+// load() validates everything itself (docs/reliability.md sections A–D, F): it never runs onnx's
 // checker or shape inference, refuses files over the memory budget before parsing, resolves
 // external data only inside the model's folder, and lists every unsupported op at once:
 //   model.onnx: 2 unsupported ops: node 'fc' (com.microsoft.FusedGemm), node 'n3' (Einsum)
 // Every error names the file and the node (name, op type) or tensor and the offending value.
 //
-// save() keeps what RELIABILITY.md lists under "nothing lost": header, interface, untouched
+// save() keeps what docs/reliability.md lists under "nothing lost": header, interface, untouched
 // nodes and initializers byte-identical and in order; it writes a temporary file and renames it,
 // so the output is whole or absent.
 #pragma once
@@ -32,14 +32,15 @@ struct LoadOptions {
   std::uint64_t max_memory = std::uint64_t{8} << 30;
   // Constant folding of shape arithmetic at import: results larger than this stay unfolded.
   std::uint64_t max_folded_bytes = std::uint64_t{64} << 20;
-  // Upper bound on the number of nodes (RELIABILITY.md A11).
+  // Upper bound on the number of nodes (docs/reliability.md A11).
   std::size_t max_nodes = 1'000'000;
 };
 
 std::shared_ptr<graph::Graph> load(const std::filesystem::path& file,
                                    const LoadOptions& options = {});
-// A model held in memory (RELIABILITY.md D10): `name` stands for the file in messages; external
-// data resolves against `base_dir` with the same checks, and is refused when `base_dir` is empty.
+// A model held in memory (docs/reliability.md D10): `name` stands for the file in messages;
+// external data resolves against `base_dir` with the same checks, and is refused when `base_dir`
+// is empty.
 std::shared_ptr<graph::Graph> load_from_memory(std::span<const std::byte> bytes,
                                                const std::string& name,
                                                const std::filesystem::path& base_dir = {},

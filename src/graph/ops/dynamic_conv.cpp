@@ -46,7 +46,7 @@ void check_kernel_shape(const char* op, const std::optional<Size2d>& kernel_shap
                kernel_shape->h, kernel_shape->w, w.size(2), w.size(3));
 }
 
-// in + pad_begin + pad_end must hold one dilated kernel (RELIABILITY F9).
+// in + pad_begin + pad_end must hold one dilated kernel (docs/reliability.md F9).
 void check_fits(const char* op, std::int64_t in, std::int64_t k, std::int64_t d, std::int64_t pb,
                 std::int64_t pe) {
   REFOLD_CHECK(in + pb + pe >= d * (k - 1) + 1,

@@ -2,7 +2,7 @@
 // 3×3, stride 1, dilation 1, groups 1, float32, channels_last (NHWC) activations, any zero
 // padding, by Winograd's F(2×2, 3×3) (the math: tiles.h). 2.25× fewer multiply-adds than the
 // direct conv; the result differs from it by rounding only (|Δ| ≈ 1e-6 relative for unit-scale
-// data), within DESIGN.md's fp32 tolerance.
+// data), within docs/testing.md's fp32 tolerance.
 //
 // Same contract as onednn::conv2d (kernels/onednn/conv2d.h): arguments are validated with the
 // reference's messages; a valid problem this kernel does not take is *declined* — an undefined

@@ -166,7 +166,7 @@ std::shared_ptr<Primitive> create_primitive(const detail::ConvProblem& p, DType 
 // PyTorch weight tensor with strides `s`.
 //   conv   [O, I/G, kh, kw]: element (g, o, i, y, x) sits at (g·O/G + o)·s0 + i·s1 + y·s2 + x·s3
 //   deconv [I, O/G, kh, kw]: element (g, o, i, y, x) sits at (g·I/G + i)·s0 + o·s1 + y·s2 + x·s3
-//          (PyTorch's ConvTranspose layout is oneDNN's iohw / giohw, RELIABILITY.md F15)
+//          (PyTorch's ConvTranspose layout is oneDNN's iohw / giohw, docs/reliability.md F15)
 dnnl::memory::dims weight_strides(const detail::ConvProblem& p, const Shape& sizes,
                                   const Shape& s) {
   if (p.groups == 1) {

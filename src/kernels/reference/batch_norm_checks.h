@@ -42,7 +42,7 @@ struct BatchNormChannels {
 
 // Checks every argument, in this order: input, eps, running_mean, running_var, weight, bias,
 // then each variance. A negative variance makes sqrt(var + eps) NaN, and var + eps == 0 divides
-// by zero; both would poison every later fold silently (RELIABILITY F18, F19), so name the
+// by zero; both would poison every later fold silently (docs/reliability.md F18, F19), so name the
 // channel instead. The sum is taken in double. A NaN variance is data, not a bad argument: it
 // propagates like any NaN input.
 inline BatchNormChannels check_batch_norm(const Tensor& input, const Tensor& running_mean,

@@ -5,8 +5,9 @@
 //   arith_builders.cpp       Add, Sub, Mul, Div
 //   pool_builders.cpp        MaxPool, AveragePool, GlobalAveragePool
 //   gemm_builders.cpp        Gemm, MatMul, Pad
-// Each validates the node (RELIABILITY.md F) and returns a plain nn module holding the constant
-// weights (the graph's own tensors, shared through set_data) or a graph::Op (src/graph/ops/).
+// Each validates the node (docs/reliability.md section F) and returns a plain nn module holding
+// the constant weights (the graph's own tensors, shared through set_data) or a graph::Op
+// (src/graph/ops/).
 #pragma once
 
 #include "onnx/ops/builder.h"

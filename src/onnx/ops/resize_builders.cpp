@@ -1,5 +1,5 @@
 // Builder for Resize (opset 11+): modes nearest and linear; everything else is an explicit
-// "unsupported" error listing what is (RELIABILITY.md F27).
+// "unsupported" error listing what is (docs/reliability.md F27).
 #include <cmath>
 
 #include "core/check.h"

@@ -4,8 +4,8 @@
 //   resize_builders.cpp  Resize
 //   index_builders.cpp   Shape, Gather, Slice, Expand, ConstantOfShape, Range, ScatterND
 //   value_builders.cpp   Constant, Cast, Equal, Where
-// Each validates the node's attributes and constant inputs (RELIABILITY.md F25–F27) and returns
-// a graph::Op from src/graph/ops/ (nn::PixelShuffle where torch has the layer).
+// Each validates the node's attributes and constant inputs (docs/reliability.md F25–F27) and
+// returns a graph::Op from src/graph/ops/ (nn::PixelShuffle where torch has the layer).
 // Messages start with the problem and value; the importer prefixes the file and node.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Reading and validating the attributes that Conv, ConvTranspose, MaxPool and AveragePool share
-// (RELIABILITY.md F1–F7): kernel_shape, strides, dilations, pads and auto_pad.
+// (docs/reliability.md F1–F7): kernel_shape, strides, dilations, pads and auto_pad.
 //
 // refold runs these ops on 4-d tensors (2 spatial axes) only; an attribute whose length says
 // 1-d or 3-d gives "unsupported: 3-d Conv …". Messages start with the problem; the importer puts
