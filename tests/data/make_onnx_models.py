@@ -28,8 +28,8 @@ and the minimal number of layout permutes of the planned NHWC layout ("layout").
 
 --large OUT.onnx writes RepVGG-A0 in training form instead (real widths, 1×3×224×224, opset 13;
 36,454,814 bytes with torch 1.13) and OUT.expected.json beside it (the same entry format).
-Under 40 MB, so it is committed as tests/data/onnx_large/repvgg_a0_train.onnx;
-bench/compare_peers.py calls --large itself when no model is given.
+Not committed (36 MB): whatever needs it makes it. bench/compare_peers.py calls --large itself
+when no model is given; by hand, write it to tests/data/onnx_large/ (ignored by git) or /tmp.
 
 Self-checks before anything is written: onnx.checker on each export (these files are ours, not
 untrusted input); the exported Conv / BatchNormalization / Add counts equal the hand-derived
