@@ -34,7 +34,7 @@ if [[ "$group" != build ]]; then
              python3 strace)                             # scripts/check-deps.py
 fi
 if [[ "$group" == torch ]]; then
-  packages+=(python3-torch python3-numpy)
+  packages+=(python3-torch python3-onnx python3-numpy)
 fi
 
 if ((list_only)); then
