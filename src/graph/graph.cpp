@@ -105,6 +105,7 @@ Tensor Op::forward(const Tensor& input) {
 Node& Graph::node(std::size_t index) {
   REFOLD_CHECK(index < nodes_.size(), "Graph: node index {} out of range ({} nodes)", index,
                nodes_.size());
+  index_.reset();  // the caller may rewire the node
   return nodes_[index];
 }
 
@@ -112,19 +113,28 @@ Node& Graph::insert_node(std::size_t index, Node node) {
   REFOLD_CHECK(index <= nodes_.size(), "Graph: insert position {} out of range ({} nodes)", index,
                nodes_.size());
   REFOLD_CHECK(!node.name.empty(), "Graph: a {} node has no name", node.op_type);
-  REFOLD_CHECK(!find_node(node.name), "Graph: node name '{}' is taken", node.name);
+  REFOLD_CHECK(node_names_.count(node.name) == 0, "Graph: node name '{}' is taken", node.name);
   REFOLD_CHECK(node.module != nullptr, "Graph: node '{}' ({}) has no module", node.name,
                node.op_type);
   const std::string child = child_name_for(node.name);
   REFOLD_CHECK(!this->child(child), "Graph: node '{}' maps to module name '{}', which is taken",
                node.name, child);
   register_module(child, node.module);
+  node_names_.insert(node.name);
+  // Appending (an importer, a builder) extends the index; inserting before others shifts them.
+  if (index_ && index == nodes_.size()) {
+    index_node(*index_, node, index);
+  } else {
+    index_.reset();
+  }
   return *nodes_.insert(nodes_.begin() + static_cast<std::ptrdiff_t>(index), std::move(node));
 }
 
 void Graph::erase_node(std::size_t index) {
   Node& n = node(index);
   unregister_module(child_name_for(n.name));
+  node_names_.erase(n.name);
+  index_.reset();
   nodes_.erase(nodes_.begin() + static_cast<std::ptrdiff_t>(index));
 }
 
@@ -136,9 +146,9 @@ void Graph::set_module(std::size_t index, nn::ModulePtr module) {
 }
 
 std::optional<std::size_t> Graph::find_node(const std::string& name) const {
-  for (std::size_t i = 0; i < nodes_.size(); ++i)
-    if (nodes_[i].name == name) return i;
-  return std::nullopt;
+  const auto& node_of = index().node_of;
+  const auto it = node_of.find(name);
+  return it == node_of.end() ? std::nullopt : std::optional<std::size_t>(it->second);
 }
 
 // ---- constants ----
@@ -173,23 +183,34 @@ int Graph::constant_source(const std::string& value) const {
 
 // ---- who uses what ----
 
-std::optional<std::size_t> Graph::producer(const std::string& value) const {
-  if (value.empty()) return std::nullopt;
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    const auto& outs = nodes_[i].outputs;
-    if (std::find(outs.begin(), outs.end(), value) != outs.end()) return i;
+void Graph::index_node(Index& ix, const Node& n, std::size_t i) {
+  ix.node_of.emplace(n.name, i);
+  for (const std::string& out : n.outputs)
+    if (!out.empty()) ix.producer.emplace(out, i);  // the first writer, as verify() wants one
+  for (const std::string& in : n.inputs) {
+    if (in.empty()) continue;
+    std::vector<std::size_t>& readers = ix.consumers[in];
+    if (readers.empty() || readers.back() != i) readers.push_back(i);  // once per node
   }
-  return std::nullopt;
+}
+
+const Graph::Index& Graph::index() const {
+  if (index_) return *index_;
+  Index& ix = index_.emplace();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) index_node(ix, nodes_[i], i);
+  return ix;
+}
+
+std::optional<std::size_t> Graph::producer(const std::string& value) const {
+  const auto& producer = index().producer;
+  const auto it = producer.find(value);
+  return it == producer.end() ? std::nullopt : std::optional<std::size_t>(it->second);
 }
 
 std::vector<std::size_t> Graph::consumers(const std::string& value) const {
-  std::vector<std::size_t> result;
-  if (value.empty()) return result;
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    const auto& ins = nodes_[i].inputs;
-    if (std::find(ins.begin(), ins.end(), value) != ins.end()) result.push_back(i);
-  }
-  return result;
+  const auto& consumers = index().consumers;
+  const auto it = consumers.find(value);
+  return it == consumers.end() ? std::vector<std::size_t>{} : it->second;
 }
 
 bool Graph::is_graph_output(const std::string& value) const {
@@ -203,17 +224,19 @@ bool Graph::is_graph_input(const std::string& value) const {
 }
 
 std::string Graph::unique_name(std::string_view base) const {
-  std::set<std::string> taken(constant_order_.begin(), constant_order_.end());
-  for (const ValueInfo& v : inputs) taken.insert(v.name);
-  for (const ValueInfo& v : outputs) taken.insert(v.name);
-  for (const ValueInfo& v : value_info) taken.insert(v.name);
-  for (const Node& n : nodes_) {
-    taken.insert(n.name);
-    taken.insert(n.outputs.begin(), n.outputs.end());
-    taken.insert(n.inputs.begin(), n.inputs.end());
-  }
+  const Index& ix = index();
+  auto named = [&](const std::string& name) {
+    return [&](const ValueInfo& v) { return v.name == name; };
+  };
+  auto taken = [&](const std::string& name) {
+    return node_names_.count(name) != 0 || constants_.count(name) != 0 ||
+           ix.producer.count(name) != 0 || ix.consumers.count(name) != 0 ||
+           std::any_of(inputs.begin(), inputs.end(), named(name)) ||
+           std::any_of(outputs.begin(), outputs.end(), named(name)) ||
+           std::any_of(value_info.begin(), value_info.end(), named(name));
+  };
   std::string name(base);
-  for (int i = 1; taken.count(name) != 0; ++i) name = fmt::format("{}_{}", base, i);
+  for (int i = 1; taken(name); ++i) name = fmt::format("{}_{}", base, i);
   return name;
 }
 

@@ -55,26 +55,27 @@ void Module::add_child(std::string name, ModulePtr module) {
                name);
   REFOLD_CHECK(!name.empty() && name.find('.') == std::string::npos,
                "{}: invalid module name '{}' (non-empty, no '.')", type_name_, name);
-  REFOLD_CHECK(!child(name), "{}: module '{}' registered twice", type_name_, name);
+  REFOLD_CHECK(child_by_name_.emplace(name, module).second, "{}: module '{}' registered twice",
+               type_name_, name);
   module->name_ = name;
   children_.emplace_back(std::move(name), std::move(module));
 }
 
 ModulePtr Module::child(const std::string& name) const {
-  for (const auto& [n, m] : children_)
-    if (n == name) return m;
-  return nullptr;
+  const auto it = child_by_name_.find(name);
+  return it == child_by_name_.end() ? nullptr : it->second;
 }
 
 void Module::replace_child(const std::string& name, ModulePtr module) {
   REFOLD_CHECK(module != nullptr, "{}: replace_child('{}') given a null module", type_name_, name);
+  const auto it = child_by_name_.find(name);
+  REFOLD_CHECK(it != child_by_name_.end(), "{}: no child module '{}' to replace", type_name_, name);
   for (auto& [n, m] : children_) {
     if (n != name) continue;
     module->name_ = name;
-    m = std::move(module);
+    m = it->second = std::move(module);
     return;
   }
-  fail("{}: no child module '{}' to replace", type_name_, name);
 }
 
 void Module::unregister_module(const std::string& name) {
@@ -82,6 +83,7 @@ void Module::unregister_module(const std::string& name) {
                                [&](const NamedModule& c) { return c.first == name; });
   REFOLD_CHECK(it != children_.end(), "{}: no child module '{}' to remove", type_name_, name);
   children_.erase(it);
+  child_by_name_.erase(name);
 }
 
 Tensor Module::register_parameter(std::string name, Tensor tensor) {

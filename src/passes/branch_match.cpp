@@ -1,6 +1,8 @@
 #include "passes/branch_match.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "passes/branch_nodes.h"
 
@@ -18,12 +20,23 @@ std::optional<std::size_t> producer_of(const graph::Graph& graph, const std::str
   return p;
 }
 
-void collect(const graph::Graph& graph, std::size_t add, AddTree& tree) {
-  tree.adds.push_back(add);
-  for (const std::string& in : graph.nodes()[add].inputs) {
+// Depth first from the root, inputs in order: an inner Add is entered, anything else is a leaf.
+// An explicit stack, not recursion: an Add chain is as deep as the model is long.
+void collect(const graph::Graph& graph, std::size_t root, AddTree& tree) {
+  std::vector<std::pair<std::size_t, std::size_t>> stack{{root, 0}};  // (Add, next input)
+  tree.adds.push_back(root);
+  while (!stack.empty()) {
+    auto& [add, next] = stack.back();
+    const std::vector<std::string>& inputs = graph.nodes()[add].inputs;
+    if (next == inputs.size()) {
+      stack.pop_back();
+      continue;
+    }
+    const std::string& in = inputs[next++];
     const auto p = graph.producer(in);
     if (p && is_binary_add(graph.nodes()[*p]) && is_inner_add(graph, *p)) {
-      collect(graph, *p, tree);
+      tree.adds.push_back(*p);
+      stack.emplace_back(*p, 0);
     } else {
       tree.leaves.push_back(in);
       tree.leaf_adds.push_back(add);

@@ -144,6 +144,39 @@ TEST(Graph, ProducerConsumersAndUniqueNames) {
   EXPECT_THROW(g->verify(), refold::Error);  // output "out" no longer produced
 }
 
+// producer(), consumers(), find_node() and unique_name() answer from an index the graph builds on
+// demand: every way of changing the graph must be seen by the next query.
+TEST(Graph, QueriesFollowEveryChange) {
+  auto g = conv_relu_add();
+  ASSERT_EQ(g->find_node("add"), std::optional<std::size_t>(2));
+  ASSERT_EQ(g->consumers("y2"), std::vector<std::size_t>{2});
+
+  // Rewiring through node(): the Add now reads y1 twice (listed once) and y2 has no reader.
+  g->node(2).inputs[1] = "y1";
+  EXPECT_EQ(g->consumers("y1"), (std::vector<std::size_t>{1, 2}));
+  EXPECT_TRUE(g->consumers("y2").empty());
+
+  // Inserting shifts the later nodes' indices.
+  g->insert_node(1, make("neg", "Neg", {"y1"}, {"y3"}, std::make_shared<nn::ReLU>()));
+  EXPECT_EQ(g->find_node("add"), std::optional<std::size_t>(3));
+  EXPECT_EQ(g->producer("y3"), std::optional<std::size_t>(1));
+  EXPECT_EQ(g->consumers("y1"), (std::vector<std::size_t>{1, 2, 3}));
+  EXPECT_EQ(g->unique_name("y3"), "y3_1");
+  EXPECT_EQ(g->unique_name("neg"), "neg_1");
+  EXPECT_THROW(g->add_node(make("neg", "Neg", {"y1"}, {"y9"}, std::make_shared<nn::ReLU>())),
+               refold::Error);  // the name is taken
+
+  // Erasing frees the name and the values it wrote.
+  g->erase_node(1);
+  EXPECT_FALSE(g->find_node("neg"));
+  EXPECT_FALSE(g->producer("y3"));
+  EXPECT_EQ(g->unique_name("y3"), "y3");
+  EXPECT_EQ(g->find_node("add"), std::optional<std::size_t>(2));
+  g->add_node(make("neg", "Neg", {"y1"}, {"y3"}, std::make_shared<nn::ReLU>()));
+  EXPECT_EQ(g->find_node("neg"), std::optional<std::size_t>(3));
+  g->verify();
+}
+
 TEST(Graph, VerifyNamesTheBrokenInvariant) {
   auto g = conv_relu_add();
   g->node(1).inputs = {"nope"};

@@ -35,6 +35,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -164,7 +166,22 @@ class Graph : public nn::Module {
   Tensor forward(const Tensor& input) override;
 
  private:
+  // Where each node is, and who writes and reads each value: built by the first query after a
+  // change, extended by an append, and dropped by every other non-const access to a node
+  // (node(), insert_node() before the end, erase_node()), so a pass's queries cost a hash
+  // lookup, not a scan of the graph. Not thread-safe: one thread at a time may query a graph.
+  struct Index {
+    std::unordered_map<std::string, std::size_t> node_of;                 // node name → index
+    std::unordered_map<std::string, std::size_t> producer;                // value → writer
+    std::unordered_map<std::string, std::vector<std::size_t>> consumers;  // value → readers
+  };
+  const Index& index() const;
+  // Adds node `n`, at position `i` after every indexed node, to `ix`.
+  static void index_node(Index& ix, const Node& n, std::size_t i);
+
   std::vector<Node> nodes_;
+  std::unordered_set<std::string> node_names_;  // a node's name is fixed once it is inserted
+  mutable std::optional<Index> index_;
   std::vector<std::string> constant_order_;
   std::map<std::string, std::pair<Tensor, int>> constants_;
 };

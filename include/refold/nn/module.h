@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -108,7 +109,10 @@ class Module : public std::enable_shared_from_this<Module> {
 
   std::string type_name_;
   std::string name_;  // the name the parent registered this module under ("" for a root)
-  std::vector<NamedModule> children_;
+  std::vector<NamedModule> children_;  // in registration order
+  // children_ by name: a graph registers one child per node, and looking one up must not cost a
+  // scan of all of them (docs/architecture.md, "cost linear in the graph's size").
+  std::unordered_map<std::string, ModulePtr> child_by_name_;
   std::vector<NamedTensor> parameters_;
   std::vector<NamedTensor> buffers_;
 };
