@@ -9,8 +9,8 @@
 //        erase the node.
 // Declined, with a note: a result over the byte budget (docs/reliability.md G2,
 // constant_folding.h) — for Expand and ConstantOfShape predicted from the constant shape before
-// anything runs —
-// a node whose module throws (left for run time to report in context), a wrong output count.
+// anything runs —, a node whose module throws (left for run time to report in context), a wrong
+// output count.
 //
 // One forward sweep reaches the fixed point: nodes are in topological order, so when a node is
 // visited every producer of its inputs has been visited and, if foldable, folded already.
