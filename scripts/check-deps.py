@@ -40,7 +40,9 @@ NOT_PACKAGED = ("/etc/", "/proc/", "/sys/", "/dev/", "/run/", "/tmp/", "/var/tmp
 # Files read when present and never required.
 READ_IF_PRESENT = (
     "/usr/share/locale/", "/usr/lib/locale/",  # translations: without them, messages are English
-    "/usr/local/cuda",  # clang's driver reads the version of an installed CUDA from its cuda.h
+    # clang's driver reads the version of an installed CUDA from its cuda.h: under /usr/local/cuda*
+    # or, when an nvcc on PATH sits in /usr/local/bin, from /usr/local/include (links into it).
+    "/usr/local/cuda", "/usr/local/include/cuda.h",
 )
 # Used when present, never required: sanitize.sh compiles through ccache if it is installed.
 OPTIONAL_PACKAGES = {"ccache"}
