@@ -13,8 +13,8 @@
 
 #include "core/check.h"
 #include "onnx/attributes.h"
-#include "onnx/op_registry.h"
-#include "onnx/ops/shared_constants.h"
+#include "ops/op.h"
+#include "onnx/shared_constants.h"
 #include "onnx/proto_io.h"
 #include "onnx/source_model.h"
 #include "onnx/tensor_proto.h"
@@ -73,7 +73,7 @@ std::shared_ptr<graph::Graph> build_graph(std::shared_ptr<graph::SourceModel> so
     context.what = describe_node(name, n);
     std::vector<std::string> reasons;
     node.attributes = attributes_from_proto(n, context, reasons);
-    if (auto reason = unsupported_reason(node, opset)) reasons.insert(reasons.begin(), *reason);
+    if (auto reason = ops::unsupported_reason(node, opset)) reasons.insert(reasons.begin(), *reason);
     if (!reasons.empty()) {
       unsupported.push_back(fmt::format("{}: {}", context.what, fmt::join(reasons, ", ")));
     }
@@ -87,14 +87,14 @@ std::shared_ptr<graph::Graph> build_graph(std::shared_ptr<graph::SourceModel> so
   for (graph::Node& node : nodes) {
     const auto& n = proto.node(node.source);
     try {
-      node.module = build_module({node, *g, opset});
+      node.module = ops::build_module({node, *g, opset});
     } catch (const Error& e) {
       throw Error(fmt::format("{}: {}", describe_node(node.name, n), e.what()));
     }
     REFOLD_CHECK(node.module != nullptr, "{}: no module was built", describe_node(node.name, n));
     // The graph's constants become the very handles the module holds, so a later layout change
     // of a weight (convert_conv2d_weight_memory_format) reaches what export writes.
-    ops::bind_module_constants(*g, node);
+    bind_module_constants(*g, node);
     g->add_node(std::move(node));
   }
   g->source = std::move(source);

@@ -3,7 +3,7 @@
 #include "core/check.h"
 #include "kernels/reference/conv_common.h"
 #include "refold/functional.h"
-#include "refold/graph/ops/binary.h"
+#include "ops/arithmetic.h"
 
 namespace refold::passes {
 
@@ -52,7 +52,7 @@ std::vector<Tensor> FusedConvAdd::run(const std::vector<Tensor>& inputs) {
   }
   // Unfused: exactly the replaced nodes (conv, ONNX Add with broadcasting, activation).
   const Tensor y = functional::conv2d(x, conv.weight(), conv.bias(), conv.options().op_options());
-  graph::ops::Binary add(reference::ArithOp::Add);
+  ops::Binary add(reference::ArithOp::Add);
   const Tensor sum =
       add.run(conv_first_ ? std::vector<Tensor>{y, r} : std::vector<Tensor>{r, y})[0];
   return {apply_activation(sum, conv.activation(), conv.negative_slope())};

@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "core/check.h"
+#include "ops/op.h"
 #include "passes/fused_conv.h"
 #include "passes/passes.h"
 #include "refold/graph/op.h"
@@ -40,28 +41,32 @@ Tensor conv_weight(const nn::ModulePtr& module) {
   return {};
 }
 
+// A node's rule: a conv's follows its weight; a module that does not accept channels_last
+// gets NCHW inputs; any other node follows its op's LayoutRule (src/ops/op.h), and a node the
+// op tables do not define (a module built in C++) keeps its first input's format.
 enum class Rule {
   Conv,              // NHWC if input 0 or the weight is NHWC
   NchwOnly,          // accepts_channels_last() == false: NHWC inputs permuted, output NCHW
-  AllInputs,         // Concat: NHWC iff every input is
-  FirstNonConstant,  // binary arithmetic: the first operand that is not a constant
-  Fresh,             // writes a new contiguous (or non-4-d) result
-  FirstInput,        // keeps its first input's layout
+  AllInputs,         // LayoutRule::AllInputs
+  FirstNonConstant,  // LayoutRule::FirstNonConstant
+  Fresh,             // LayoutRule::Fresh
+  FirstInput,        // LayoutRule::FirstInput
 };
 
 Rule rule_of(const graph::Node& node) {
   if (conv_weight(node.module).defined()) return Rule::Conv;
   if (!node.module->accepts_channels_last()) return Rule::NchwOnly;
-  const std::string& op = node.op_type;
-  if (op == "Concat") return Rule::AllInputs;
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return Rule::FirstNonConstant;
-  // Checked against each op's run(): these write a new contiguous or non-4-d tensor (Slice,
-  // Cast, Pad, Resize, pools, … keep a 4-d channels_last input's format: FirstInput).
-  static const std::set<std::string> fresh = {
-      "Transpose", "Gemm",    "MatMul",  "Shape",     "Size",   "Gather",
-      "Flatten",   "Reshape", "Squeeze", "Unsqueeze", "Expand", "ConstantOfShape",
-      "Range",     "Constant"};
-  if (fresh.count(op) != 0) return Rule::Fresh;
+  const ops::OpDef* def = ops::find_op(node);
+  switch (def != nullptr ? def->layout : ops::LayoutRule::FirstInput) {
+    case ops::LayoutRule::AllInputs:
+      return Rule::AllInputs;
+    case ops::LayoutRule::FirstNonConstant:
+      return Rule::FirstNonConstant;
+    case ops::LayoutRule::Fresh:
+      return Rule::Fresh;
+    case ops::LayoutRule::FirstInput:
+      break;
+  }
   return Rule::FirstInput;
 }
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "onnx/op_registry.h"
+#include "ops/op.h"
 #include "refold/error.h"
 #include "refold/functional.h"
 #include "refold/onnx/onnx.h"
@@ -120,7 +120,7 @@ TEST(OnnxExport, ChangedAndNewObjectsAreWrittenFromTheirFields) {
   extra.inputs = {"r"};
   extra.outputs = {"r2"};
   extra.origin = "test";
-  extra.module = build_module({extra, *g, 17});
+  extra.module = ops::build_module({extra, *g, 17});
   g->insert_node(2, std::move(extra));
   g->node(3).inputs[0] = "r2";
   save(*g, dir / "out.onnx");
@@ -179,7 +179,7 @@ TEST(OnnxExport, GraphBuiltInCppGetsADefaultHeader) {
   relu.op_type = "Relu";
   relu.inputs = {"x"};
   relu.outputs = {"y"};
-  relu.module = build_module({relu, *g, 17});
+  relu.module = ops::build_module({relu, *g, 17});
   g->add_node(std::move(relu));
   TempDir dir;
   save(*g, dir / "made.onnx");

@@ -1,13 +1,13 @@
 // Conv and ConvTranspose builders (src/onnx/ops/conv_builders.cpp): constant weights become
 // nn::Conv2d / nn::ConvTranspose2d sharing the graph's tensors; runtime weights, input-size
-// dependent padding and ONNX-only geometry become graph::ops::Conv / ConvTranspose. Every
+// dependent padding and ONNX-only geometry become ops::Conv / ConvTranspose. Every
 // result is compared with the reference kernels in NCHW and channels_last, and every
 // validation error (docs/reliability.md F1–F15) with its message.
 #include <gtest/gtest.h>
 
 #include "onnx/ops_cnn_helpers.h"
 #include "onnx/ops_tensor_helpers.h"
-#include "refold/graph/ops/dynamic_conv.h"
+#include "ops/conv.h"
 #include "refold/memory_format.h"
 #include "refold/nn/conv.h"
 #include "refold/nn/utils.h"
@@ -61,7 +61,7 @@ TEST(OnnxConv, RuntimeWeightsBecomeAConvOp) {
   const Tensor w = random({6, 2, 3, 3}, 4), b = random({6}, 5), x = random({1, 4, 6, 6}, 6);
   OpCase c("Conv", {"x", "W", "B"});
   c.integer("group", 2).ints("dilations", {2, 1}).ints("pads", {2, 1, 2, 1});
-  ASSERT_NE(std::dynamic_pointer_cast<graph::ops::Conv>(c.module()), nullptr);
+  ASSERT_NE(std::dynamic_pointer_cast<ops::Conv>(c.module()), nullptr);
   const Tensor expected = reference::conv2d(x, w, b, {1, Size2d(2, 1), Size2d(2, 1), 2});
   EXPECT_TRUE(testing::all_close(c.run({x, w, b}), expected, Tolerance::op_f32()));
   EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x), to_channels_last(w), b}), expected,
@@ -98,7 +98,7 @@ TEST(OnnxConv, SameUpperAndLowerWithStrideResolveAtRunTime) {
     SCOPED_TRACE(mode);
     OpCase c = conv_case(w, b);
     c.text("auto_pad", mode).ints("strides", {2, 2});
-    ASSERT_NE(std::dynamic_pointer_cast<graph::ops::Conv>(c.module()), nullptr);
+    ASSERT_NE(std::dynamic_pointer_cast<ops::Conv>(c.module()), nullptr);
     const Tensor expected = reference::conv2d(x, w, b, {2, pads});
     EXPECT_EQ(expected.sizes(), (Shape{1, 2, 3, 3}));
     EXPECT_TRUE(c.close_in_both_layouts(x, expected));
@@ -287,7 +287,7 @@ TEST(OnnxConvTranspose, RuntimeWeightsBecomeAnOp) {
   const Tensor w = random({4, 3, 3, 2}, 33), b = random({6}, 34), x = random({1, 4, 3, 4}, 35);
   OpCase c("ConvTranspose", {"x", "W", "B"});
   c.integer("group", 2).ints("strides", {3, 2});
-  ASSERT_NE(std::dynamic_pointer_cast<graph::ops::ConvTranspose>(c.module()), nullptr);
+  ASSERT_NE(std::dynamic_pointer_cast<ops::ConvTranspose>(c.module()), nullptr);
   const Tensor expected = reference::conv_transpose2d(x, w, b, {Size2d(3, 2), 0, 0, 2});
   EXPECT_TRUE(testing::all_close(c.run({x, w, b}), expected, Tolerance::op_f32()));
   EXPECT_TRUE(
@@ -308,7 +308,7 @@ TEST(OnnxConvTranspose, AsymmetricPadsCropTheFullOutput) {
   const Tensor w = random({2, 3, 3, 3}, 36), b = random({3}, 37), x = random({1, 2, 4, 3}, 38);
   OpCase c("ConvTranspose", {"x", "W", "B"});
   c.constant("W", w).constant("B", b).ints("strides", {2, 2}).ints("pads", {0, 1, 2, 0});
-  ASSERT_NE(std::dynamic_pointer_cast<graph::ops::ConvTranspose>(c.module()), nullptr);
+  ASSERT_NE(std::dynamic_pointer_cast<ops::ConvTranspose>(c.module()), nullptr);
   const Tensor full = reference::conv_transpose2d(x, w, b, {2});
   const Tensor expected = crop(full, {0, 1, 2, 0});
   EXPECT_TRUE(c.close_in_both_layouts(x, expected));

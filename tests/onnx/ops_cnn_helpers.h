@@ -1,5 +1,5 @@
 // Test helpers for the CNN op builders: one node in a graph holding its constants, built with
-// onnx::build_module and run by the executor's rule (graph::Op → run(all inputs); a plain
+// ops::build_module and run by the executor's rule (graph::Op → run(all inputs); a plain
 // module → (*module)(input 0)).
 //
 //   OpCase c("Conv", {"x", "W", "B"});
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "onnx/op_registry.h"
-#include "onnx/ops/shared_constants.h"
+#include "ops/op.h"
+#include "onnx/shared_constants.h"
 #include "refold/graph/graph.h"
 #include "refold/graph/op.h"
 #include "refold/memory_format.h"
@@ -76,9 +76,9 @@ class OpCase {
   // Builds the module (once) and binds the constants to its parameter handles.
   nn::ModulePtr module() {
     if (!module_) {
-      module_ = onnx::build_module({node_, *graph_, opset_});
+      module_ = ops::build_module({node_, *graph_, opset_});
       node_.module = module_;
-      onnx::ops::bind_module_constants(*graph_, node_);
+      onnx::bind_module_constants(*graph_, node_);
     }
     return module_;
   }

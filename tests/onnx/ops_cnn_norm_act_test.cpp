@@ -7,9 +7,9 @@
 
 #include "onnx/ops_cnn_helpers.h"
 #include "onnx/ops_tensor_helpers.h"
-#include "refold/graph/ops/batch_norm.h"
-#include "refold/graph/ops/binary.h"
-#include "refold/graph/ops/clip.h"
+#include "ops/batch_norm.h"
+#include "ops/arithmetic.h"
+#include "ops/activation.h"
 #include "refold/nn/activation.h"
 #include "refold/nn/basic.h"
 #include "refold/nn/batchnorm.h"
@@ -61,7 +61,7 @@ TEST(OnnxBatchNormalization, RuntimeParametersBecomeAnOp) {
   const BnParams p;
   const Tensor x = random({1, 5, 3, 3}, 6);
   OpCase c("BatchNormalization", {"x", "s", "b", "m", "v"});
-  ASSERT_NE(std::dynamic_pointer_cast<graph::ops::BatchNormalization>(c.module()), nullptr);
+  ASSERT_NE(std::dynamic_pointer_cast<ops::BatchNormalization>(c.module()), nullptr);
   const Tensor expected = reference::batch_norm(x, p.mean, p.var, p.scale, p.bias, 1e-5f);
   EXPECT_TRUE(testing::all_close(c.run({x, p.scale, p.bias, p.mean, p.var}), expected,
                                  Tolerance::op_f32()));

@@ -8,8 +8,8 @@
 
 #include "onnx/ops_cnn_helpers.h"
 #include "onnx/ops_tensor_helpers.h"
-#include "refold/graph/ops/gemm.h"
-#include "refold/graph/ops/pool.h"
+#include "ops/gemm.h"
+#include "ops/pool.h"
 #include "refold/nn/linear.h"
 #include "refold/nn/pooling.h"
 #include "refold/reference.h"
@@ -87,7 +87,7 @@ TEST(OnnxPool, AsymmetricPadsAndCeilModeRunTheOnnxOp) {
       c.ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).ints("pads", {0, 1, 0, 0});
       c.integer("ceil_mode", 1);
       if (!max) c.integer("count_include_pad", include ? 1 : 0);
-      EXPECT_NE(std::dynamic_pointer_cast<graph::ops::Pool>(c.module()), nullptr);
+      EXPECT_NE(std::dynamic_pointer_cast<ops::Pool>(c.module()), nullptr);
       // H: (6 − 3) / 2 = 1.5 → ceil 2 (+1) = 3, the last window over rows 4, 5 and one past the
       // end; W: (7 + 1 − 3) / 2 = 2.5 → 4.
       const Tensor y = c.run({x}), y_cl = c.run({to_channels_last(x)});
@@ -232,7 +232,7 @@ TEST(OnnxGemm, GeneralFormIsTheGemmOp) {
       .integer("transA", 1)
       .real("alpha", 0.5f)
       .real("beta", 2.0f);
-  ASSERT_NE(std::dynamic_pointer_cast<graph::ops::Gemm>(c.module()), nullptr);
+  ASSERT_NE(std::dynamic_pointer_cast<ops::Gemm>(c.module()), nullptr);
   const Tensor y = c.run({a});
   ASSERT_EQ(y.sizes(), (Shape{3, 4}));
   for (std::int64_t i = 0; i < 3; ++i)

@@ -438,7 +438,7 @@ TEST(OnnxShapeChain, FlattenThroughTheGraphExecutor) {
     n.inputs = std::move(in);
     n.outputs = {std::move(out)};
     n.attributes = std::move(attrs);
-    n.module = onnx::build_module({n, *g, 13});
+    n.module = ops::build_module({n, *g, 13});
     g->add_node(std::move(n));
   };
   graph::Attributes axis0;

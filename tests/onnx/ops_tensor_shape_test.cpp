@@ -1,13 +1,13 @@
 // Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat and DepthToSpace built from ONNX nodes
-// (onnx::build_module) and run, NCHW and channels_last, with every error message.
+// (ops::build_module) and run, NCHW and channels_last, with every error message.
 #include <gtest/gtest.h>
 
 #include <limits>
 
 #include "onnx/ops_tensor_helpers.h"
-#include "refold/graph/ops/concat.h"
-#include "refold/graph/ops/reshape.h"
-#include "refold/graph/ops/transpose.h"
+#include "ops/concat.h"
+#include "ops/reshape.h"
+#include "ops/transpose.h"
 #include "refold/nn/basic.h"
 #include "testing/builders.h"
 #include "testing/error_table.h"
@@ -50,7 +50,7 @@ TEST(OnnxReshape, ChannelsLastInputKeepsNchwElementOrder) {
   const Tensor y =
       OpCase("Reshape", {"x", "s"}).constant("s", i64({1, -1})).run({to_channels_last(x)});
   EXPECT_EQ(y.to_vector(), iota_values(12));
-  EXPECT_FALSE(graph::ops::Reshape().accepts_channels_last());
+  EXPECT_FALSE(ops::Reshape().accepts_channels_last());
 }
 
 TEST(OnnxReshape, Errors) {
@@ -110,7 +110,7 @@ TEST(OnnxReshape, Errors) {
 TEST(OnnxFlatten, EveryAxisIsTheGeneralOpDecidingFromTheRankAtRunTime) {
   const Tensor x = iota({2, 3, 2, 2});
   OpCase c("Flatten", {"x"});
-  EXPECT_NE(std::dynamic_pointer_cast<graph::ops::Flatten>(c.module()), nullptr);
+  EXPECT_NE(std::dynamic_pointer_cast<ops::Flatten>(c.module()), nullptr);
   Tensor y = c.run({to_channels_last(x)});
   EXPECT_EQ(y.sizes(), (Shape{2, 12}));
   EXPECT_EQ(y.to_vector(), iota_values(24));
@@ -119,7 +119,7 @@ TEST(OnnxFlatten, EveryAxisIsTheGeneralOpDecidingFromTheRankAtRunTime) {
   for (const auto& [axis, sizes] : cases) {
     OpCase f("Flatten", {"x"});
     f.integer("axis", axis);
-    EXPECT_NE(std::dynamic_pointer_cast<graph::ops::Flatten>(f.module()), nullptr);
+    EXPECT_NE(std::dynamic_pointer_cast<ops::Flatten>(f.module()), nullptr);
     y = f.run({to_channels_last(x)});
     EXPECT_EQ(y.sizes(), sizes) << "axis " << axis;
     EXPECT_EQ(y.to_vector(), iota_values(24)) << "axis " << axis;

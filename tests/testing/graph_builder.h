@@ -1,6 +1,6 @@
 // Builds graph::Graph test models node by node, exactly as the ONNX importer does: each node
 // carries its ONNX op type, attributes and input names, its constant inputs are graph
-// constants, and its module comes from onnx::build_module. So a pass under test sees the real
+// constants, and its module comes from ops::build_module. So a pass under test sees the real
 // thing. The one builder of the pass tests (tests/passes/).
 //
 //   testing::GraphBuilder b;
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "core/check.h"
-#include "onnx/op_registry.h"
+#include "ops/op.h"
 #include "refold/graph/graph.h"
 #include "refold/op_options.h"
 #include "refold/tensor.h"
@@ -102,7 +102,7 @@ class GraphBuilder {
     n.inputs = std::move(inputs);
     n.attributes = std::move(attributes);
     n.outputs = {n.name + "_out"};
-    n.module = onnx::build_module({n, *graph_, opset_});
+    n.module = ops::build_module({n, *graph_, opset_});
     const std::string out = n.outputs[0];
     last_node_ = n.name;
     graph_->add_node(std::move(n));

@@ -1,0 +1,98 @@
+// The shape arithmetic exporters emit (torch.onnx's dynamic shapes, YOLO heads, …) as graph ops.
+// They run on int64 and float tensors of any rank and strides, exactly: the constant folder
+// runs them on constant inputs and keeps the results.
+//
+//   Shape            the input's sizes as int64[end − start]; start/end as Slice clamps them.
+//   Gather           (data, indices): data.sizes[:axis] + indices.sizes + data.sizes[axis+1:];
+//                    indices in [−size, size), checked.
+//   Slice            (data, starts, ends, axes?, steps?) from opset 10, or the starts/ends/axes
+//                    attributes before: per axis, negative start/end add the size, then clamp
+//                    to [0, size] (step > 0) or [0, size − 1] / [−1, size − 1] (step < 0).
+//   Expand           (input, shape): broadcast both ways (numpy), shape int64.
+//   ConstantOfShape  (shape): filled with the one-element `value` (default float32 0).
+//   Range            (start, limit, delta) scalars: start + k·delta for k < max(ceil((limit −
+//                    start) / delta), 0).
+//   ScatterND        (data, indices, updates), reduction none: data with
+//                    data[indices[i.., :]] = updates[i..].
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "refold/graph/op.h"
+
+namespace refold::ops {
+
+class ShapeOf : public graph::Op {
+ public:
+  explicit ShapeOf(std::int64_t start = 0, std::optional<std::int64_t> end = std::nullopt)
+      : Op("Shape"), start_(start), end_(end) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+
+ private:
+  std::int64_t start_;
+  std::optional<std::int64_t> end_;
+};
+
+class Gather : public graph::Op {
+ public:
+  explicit Gather(std::int64_t axis = 0) : Op("Gather"), axis_(axis) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+  std::int64_t axis() const { return axis_; }
+
+ private:
+  std::int64_t axis_;
+};
+
+// The starts/ends/axes/steps of a Slice (from attributes or inputs).
+struct SliceSpec {
+  std::vector<std::int64_t> starts, ends, axes, steps;  // axes/steps empty: defaults
+};
+
+class Slice : public graph::Op {
+ public:
+  // `attributes`: the opset < 10 form; nullopt reads inputs 1–4.
+  explicit Slice(std::optional<SliceSpec> attributes = std::nullopt)
+      : Op("Slice"), attributes_(std::move(attributes)) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+
+ private:
+  std::optional<SliceSpec> attributes_;
+};
+
+// Validates `spec` against a rank (lengths agree, axes in range and distinct, steps ≠ 0);
+// rank < 0 checks only what needs no rank.
+void check_slice_spec(const SliceSpec& spec, std::int64_t rank);
+Tensor slice(const Tensor& data, const SliceSpec& spec);
+
+class Expand : public graph::Op {
+ public:
+  Expand() : Op("Expand") {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+};
+
+class ConstantOfShape : public graph::Op {
+ public:
+  // `value`: one element of any dtype; undefined means float32 0.
+  explicit ConstantOfShape(Tensor value = {});
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+  const Tensor& value() const { return value_; }
+
+ private:
+  Tensor value_;
+};
+
+class Range : public graph::Op {
+ public:
+  Range() : Op("Range") {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+};
+
+class ScatterND : public graph::Op {
+ public:
+  ScatterND() : Op("ScatterND") {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+};
+
+}  // namespace refold::ops

@@ -1,0 +1,93 @@
+#include "ops/pad.h"
+
+#include <fmt/ranges.h>
+
+#include "core/check.h"
+#include "ops/gemm.h"
+#include "ops/op.h"
+#include "ops/window.h"
+#include "refold/functional.h"
+#include "refold/nn/linear.h"
+
+namespace refold::ops {
+
+namespace {
+
+std::vector<std::int64_t> int64_values(const Tensor& t, const char* name) {
+  REFOLD_CHECK(t.dtype() == DType::Int64, "Pad: {} must be int64, got {}", name,
+               dtype_name(t.dtype()));
+  REFOLD_CHECK(t.dim() == 1, "Pad: {} must be 1-d, got [{}]", name, fmt::join(t.sizes(), ", "));
+  std::vector<std::int64_t> values(static_cast<std::size_t>(t.numel()));
+  const std::int64_t* p = t.data<std::int64_t>();
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = p[static_cast<std::int64_t>(i) * t.stride(0)];
+  return values;
+}
+
+}  // namespace
+
+std::vector<Tensor> Pad::run(const std::vector<Tensor>& in) {
+  REFOLD_CHECK(in.size() >= 2 && in.size() <= 4 && in[0].defined() && in[1].defined(),
+               "Pad: expects data, pads and optional constant_value, axes; got {} inputs",
+               in.size());
+  const Tensor& x = in[0];
+  const auto rank = x.dim();
+  const std::vector<std::int64_t> pads = int64_values(in[1], "pads");
+  // axes: which dims `pads` covers (negative counts from the end); all dims by default.
+  std::vector<std::int64_t> axes;
+  if (in.size() > 3 && in[3].defined()) {
+    axes = int64_values(in[3], "axes");
+    for (auto& axis : axes) {
+      REFOLD_CHECK(axis >= -rank && axis < rank, "Pad: axis {} is out of range for rank {}", axis,
+                   rank);
+      if (axis < 0) axis += rank;
+    }
+  } else {
+    for (std::int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  const auto n = static_cast<std::int64_t>(axes.size());
+  REFOLD_CHECK(static_cast<std::int64_t>(pads.size()) == 2 * n,
+               "Pad: pads has {} values; expected {} (2 × {} axes)", pads.size(), 2 * n, n);
+  float value = 0.0f;
+  if (in.size() > 2 && in[2].defined()) {
+    REFOLD_CHECK(in[2].numel() == 1, "Pad: constant_value must be a scalar, got [{}]",
+                 fmt::join(in[2].sizes(), ", "));
+    value = in[2].item();
+  }
+  // functional::pad wants (last_begin, last_end, second_last_begin, …) over every dim.
+  std::vector<std::int64_t> begin(static_cast<std::size_t>(rank), 0), end = begin;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto axis = static_cast<std::size_t>(axes[static_cast<std::size_t>(i)]);
+    begin[axis] = pads[static_cast<std::size_t>(i)];
+    end[axis] = pads[static_cast<std::size_t>(i + n)];
+  }
+  std::vector<std::int64_t> torch_pads;
+  for (std::int64_t d = rank - 1; d >= 0; --d) {
+    torch_pads.push_back(begin[static_cast<std::size_t>(d)]);
+    torch_pads.push_back(end[static_cast<std::size_t>(d)]);
+  }
+  return {functional::pad(x, torch_pads, value)};
+}
+
+nn::ModulePtr build_pad(const BuildContext& context) {
+  const graph::Node& node = context.node;
+  check_arity(node, 2, 4, 1);
+  const std::string mode = node.attributes.get_string("mode", "constant");
+  REFOLD_CHECK(mode == "constant",
+               "unsupported: Pad mode '{}' (refold implements mode 'constant' only)", mode);
+  if (is_constant_input(context.graph, node, 1)) {
+    const Tensor& pads = context.graph.constant(node.inputs[1]);
+    REFOLD_CHECK(pads.dtype() == DType::Int64 && pads.dim() == 1 && pads.numel() % 2 == 0,
+                 "pads must be a 1-d int64 tensor of even length, got {}", pads.description());
+  }
+  return std::make_shared<Pad>();
+}
+
+const std::vector<OpDef>& pad_ops() {
+  static const std::vector<OpDef> table = {
+      {"Pad", 11, build_pad},  // v11: pads and constant_value became inputs
+  };
+  return table;
+}
+
+}  // namespace refold::ops

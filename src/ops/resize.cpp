@@ -1,0 +1,212 @@
+// Builder for Resize (opset 11+): modes nearest and linear; everything else is an explicit
+// "unsupported" error listing what is (docs/reliability.md F27).
+#include "ops/resize.h"
+
+#include <cmath>
+
+#include "core/check.h"
+#include "kernels/reference/tensor_ops.h"
+#include "ops/op.h"
+#include "ops/tensor_values.h"
+#include "ops/window.h"
+
+namespace refold::ops {
+
+namespace {
+
+reference::ResizeParams kernel_params(const ResizeOptions& o) {
+  reference::ResizeParams p;
+  p.mode = o.mode == ResizeOptions::Mode::Linear ? reference::ResizeMode::Linear
+                                                 : reference::ResizeMode::Nearest;
+  switch (o.nearest_mode) {
+    case ResizeOptions::NearestMode::RoundPreferFloor:
+      p.nearest = reference::NearestMode::RoundPreferFloor;
+      break;
+    case ResizeOptions::NearestMode::RoundPreferCeil:
+      p.nearest = reference::NearestMode::RoundPreferCeil;
+      break;
+    case ResizeOptions::NearestMode::Floor:
+      p.nearest = reference::NearestMode::Floor;
+      break;
+    case ResizeOptions::NearestMode::Ceil:
+      p.nearest = reference::NearestMode::Ceil;
+      break;
+  }
+  switch (o.coordinates) {
+    case ResizeOptions::Coordinates::HalfPixel:
+      p.coordinates = reference::CoordinateMode::HalfPixel;
+      break;
+    case ResizeOptions::Coordinates::PytorchHalfPixel:
+      p.coordinates = reference::CoordinateMode::PytorchHalfPixel;
+      break;
+    case ResizeOptions::Coordinates::Asymmetric:
+      p.coordinates = reference::CoordinateMode::Asymmetric;
+      break;
+    case ResizeOptions::Coordinates::TfHalfPixelForNn:
+      p.coordinates = reference::CoordinateMode::TfHalfPixelForNn;
+      break;
+    case ResizeOptions::Coordinates::AlignCorners:
+      p.coordinates = reference::CoordinateMode::AlignCorners;
+      break;
+  }
+  return p;
+}
+
+bool given(const Tensor& t) { return t.defined() && t.numel() > 0; }
+
+}  // namespace
+
+ResizeGeometry resize_geometry(const Shape& sizes, const Tensor& scales, const Tensor& sizes_input,
+                               const std::vector<std::int64_t>& axes_in) {
+  const auto rank = static_cast<std::int64_t>(sizes.size());
+  REFOLD_CHECK(!(given(scales) && given(sizes_input)),
+               "Resize: both scales and sizes are given; exactly one is allowed");
+  REFOLD_CHECK(given(scales) || given(sizes_input), "Resize: neither scales nor sizes is given");
+  // The dimensions the inputs refer to: `axes`, or all of them.
+  std::vector<std::size_t> axes;
+  std::vector<bool> seen(sizes.size(), false);
+  for (std::int64_t a : axes_in) {
+    REFOLD_CHECK(a >= -rank && a < rank, "Resize: axis {} out of range for rank {}", a, rank);
+    const auto w = static_cast<std::size_t>(a < 0 ? a + rank : a);
+    REFOLD_CHECK(!seen[w], "Resize: axis {} repeated in axes [{}]", a, fmt::join(axes_in, ", "));
+    seen[w] = true;
+    axes.push_back(w);
+  }
+  if (axes_in.empty())
+    for (std::size_t d = 0; d < sizes.size(); ++d) axes.push_back(d);
+  ResizeGeometry g;
+  g.sizes = sizes;
+  g.scales.assign(sizes.size(), 1.0);
+  for (std::int64_t s : sizes) g.lengths.push_back(static_cast<double>(s));
+  if (given(scales)) {
+    const std::vector<double> values = float_vector(scales, "Resize", "scales");
+    REFOLD_CHECK(values.size() == axes.size(), "Resize: {} scales [{}] for {} axes of input [{}]",
+                 values.size(), fmt::join(values, ", "), axes.size(), fmt::join(sizes, ", "));
+    for (std::size_t k = 0; k < axes.size(); ++k) {
+      const double s = values[k];
+      REFOLD_CHECK(std::isfinite(s) && s > 0, "Resize: scale {} must be positive and finite", s);
+      const double length = static_cast<double>(sizes[axes[k]]) * s;
+      REFOLD_CHECK(length < 9.0e15, "Resize: scale {} makes dimension {} of size {} too large", s,
+                   axes[k], sizes[axes[k]]);
+      g.sizes[axes[k]] = static_cast<std::int64_t>(std::floor(length));
+      g.scales[axes[k]] = s;
+      g.lengths[axes[k]] = length;
+    }
+    return g;
+  }
+  const std::vector<std::int64_t> values = int64_vector(sizes_input, "Resize", "sizes");
+  REFOLD_CHECK(values.size() == axes.size(), "Resize: {} sizes [{}] for {} axes of input [{}]",
+               values.size(), fmt::join(values, ", "), axes.size(), fmt::join(sizes, ", "));
+  for (std::size_t k = 0; k < axes.size(); ++k) {
+    const std::size_t d = axes[k];
+    REFOLD_CHECK(values[k] >= 0, "Resize: negative size {} in sizes [{}]", values[k],
+                 fmt::join(values, ", "));
+    REFOLD_CHECK(sizes[d] > 0 || values[k] == 0,
+                 "Resize: dimension {} has size 0 and cannot be resized to {}", d, values[k]);
+    g.sizes[d] = values[k];
+    g.lengths[d] = static_cast<double>(values[k]);
+    // An empty input or output dimension keeps scale 1 (nothing is sampled).
+    g.scales[d] = sizes[d] > 0 && values[k] > 0
+                      ? static_cast<double>(values[k]) / static_cast<double>(sizes[d])
+                      : 1.0;
+  }
+  return g;
+}
+
+std::vector<Tensor> Resize::run(const std::vector<Tensor>& inputs) {
+  REFOLD_CHECK(!inputs.empty() && inputs.size() <= 4,
+               "Resize: expects 1 to 4 inputs (X, roi, scales, sizes), got {}", inputs.size());
+  const Tensor& x = inputs[0];
+  REFOLD_CHECK(x.defined(), "Resize: X is missing");
+  const Tensor scales = inputs.size() > 2 ? inputs[2] : Tensor();
+  const Tensor sizes = inputs.size() > 3 ? inputs[3] : Tensor();
+  const ResizeGeometry g = resize_geometry(x.sizes(), scales, sizes, options_.axes);
+  return {reference::resize(x, g.sizes, g.scales, g.lengths, kernel_params(options_))};
+}
+
+namespace {
+
+using Options = ResizeOptions;
+
+Options::Mode parse_mode(const std::string& s) {
+  if (s == "nearest") return Options::Mode::Nearest;
+  if (s == "linear") return Options::Mode::Linear;
+  REFOLD_CHECK(s != "cubic", "unsupported: mode 'cubic' (refold implements nearest and linear)");
+  fail("unknown mode '{}' (expected nearest, linear or cubic)", s);
+}
+
+Options::NearestMode parse_nearest_mode(const std::string& s) {
+  if (s == "round_prefer_floor") return Options::NearestMode::RoundPreferFloor;
+  if (s == "round_prefer_ceil") return Options::NearestMode::RoundPreferCeil;
+  if (s == "floor") return Options::NearestMode::Floor;
+  if (s == "ceil") return Options::NearestMode::Ceil;
+  fail("unknown nearest_mode '{}' (expected round_prefer_floor, round_prefer_ceil, floor or ceil)",
+       s);
+}
+
+Options::Coordinates parse_coordinates(const std::string& s) {
+  if (s == "half_pixel") return Options::Coordinates::HalfPixel;
+  if (s == "pytorch_half_pixel") return Options::Coordinates::PytorchHalfPixel;
+  if (s == "asymmetric") return Options::Coordinates::Asymmetric;
+  if (s == "tf_half_pixel_for_nn") return Options::Coordinates::TfHalfPixelForNn;
+  if (s == "align_corners") return Options::Coordinates::AlignCorners;
+  REFOLD_CHECK(s != "tf_crop_and_resize" && s != "half_pixel_symmetric",
+               "unsupported: coordinate_transformation_mode '{}' (refold implements half_pixel, "
+               "pytorch_half_pixel, asymmetric, tf_half_pixel_for_nn and align_corners)",
+               s);
+  fail("unknown coordinate_transformation_mode '{}'", s);
+}
+
+bool non_empty(const std::optional<Tensor>& t) { return t && t->numel() > 0; }
+
+}  // namespace
+
+nn::ModulePtr build_resize(const BuildContext& context) {
+  const graph::Node& node = context.node;
+  // v11–12 list roi and scales as required, but exporters write "" for an unused roi or
+  // scales; only X is needed, the scales-or-sizes rule is checked below and at run time.
+  check_arity(node, 1, 4, 1);
+  const graph::Attributes& a = node.attributes;
+  Options options;
+  options.mode = parse_mode(a.get_string("mode", "nearest"));
+  options.nearest_mode = parse_nearest_mode(a.get_string("nearest_mode", "round_prefer_floor"));
+  options.coordinates =
+      parse_coordinates(a.get_string("coordinate_transformation_mode", "half_pixel"));
+  const std::int64_t exclude_outside = a.get_int("exclude_outside", 0);
+  REFOLD_CHECK(exclude_outside == 0, "unsupported: exclude_outside={} (refold implements 0)",
+               exclude_outside);
+  const std::int64_t antialias = a.get_int("antialias", 0);
+  REFOLD_CHECK(antialias == 0, "unsupported: antialias={} (refold implements 0)", antialias);
+  const std::string policy = a.get_string("keep_aspect_ratio_policy", "stretch");
+  REFOLD_CHECK(policy == "stretch",
+               "unsupported: keep_aspect_ratio_policy '{}' (refold implements stretch)", policy);
+  options.axes = a.get_ints("axes", {});
+
+  // Exactly one of scales and sizes (F27); checked now when both are constants.
+  const auto scales = constant_input(context, 2);
+  const auto sizes = constant_input(context, 3);
+  const bool scales_named = input_name(node, 2) != "";
+  const bool sizes_named = input_name(node, 3) != "";
+  REFOLD_CHECK(!(non_empty(scales) && non_empty(sizes)),
+               "both scales and sizes are given; exactly one is allowed");
+  REFOLD_CHECK(scales_named || sizes_named, "neither scales nor sizes is given");
+  if ((!scales_named || (scales && !non_empty(scales))) &&
+      (!sizes_named || (sizes && !non_empty(sizes))))
+    fail("neither scales nor sizes is given (both are empty)");
+  if (non_empty(scales)) {
+    for (float s : scales->to_vector())
+      REFOLD_CHECK(std::isfinite(s) && s > 0, "scales must be positive and finite (got [{}])",
+                   fmt::join(scales->to_vector(), ", "));
+  }
+  if (non_empty(sizes)) constant_ints(context, 3, "sizes");  // dtype and rank checks
+  return std::make_shared<Resize>(std::move(options));
+}
+
+const std::vector<OpDef>& resize_ops() {
+  static const std::vector<OpDef> table = {
+      {"Resize", 11, build_resize},  // v11: roi/scales/sizes and coordinate modes
+  };
+  return table;
+}
+
+}  // namespace refold::ops

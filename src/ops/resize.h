@@ -1,0 +1,70 @@
+// ONNX Resize (opset 11+) as a graph op: modes nearest and linear, any rank and strides.
+//
+// inputs: X, roi (ignored: only tf_crop_and_resize reads it, and that mode is unsupported),
+// scales (float32, one per resized axis) or sizes (int64) — exactly one of them non-empty.
+//   scales given: length = in · scale, out = floor(length)
+//   sizes given:  length = out, scale = out / in
+// For output coordinate x of a dimension the input coordinate is
+//   half_pixel            (x + 0.5) / scale − 0.5
+//   pytorch_half_pixel    length > 1 ? (x + 0.5) / scale − 0.5 : 0
+//   asymmetric            x / scale
+//   tf_half_pixel_for_nn  (x + 0.5) / scale
+//   align_corners         length > 1 ? x · (in − 1) / (length − 1) : 0
+// (align_corners with scales uses the unfloored length, as the ONNX reference does: its
+// test_resize_downsample_scales_linear_align_corners expects it)
+// nearest rounds it by `nearest_mode` (round_prefer_floor rounds halves down, round_prefer_ceil
+// up, floor, ceil); linear blends the two neighbours in every resized dimension; coordinates are
+// clamped to [0, in − 1] (the reference's edge padding). Nearest copies elements exactly (any
+// dtype); linear computes in double and needs float input. `axes` (opset 18) names the
+// dimensions scales/sizes refer to; the others keep their size.
+//
+// The output keeps a channels_last input's format, so Resize accepts channels_last.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "refold/graph/op.h"
+
+namespace refold::ops {
+
+struct ResizeOptions {
+  enum class Mode { Nearest, Linear };
+  enum class NearestMode { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
+  enum class Coordinates {
+    HalfPixel,
+    PytorchHalfPixel,
+    Asymmetric,
+    TfHalfPixelForNn,
+    AlignCorners
+  };
+  Mode mode = Mode::Nearest;
+  NearestMode nearest_mode = NearestMode::RoundPreferFloor;
+  Coordinates coordinates = Coordinates::HalfPixel;
+  std::vector<std::int64_t> axes;  // empty: every dimension, in order
+};
+
+class Resize : public graph::Op {
+ public:
+  explicit Resize(ResizeOptions options) : Op("Resize"), options_(std::move(options)) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+  const ResizeOptions& options() const { return options_; }
+
+ private:
+  ResizeOptions options_;
+};
+
+// Per dimension: the output size, the scale and the unfloored resized length.
+struct ResizeGeometry {
+  Shape sizes;
+  std::vector<double> scales;
+  std::vector<double> lengths;
+};
+
+// The geometry for an input of `sizes` (rules above); `scales` or `sizes_input` is undefined or
+// empty. Throws refold::Error when both or neither are given, on a length that does not match
+// the axes, a scale ≤ 0 or not finite, or a negative size.
+ResizeGeometry resize_geometry(const Shape& sizes, const Tensor& scales, const Tensor& sizes_input,
+                               const std::vector<std::int64_t>& axes);
+
+}  // namespace refold::ops

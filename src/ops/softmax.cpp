@@ -1,0 +1,42 @@
+#include "ops/softmax.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "kernels/reference/tensor_ops.h"
+#include "ops/concat.h"
+#include "ops/op.h"
+#include "ops/reshape.h"
+#include "ops/transpose.h"
+#include "ops/window.h"
+#include "refold/nn/basic.h"
+
+namespace refold::ops {
+
+std::vector<Tensor> Softmax::run(const std::vector<Tensor>& inputs) {
+  REFOLD_CHECK(inputs.size() == 1 && inputs[0].defined(), "Softmax: expects 1 input, got {}",
+               inputs.size());
+  return {coerce_2d_ ? reference::softmax_coerced_2d(inputs[0], axis_)
+                     : reference::softmax(inputs[0], axis_)};
+}
+
+nn::ModulePtr build_softmax(const BuildContext& context) {
+  check_arity(context.node, 1, 1, 1);
+  const bool coerce = context.opset < 13;
+  const std::int64_t axis = context.node.attributes.get_int("axis", coerce ? 1 : -1);
+  if (auto input = constant_input(context, 0)) {
+    const std::int64_t rank = input->dim();
+    REFOLD_CHECK(axis >= -rank && axis < rank + (coerce ? 1 : 0),
+                 "axis {} out of range for rank {}", axis, rank);
+  }
+  return std::make_shared<Softmax>(axis, coerce);
+}
+
+const std::vector<OpDef>& softmax_ops() {
+  static const std::vector<OpDef> table = {
+      {"Softmax", 1, build_softmax},  // v13: one axis instead of the 2-d coercion
+  };
+  return table;
+}
+
+}  // namespace refold::ops

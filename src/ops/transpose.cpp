@@ -1,0 +1,79 @@
+#include "ops/transpose.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "kernels/reference/tensor_ops.h"
+#include "ops/concat.h"
+#include "ops/op.h"
+#include "ops/reshape.h"
+#include "ops/softmax.h"
+#include "ops/window.h"
+#include "refold/nn/basic.h"
+
+namespace refold::ops {
+
+void check_perm(const std::vector<std::int64_t>& perm, std::int64_t rank) {
+  const auto n = static_cast<std::int64_t>(perm.size());
+  REFOLD_CHECK(rank < 0 || n == rank, "perm [{}] has {} entries for a {}-d input",
+               fmt::join(perm, ", "), n, rank);
+  std::vector<bool> seen(perm.size(), false);
+  for (std::int64_t p : perm) {
+    REFOLD_CHECK(p >= 0 && p < n && !seen[static_cast<std::size_t>(p)],
+                 "perm [{}] is not a permutation of 0..{}", fmt::join(perm, ", "), n - 1);
+    seen[static_cast<std::size_t>(p)] = true;
+  }
+}
+
+Transpose::Transpose(std::vector<std::int64_t> perm) : Op("Transpose"), perm_(std::move(perm)) {
+  check_perm(perm_);
+}
+
+std::vector<Tensor> Transpose::run(const std::vector<Tensor>& inputs) {
+  REFOLD_CHECK(inputs.size() == 1 && inputs[0].defined(), "Transpose: expects 1 input, got {}",
+               inputs.size());
+  if (!perm_.empty()) check_perm(perm_, inputs[0].dim());
+  return {reference::transpose(inputs[0], perm_)};
+}
+
+DepthToSpace::DepthToSpace(std::int64_t blocksize, Mode mode)
+    : Op("DepthToSpace"), blocksize_(blocksize), mode_(mode) {
+  REFOLD_CHECK(blocksize > 0, "DepthToSpace: blocksize ({}) must be positive", blocksize);
+}
+
+std::vector<Tensor> DepthToSpace::run(const std::vector<Tensor>& inputs) {
+  REFOLD_CHECK(inputs.size() == 1 && inputs[0].defined(), "DepthToSpace: expects 1 input, got {}",
+               inputs.size());
+  return {reference::depth_to_space(inputs[0], blocksize_, mode_ == Mode::DCR)};
+}
+
+nn::ModulePtr build_transpose(const BuildContext& context) {
+  check_arity(context.node, 1, 1, 1);
+  const auto perm = context.node.attributes.get_ints("perm", {});
+  check_perm(perm);
+  return std::make_shared<Transpose>(perm);
+}
+
+nn::ModulePtr build_depth_to_space(const BuildContext& context) {
+  check_arity(context.node, 1, 1, 1);
+  const auto& attrs = context.node.attributes;
+  REFOLD_CHECK(attrs.has("blocksize"), "the blocksize attribute is required");
+  const std::int64_t b = attrs.get_int("blocksize", 0);
+  REFOLD_CHECK(b > 0, "blocksize must be positive, got {}", b);
+  const std::string mode = attrs.get_string("mode", "DCR");
+  REFOLD_CHECK(mode == "DCR" || mode == "CRD", "unknown mode '{}' (expected DCR or CRD)", mode);
+  if (mode == "CRD") return std::make_shared<nn::PixelShuffle>(b);
+  return std::make_shared<DepthToSpace>(b, DepthToSpace::Mode::DCR);
+}
+
+// Softmax-13: along `axis` (default −1); before 13: over the 2-d coercion at `axis` (default 1).
+
+const std::vector<OpDef>& transpose_ops() {
+  static const std::vector<OpDef> table = {
+      {"Transpose", 1, build_transpose, LayoutRule::Fresh},
+      {"DepthToSpace", 1, build_depth_to_space},  // v11 adds mode (DCR before)
+  };
+  return table;
+}
+
+}  // namespace refold::ops

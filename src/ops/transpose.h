@@ -1,0 +1,47 @@
+// ONNX Transpose and DepthToSpace as graph ops: permutations of elements, exact for every dtype.
+//
+//   Transpose     out.sizes[k] = in.sizes[perm[k]]; no perm reverses the dimensions. The output
+//                 is contiguous (a fresh copy read through the input's strides).
+//   DepthToSpace  [N, C·b², H, W] → [N, C, H·b, W·b]
+//                   DCR: out[n, c, h·b + i, w·b + j] = in[n, (i·b + j)·C + c, h, w]
+//                   CRD: out[n, c, h·b + i, w·b + j] = in[n, c·b² + i·b + j, h, w]
+//                 (the importer runs CRD on float as nn::PixelShuffle, the same map); the output
+//                 keeps a channels_last input's format.
+// Both read any strides, so both accept channels_last inputs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "refold/graph/op.h"
+
+namespace refold::ops {
+
+// Throws refold::Error "perm […] is not a permutation of 0..r-1" (rank r, or any r
+// when rank < 0).
+void check_perm(const std::vector<std::int64_t>& perm, std::int64_t rank = -1);
+
+class Transpose : public graph::Op {
+ public:
+  explicit Transpose(std::vector<std::int64_t> perm = {});
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+  const std::vector<std::int64_t>& perm() const { return perm_; }
+
+ private:
+  std::vector<std::int64_t> perm_;
+};
+
+class DepthToSpace : public graph::Op {
+ public:
+  enum class Mode { DCR, CRD };
+  DepthToSpace(std::int64_t blocksize, Mode mode);
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+  std::int64_t blocksize() const { return blocksize_; }
+  Mode mode() const { return mode_; }
+
+ private:
+  std::int64_t blocksize_;
+  Mode mode_;
+};
+
+}  // namespace refold::ops

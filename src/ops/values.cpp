@@ -1,0 +1,138 @@
+// Builders for Constant, Cast, Equal and Where (booleans are int64 0/1: value_ops.h).
+#include "ops/values.h"
+
+#include <span>
+
+#include "core/check.h"
+#include "kernels/reference/tensor_ops.h"
+#include "ops/op.h"
+#include "ops/window.h"
+
+namespace refold::ops {
+
+Constant::Constant(Tensor value) : Op("Constant"), value_(std::move(value)) {
+  REFOLD_CHECK(value_.defined(), "Constant: value is undefined");
+}
+
+std::vector<Tensor> Constant::run(const std::vector<Tensor>& inputs) {
+  REFOLD_CHECK(inputs.empty(), "Constant: expects no inputs, got {}", inputs.size());
+  return {value_};
+}
+
+std::vector<Tensor> Cast::run(const std::vector<Tensor>& inputs) {
+  REFOLD_CHECK(inputs.size() == 1 && inputs[0].defined(), "Cast: expects 1 input, got {}",
+               inputs.size());
+  reference::CastTarget target = reference::CastTarget::Float32;
+  switch (to_) {
+    case To::Float32:
+      target = reference::CastTarget::Float32;
+      break;
+    case To::BFloat16:
+      target = reference::CastTarget::BFloat16;
+      break;
+    case To::Int64:
+      target = reference::CastTarget::Int64;
+      break;
+    case To::Int32:
+      target = reference::CastTarget::Int32;
+      break;
+    case To::Bool:
+      target = reference::CastTarget::Bool;
+      break;
+  }
+  return {reference::cast(inputs[0], target)};
+}
+
+std::vector<Tensor> Equal::run(const std::vector<Tensor>& inputs) {
+  REFOLD_CHECK(inputs.size() == 2, "Equal: expects 2 inputs, got {}", inputs.size());
+  return {reference::equal(inputs[0], inputs[1])};
+}
+
+std::vector<Tensor> Where::run(const std::vector<Tensor>& inputs) {
+  REFOLD_CHECK(inputs.size() == 3, "Where: expects 3 inputs, got {}", inputs.size());
+  return {reference::where(inputs[0], inputs[1], inputs[2])};
+}
+
+// Constant: exactly one of value, value_float(s), value_int(s); the sparse and string forms are
+// unsupported (refold has no sparse or string tensors).
+nn::ModulePtr build_constant(const BuildContext& context) {
+  check_arity(context.node, 0, 0, 1);
+  const graph::Attributes& a = context.node.attributes;
+  for (const char* name : {"sparse_value", "value_string", "value_strings"})
+    REFOLD_CHECK(!a.has(name),
+                 "unsupported: Constant with {} (refold implements value, "
+                 "value_float(s) and value_int(s))",
+                 name);
+  std::vector<std::string> given;
+  for (const auto& [name, v] : a.all()) given.push_back(name);
+  REFOLD_CHECK(given.size() == 1, "expects exactly one value attribute, got {} ([{}])",
+               given.size(), fmt::join(given, ", "));
+  const std::string& name = given[0];
+  Tensor value;
+  if (name == "value") {
+    value = a.get_tensor("value");
+  } else if (name == "value_float") {
+    value = full({}, a.get_float(name, 0.0f));
+  } else if (name == "value_floats") {
+    const auto v = a.get_floats(name);
+    value = from_values(v, {static_cast<std::int64_t>(v.size())});
+  } else if (name == "value_int" || name == "value_ints") {
+    const auto v =
+        name == "value_int" ? std::vector<std::int64_t>{a.get_int(name, 0)} : a.get_ints(name);
+    value = empty(name == "value_int" ? Shape{} : Shape{static_cast<std::int64_t>(v.size())},
+                  DType::Int64);
+    std::copy(v.begin(), v.end(), value.data<std::int64_t>());
+  } else {
+    fail("unknown attribute '{}' (expected value, value_float(s) or value_int(s))", name);
+  }
+  return std::make_shared<Constant>(value);
+}
+
+// Cast `to` (TensorProto.DataType): 1 float, 16 bfloat16, 7 int64, 6 int32 and 9 bool (both
+// stored as int64).
+nn::ModulePtr build_cast(const BuildContext& context) {
+  check_arity(context.node, 1, 1, 1);
+  const auto& a = context.node.attributes;
+  REFOLD_CHECK(a.has("to"), "the to attribute is required");
+  using To = Cast::To;
+  const std::int64_t to = a.get_int("to", 0);
+  switch (to) {
+    case 1:
+      return std::make_shared<Cast>(To::Float32);
+    case 16:
+      return std::make_shared<Cast>(To::BFloat16);
+    case 7:
+      return std::make_shared<Cast>(To::Int64);
+    case 6:
+      return std::make_shared<Cast>(To::Int32);
+    case 9:
+      return std::make_shared<Cast>(To::Bool);
+    default:
+      fail(
+          "unsupported: Cast to data type {} (refold casts to float (1), bfloat16 (16), int64 (7), "
+          "int32 (6) and bool (9))",
+          to);
+  }
+}
+
+nn::ModulePtr build_equal(const BuildContext& context) {
+  check_arity(context.node, 2, 2, 1);
+  return std::make_shared<Equal>();
+}
+
+nn::ModulePtr build_where(const BuildContext& context) {
+  check_arity(context.node, 3, 3, 1);
+  return std::make_shared<Where>();
+}
+
+const std::vector<OpDef>& values_ops() {
+  static const std::vector<OpDef> table = {
+      {"Constant", 1, build_constant, LayoutRule::Fresh},
+      {"Cast", 6, build_cast},  // v6: `to` became an int
+      {"Equal", 1, build_equal},
+      {"Where", 9, build_where},
+  };
+  return table;
+}
+
+}  // namespace refold::ops

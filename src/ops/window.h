@@ -1,0 +1,67 @@
+// The padding of an ONNX window op (Conv, ConvTranspose, MaxPool, AveragePool): explicit pads,
+// or an auto_pad mode that depends on the input size and is resolved at run time.
+//
+//   ONNX pads = [top, left, bottom, right] (x1_begin, x2_begin, x1_end, x2_end)
+//   SAME_UPPER / SAME_LOWER: out = ceil(in / stride) and
+//     total = max(0, (out − 1)·stride + dilation·(k − 1) + 1 − in)
+//     SAME_UPPER puts the odd unit at the end   (begin = total / 2, end = total − begin)
+//     SAME_LOWER puts it at the beginning        (end = total / 2, begin = total − end)
+//   VALID: no padding.
+//
+// With stride 1 the SAME total is dilation·(k − 1) whatever the input size, so the padding is
+// known when the node is built (is_static); otherwise an op resolves it per call.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "refold/graph/graph.h"
+#include "refold/op_options.h"
+
+namespace refold::ops {
+
+enum class AutoPad { NotSet, Valid, SameUpper, SameLower };
+
+struct WindowPadding {
+  AutoPad mode = AutoPad::NotSet;
+  Pads2d pads;  // used when mode == NotSet
+
+  // True when resolve() does not depend on the input size.
+  bool is_static(Size2d stride) const;
+  // The zero padding per side for an input of `in` (h, w).
+  Pads2d resolve(Size2d in, Size2d kernel, Size2d stride, Size2d dilation) const;
+};
+
+// The SAME padding of one axis (the formula above); `upper` selects SAME_UPPER.
+void same_padding(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t dilation,
+                  bool upper, std::int64_t& begin, std::int64_t& end);
+
+// ---- reading the attributes these ops share (docs/reliability.md F1–F7) ----
+// refold runs them on 4-d tensors (2 spatial axes) only; an attribute whose length says 1-d or
+// 3-d gives "unsupported: 3-d Conv …". Messages start with the problem; the importer puts the
+// file and node in front.
+
+struct WindowAttrs {
+  std::optional<Size2d> kernel_shape;  // absent when the attribute is
+  Size2d strides = 1;
+  Size2d dilations = 1;
+  WindowPadding padding;
+};
+
+// Validates and reads kernel_shape, strides, dilations, pads and auto_pad; `op` names the op in
+// "unsupported: 3-d Conv". Checks: every length is the spatial rank (2), strides/dilations/
+// kernel_shape > 0, pads ≥ 0, auto_pad one of NOTSET/VALID/SAME_UPPER/SAME_LOWER and not combined
+// with non-zero pads.
+WindowAttrs read_window_attrs(const graph::Node& node, const std::string& op);
+
+// An ints attribute of exactly `count` values, or `fallback` when absent.
+std::vector<std::int64_t> ints_of_length(const graph::Attributes& attrs, const std::string& name,
+                                         std::size_t count, const std::string& op,
+                                         const std::vector<std::int64_t>& fallback);
+
+// "unsupported: N-d <op> …" unless `rank` (of a weight or input tensor) is 4.
+void check_2d(std::int64_t rank, const std::string& op, const std::string& what);
+
+}  // namespace refold::ops
