@@ -89,7 +89,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
       const dnnl::batch_normalization_forward::desc d(
           dnnl::prop_kind::forward_inference, desc, feps,
           flags::use_global_stats | flags::use_scale | flags::use_shift);
-      const dnnl::batch_normalization_forward::primitive_desc pd(d, cpu_engine());
+      const dnnl::batch_normalization_forward::primitive_desc pd(d, user_scratchpad(), cpu_engine());
       made->primitive = dnnl::batch_normalization_forward(pd);
       made->stats_desc = pd.mean_desc();
     });
@@ -110,12 +110,13 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
     };
     const dnnl::memory src(desc, engine, const_cast<void*>(input.data_ptr()));
     const dnnl::memory dst(desc, engine, output.data_ptr());
-    prim->primitive.execute(stream, {{DNNL_ARG_SRC, src},
-                                     {DNNL_ARG_DST, dst},
-                                     {DNNL_ARG_MEAN, stat(mean)},
-                                     {DNNL_ARG_VARIANCE, stat(var)},
-                                     {DNNL_ARG_SCALE, stat(gamma)},
-                                     {DNNL_ARG_SHIFT, stat(beta)}});
+    execute(prim->primitive, stream,
+            {{DNNL_ARG_SRC, src},
+             {DNNL_ARG_DST, dst},
+             {DNNL_ARG_MEAN, stat(mean)},
+             {DNNL_ARG_VARIANCE, stat(var)},
+             {DNNL_ARG_SCALE, stat(gamma)},
+             {DNNL_ARG_SHIFT, stat(beta)}});
   });
   return output;
 }

@@ -107,7 +107,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declin
       const dnnl::binary::desc desc(
           op == BinaryOp::Add ? dnnl::algorithm::binary_add : dnnl::algorithm::binary_mul, md0, md1,
           md0);
-      made->primitive = dnnl::binary(dnnl::binary::primitive_desc(desc, cpu_engine()));
+      made->primitive = dnnl::binary(dnnl::binary::primitive_desc(desc, user_scratchpad(), cpu_engine()));
     });
     return made;
   });
@@ -123,8 +123,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declin
     const dnnl::memory m0(md0, cpu_engine(), const_cast<void*>(src0.data_ptr()));
     const dnnl::memory m1(md1, cpu_engine(), const_cast<void*>(src1.data_ptr()));
     const dnnl::memory dst(md0, cpu_engine(), output.data_ptr());
-    prim->primitive.execute(stream,
-                            {{DNNL_ARG_SRC_0, m0}, {DNNL_ARG_SRC_1, m1}, {DNNL_ARG_DST, dst}});
+    execute(prim->primitive, stream,
+            {{DNNL_ARG_SRC_0, m0}, {DNNL_ARG_SRC_1, m1}, {DNNL_ARG_DST, dst}});
   });
   return output;
 }

@@ -87,7 +87,8 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* dec
       for (const Tensor& t : inputs) made->srcs.push_back(desc_of(t.sizes(), t.strides(), dtype));
       made->dst = desc_of(output.sizes(), output.strides(), dtype);
       made->primitive = dnnl::concat(
-          dnnl::concat::primitive_desc(made->dst, static_cast<int>(d), made->srcs, cpu_engine()));
+          dnnl::concat::primitive_desc(made->dst, static_cast<int>(d), made->srcs, cpu_engine(),
+                                       user_scratchpad()));
     });
     return made;
   });
@@ -101,7 +102,7 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* dec
           DNNL_ARG_MULTIPLE_SRC + static_cast<int>(k),
           dnnl::memory(prim->srcs[k], cpu_engine(), const_cast<void*>(inputs[k].data_ptr())));
     args.emplace(DNNL_ARG_DST, dnnl::memory(prim->dst, cpu_engine(), output.data_ptr()));
-    prim->primitive.execute(stream, args);
+    execute(prim->primitive, stream, args);
   });
   return output;
 }

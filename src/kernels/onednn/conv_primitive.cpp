@@ -113,7 +113,7 @@ std::shared_ptr<Primitive> create_primitive(const detail::ConvProblem& p, DType 
   dnnl::post_ops ops;
   if (post.residual.defined()) ops.append_sum(1.f);
   append_activation(ops, post);
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr = user_scratchpad();
   attr.set_post_ops(ops);
 
   const auto& engine = cpu_engine();
@@ -204,7 +204,9 @@ std::shared_ptr<PackedWeight> pack_weight(const detail::ConvProblem& p, const Pr
   call(p.op, [&] {
     dnnl::memory user(user_md, cpu_engine(), const_cast<void*>(w.data_ptr()));
     packed->memory = dnnl::memory(e.weights_desc, cpu_engine());
-    dnnl::reorder(user, packed->memory).execute(cpu_stream(), user, packed->memory);
+    const dnnl::reorder reorder(dnnl::reorder::primitive_desc(
+        cpu_engine(), user_md, cpu_engine(), e.weights_desc, user_scratchpad()));
+    execute(reorder, cpu_stream(), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, packed->memory}});
     cpu_stream().wait();
   });
   return packed;
@@ -379,7 +381,7 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
       args.emplace(DNNL_ARG_BIAS,
                    dnnl::memory(prim->bias_desc, engine, const_cast<void*>(bias_f32.data_ptr())));
     dnnl::stream& stream = cpu_stream();
-    prim->primitive.execute(stream, args);
+    execute(prim->primitive, stream, args);
     stream.wait();
   });
   return output;

@@ -76,7 +76,7 @@ std::shared_ptr<Primitive> create(std::string_view op, const std::vector<Step>& 
     for (const Step& s : steps) {
       const dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, s.algorithm, desc,
                                           s.alpha, s.beta);
-      const dnnl::eltwise_forward::primitive_desc pd(d, cpu_engine());
+      const dnnl::eltwise_forward::primitive_desc pd(d, user_scratchpad(), cpu_engine());
       prim->steps.emplace_back(pd);
     }
   });
@@ -165,7 +165,7 @@ Tensor eltwise(EltwiseOp op, const Tensor& input, double negative_slope, std::st
     const dnnl::memory src(desc, cpu_engine(), const_cast<void*>(input.data_ptr()));
     const dnnl::memory dst(desc, cpu_engine(), output.data_ptr());
     for (std::size_t i = 0; i < prim->steps.size(); ++i)
-      prim->steps[i].execute(stream, {{DNNL_ARG_SRC, i == 0 ? src : dst}, {DNNL_ARG_DST, dst}});
+      execute(prim->steps[i], stream, {{DNNL_ARG_SRC, i == 0 ? src : dst}, {DNNL_ARG_DST, dst}});
   });
   return output;
 }

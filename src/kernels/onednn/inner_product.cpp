@@ -75,7 +75,7 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias,
               : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference, made->src,
                                                   made->weights, made->dst);
       made->primitive = dnnl::inner_product_forward(
-          dnnl::inner_product_forward::primitive_desc(desc, cpu_engine()));
+          dnnl::inner_product_forward::primitive_desc(desc, user_scratchpad(), cpu_engine()));
     });
     return made;
   });
@@ -92,12 +92,11 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias,
     const dnnl::memory dst(prim->dst, cpu_engine(), output.data_ptr());
     if (bias.defined()) {
       const dnnl::memory b(prim->bias, cpu_engine(), const_cast<void*>(bias.data_ptr()));
-      prim->primitive.execute(
-          stream,
-          {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, dst}});
+      execute(prim->primitive, stream,
+              {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, dst}});
     } else {
-      prim->primitive.execute(stream,
-                              {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}});
+      execute(prim->primitive, stream,
+              {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}});
     }
   });
   return output;

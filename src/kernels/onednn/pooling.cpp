@@ -117,7 +117,7 @@ Tensor run(const Problem& p, const Tensor& input, std::string* declined) {
                                                 src_md, dst_md, {s.h, s.w}, {k.h, k.w},
                                                 {d.h - 1, d.w - 1}, {pad.h, pad.w}, {pr_h, pr_w});
       made->primitive =
-          dnnl::pooling_v2_forward(dnnl::pooling_v2_forward::primitive_desc(desc, cpu_engine()));
+          dnnl::pooling_v2_forward(dnnl::pooling_v2_forward::primitive_desc(desc, user_scratchpad(), cpu_engine()));
     });
     return made;
   });
@@ -131,7 +131,7 @@ Tensor run(const Problem& p, const Tensor& input, std::string* declined) {
     // bump the input's version.
     const dnnl::memory src(src_md, cpu_engine(), const_cast<void*>(input.data_ptr()));
     const dnnl::memory dst(dst_md, cpu_engine(), output.data_ptr());
-    prim->primitive.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    execute(prim->primitive, stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
   });
   return output;
 }

@@ -60,7 +60,8 @@ Tensor reorder(const Tensor& input, MemoryFormat format, std::string* declined) 
       made->src = desc_of(input.sizes(), input.strides(), dtype);
       made->dst = desc_of(output.sizes(), output.strides(), dtype);
       made->primitive = dnnl::reorder(
-          dnnl::reorder::primitive_desc(cpu_engine(), made->src, cpu_engine(), made->dst));
+          dnnl::reorder::primitive_desc(cpu_engine(), made->src, cpu_engine(), made->dst,
+                                        user_scratchpad()));
     });
     return made;
   });
@@ -70,7 +71,7 @@ Tensor reorder(const Tensor& input, MemoryFormat format, std::string* declined) 
     // oneDNN only reads the source (const_cast: no version bump).
     dnnl::memory src(prim->src, cpu_engine(), const_cast<void*>(input.data_ptr()));
     dnnl::memory dst(prim->dst, cpu_engine(), output.data_ptr());
-    prim->primitive.execute(stream, src, dst);
+    execute(prim->primitive, stream, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
   });
   return output;
 }
