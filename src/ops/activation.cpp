@@ -2,6 +2,7 @@
 // graph op (Clip with other bounds, HardSigmoid with ONNX's default alpha/beta).
 #include "ops/activation.h"
 
+#include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <cmath>
@@ -52,7 +53,75 @@ float finite_float(const graph::Attributes& a, const std::string& name, float fa
   return v;
 }
 
-}  // namespace
+// ---- as a conv's post-op (OpDef::as_activation, read by passes/activation_fusion.cpp) ----
+
+// PyTorch's Hardsigmoid is relu6(x + 3) / 6 = clamp(x/6 + 1/2, 0, 1): ONNX alpha = 1/6 (the
+// float PyTorch's exporter writes is within 1e-7 of it), beta = 1/2.
+bool is_pytorch_hard_sigmoid(double alpha, double beta) {
+  return std::abs(alpha - 1.0 / 6.0) <= 1e-7 && beta == 0.5;
+}
+
+// Clip's bounds (inputs 1 and 2, opset ≥ 11) when both are absent or constant scalars; else
+// sets `problem`. Absent = unbounded.
+struct ClipBounds {
+  std::optional<double> lo, hi;
+};
+std::optional<ClipBounds> constant_clip_bounds(const graph::Graph& graph, const graph::Node& node,
+                                               std::string& problem) {
+  ClipBounds bounds;
+  for (std::size_t i : {1, 2}) {
+    const std::string name = input_name(node, i);
+    if (name.empty()) continue;
+    if (!graph.is_constant(name)) {
+      problem = fmt::format("Clip bound '{}' is computed at run time", name);
+      return std::nullopt;
+    }
+    const Tensor& t = graph.constant(name);
+    if (t.numel() != 1) {
+      problem = fmt::format("Clip bound '{}' is not a scalar ({})", name, t.description());
+      return std::nullopt;
+    }
+    (i == 1 ? bounds.lo : bounds.hi) = scalar_bound(t, "Clip", i == 1 ? "min" : "max");
+  }
+  return bounds;
+}
+
+template <Activation kind>
+std::optional<FusedActivation> fixed_activation(const graph::Graph&, const graph::Node&,
+                                                std::string&) {
+  return FusedActivation{kind};
+}
+
+std::optional<FusedActivation> leaky_relu_activation(const graph::Graph&, const graph::Node& node,
+                                                     std::string&) {
+  return FusedActivation{Activation::LeakyReLU, node.attributes.get_float("alpha", 0.01f)};
+}
+
+std::optional<FusedActivation> hard_sigmoid_activation(const graph::Graph&,
+                                                       const graph::Node& node,
+                                                       std::string& problem) {
+  // ONNX: max(0, min(1, alpha·x + beta)); only PyTorch's constants have a post-op.
+  const double alpha = node.attributes.get_float("alpha", 0.2f);
+  const double beta = node.attributes.get_float("beta", 0.5f);
+  if (is_pytorch_hard_sigmoid(alpha, beta)) return FusedActivation{Activation::HardSigmoid};
+  problem = fmt::format("alpha {} and beta {}, not PyTorch's 1/6 and 0.5", alpha, beta);
+  return std::nullopt;
+}
+
+// The activations PyTorch exports as Clip: relu6 = Clip(0, 6), relu = Clip(0) or Clip(0, +inf).
+std::optional<FusedActivation> clip_activation(const graph::Graph& graph, const graph::Node& node,
+                                               std::string& problem) {
+  const auto bounds = constant_clip_bounds(graph, node, problem);
+  if (!bounds) return std::nullopt;
+  const auto [lo, hi] = *bounds;
+  if (lo == 0.0 && hi == 6.0) return FusedActivation{Activation::ReLU6};
+  if (lo == 0.0 && (!hi || (std::isinf(*hi) && *hi > 0))) return FusedActivation{Activation::ReLU};
+  problem = fmt::format("clips to [{}, {}], neither relu nor relu6",
+                        lo ? fmt::format("{}", *lo) : "-inf", hi ? fmt::format("{}", *hi) : "inf");
+  return std::nullopt;
+}
+
+// ---- builders ----
 
 nn::ModulePtr build_relu(const BuildContext& context) {
   check_unary(context.node);
@@ -84,41 +153,37 @@ nn::ModulePtr build_hard_sigmoid(const BuildContext& context) {
   check_unary(context.node);
   const float alpha = finite_float(context.node.attributes, "alpha", 0.2f);
   const float beta = finite_float(context.node.attributes, "beta", 0.5f);
-  // PyTorch's Hardsigmoid is relu6(x + 3) / 6 = clamp(x/6 + 1/2, 0, 1): alpha = 1/6 (as the
-  // float PyTorch's exporter writes), beta = 1/2.
-  if (alpha == static_cast<float>(1.0 / 6.0) && beta == 0.5f)
-    return std::make_shared<nn::Hardsigmoid>();
+  if (is_pytorch_hard_sigmoid(alpha, beta)) return std::make_shared<nn::Hardsigmoid>();
   return std::make_shared<HardSigmoid>(alpha, beta);
 }
 
 nn::ModulePtr build_clip(const BuildContext& context) {
   const graph::Node& node = context.node;
   check_arity(node, 1, 3, 1);
-  const bool has_min = !input_name(node, 1).empty();
-  const bool has_max = !input_name(node, 2).empty();
-  const bool min_const = !has_min || is_constant_input(context.graph, node, 1);
-  const bool max_const = !has_max || is_constant_input(context.graph, node, 2);
-  if (!min_const || !max_const) return std::make_shared<Clip>();
-  const auto lo =
-      has_min ? scalar_bound(context.graph.constant(node.inputs[1]), "Clip", "min")
-              : std::nullopt;
-  const auto hi =
-      has_max ? scalar_bound(context.graph.constant(node.inputs[2]), "Clip", "max")
-              : std::nullopt;
-  // The activations PyTorch exports as Clip: relu6 = Clip(0, 6), relu = Clip(0).
-  if (lo && *lo == 0.0 && hi && *hi == 6.0) return std::make_shared<nn::ReLU6>();
-  if (lo && *lo == 0.0 && !hi) return std::make_shared<nn::ReLU>();
+  // A constant bound must be a scalar: refused here, naming it, rather than at run time.
+  for (std::size_t i : {1, 2}) {
+    if (is_constant_input(context.graph, node, i))
+      scalar_bound(context.graph.constant(node.inputs[i]), "Clip", i == 1 ? "min" : "max");
+  }
+  std::string problem;
+  const auto activation = clip_activation(context.graph, node, problem);
+  if (activation && activation->activation == Activation::ReLU6)
+    return std::make_shared<nn::ReLU6>();
+  if (activation && activation->activation == Activation::ReLU) return std::make_shared<nn::ReLU>();
   return std::make_shared<Clip>();
 }
 
+}  // namespace
+
 const std::vector<OpDef>& activation_ops() {
   static const std::vector<OpDef> table = {
-      {"Relu", 6, build_relu},
-      {"Clip", 11, build_clip},  // v11: min/max became inputs
-      {"LeakyRelu", 6, build_leaky_relu},
-      {"Sigmoid", 6, build_sigmoid},
-      {"HardSigmoid", 6, build_hard_sigmoid},
-      {"HardSwish", 14, build_hard_swish},
+      {"Relu", 6, build_relu, LayoutRule::FirstInput, fixed_activation<Activation::ReLU>},
+      {"Clip", 11, build_clip, LayoutRule::FirstInput, clip_activation},  // v11: bounds as inputs
+      {"LeakyRelu", 6, build_leaky_relu, LayoutRule::FirstInput, leaky_relu_activation},
+      {"Sigmoid", 6, build_sigmoid, LayoutRule::FirstInput, fixed_activation<Activation::Sigmoid>},
+      {"HardSigmoid", 6, build_hard_sigmoid, LayoutRule::FirstInput, hard_sigmoid_activation},
+      {"HardSwish", 14, build_hard_swish, LayoutRule::FirstInput,
+       fixed_activation<Activation::HardSwish>},
       {"Identity", 1, build_identity},
   };
   return table;

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/op.h"
 #include "passes/fused_conv.h"
 #include "passes/passes.h"
 #include "refold/nn/conv.h"
@@ -56,36 +57,13 @@ struct ActivationMatch {
   std::string problem;             // non-empty: a candidate that cannot fuse, and why
 };
 
-bool is_activation_op(const graph::Node& node) {
-  for (const char* op :
-       {"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSwish", "HardSigmoid", "Mul"}) {
-    if (is_standard(node, op)) return true;
-  }
-  return false;
+// The op's post-op reader (src/ops/op.h), or null when the node is not an activation.
+ops::ActivationReader activation_reader(const graph::Node& node) {
+  const ops::OpDef* def = ops::find_op(node);
+  return def != nullptr ? def->as_activation : nullptr;
 }
 
-// A scalar bound of Clip: input `index` (opset ≥ 11) or attribute `attr` (opset < 11).
-// nullopt = absent (unbounded); sets `problem` when the bound is not a constant scalar.
-std::optional<double> clip_bound(const graph::Graph& graph, const graph::Node& node,
-                                 std::size_t index, const char* attr, std::string& problem) {
-  if (node.inputs.size() > index && !node.inputs[index].empty()) {
-    const std::string& name = node.inputs[index];
-    if (!graph.is_constant(name)) {
-      problem = fmt::format("Clip bound '{}' is computed at run time", name);
-      return std::nullopt;
-    }
-    const Tensor& t = graph.constant(name);
-    if (t.numel() != 1) {
-      problem = fmt::format("Clip bound '{}' is not a scalar ({})", name, t.description());
-      return std::nullopt;
-    }
-    return static_cast<double>(t.item());
-  }
-  if (node.attributes.has(attr)) return static_cast<double>(node.attributes.get_float(attr, 0));
-  return std::nullopt;
-}
-
-// Sets m.activation from the single node `index` reading `value`; m.problem when it cannot.
+// Sets m.activation from the single activation node `index`; m.problem when it cannot fuse.
 void match_single(const graph::Graph& graph, std::size_t index, ActivationMatch& m) {
   const graph::Node& n = graph.nodes()[index];
   m.nodes = {index};
@@ -94,42 +72,12 @@ void match_single(const graph::Graph& graph, std::size_t index, ActivationMatch&
     return;
   }
   m.output = n.outputs[0];
-  if (is_standard(n, "Relu")) {
-    m.activation = Activation::ReLU;
-  } else if (is_standard(n, "LeakyRelu")) {
-    m.activation = Activation::LeakyReLU;
-    m.negative_slope = n.attributes.get_float("alpha", 0.01f);
-  } else if (is_standard(n, "Sigmoid")) {
-    m.activation = Activation::Sigmoid;
-  } else if (is_standard(n, "HardSwish")) {
-    m.activation = Activation::HardSwish;
-  } else if (is_standard(n, "HardSigmoid")) {
-    // ONNX: max(0, min(1, alpha·x + beta)); PyTorch's hardsigmoid is alpha = 1/6, beta = 1/2.
-    const double alpha = n.attributes.get_float("alpha", 0.2f);
-    const double beta = n.attributes.get_float("beta", 0.5f);
-    if (std::abs(alpha - 1.0 / 6.0) <= 1e-7 && beta == 0.5) {
-      m.activation = Activation::HardSigmoid;
-    } else {
-      m.problem = fmt::format("{} has alpha {} and beta {}, not PyTorch's 1/6 and 0.5", describe(n),
-                              alpha, beta);
-    }
-  } else if (is_standard(n, "Clip")) {
-    std::string problem;
-    const std::optional<double> lo = clip_bound(graph, n, 1, "min", problem);
-    const std::optional<double> hi = clip_bound(graph, n, 2, "max", problem);
-    if (!problem.empty()) {
-      m.problem = fmt::format("{}: {}", describe(n), problem);
-    } else if (lo == 0.0 && hi == 6.0) {
-      m.activation = Activation::ReLU6;
-    } else if (lo == 0.0 && (!hi || (std::isinf(*hi) && *hi > 0))) {
-      m.activation = Activation::ReLU;
-    } else {
-      m.problem =
-          fmt::format("{} clips to [{}, {}], neither relu nor relu6", describe(n),
-                      lo ? fmt::format("{}", *lo) : "-inf", hi ? fmt::format("{}", *hi) : "inf");
-    }
+  std::string problem;
+  if (const auto act = activation_reader(n)(graph, n, problem)) {
+    m.activation = act->activation;
+    m.negative_slope = act->negative_slope;
   } else {
-    m.problem = fmt::format("{} is not an activation", describe(n));
+    m.problem = fmt::format("{}: {}", describe(n), problem);
   }
 }
 
@@ -161,7 +109,7 @@ std::optional<ActivationMatch> match_activation(const graph::Graph& graph,
   }
   if (readers.size() != 1) return std::nullopt;
   const graph::Node& n = graph.nodes()[readers[0]];
-  if (!is_activation_op(n) || is_standard(n, "Mul")) return std::nullopt;
+  if (activation_reader(n) == nullptr) return std::nullopt;
   if (n.inputs.empty() || n.inputs[0] != value) return std::nullopt;
   match_single(graph, readers[0], m);
   return m;
@@ -194,7 +142,8 @@ bool fuse_at(graph::Graph& graph, std::size_t index, PassReport& report) {
   bool candidate = false;
   for (std::size_t r : readers) {
     const graph::Node& n = graph.nodes()[r];
-    candidate = candidate || is_activation_op(n) || is_standard(n, "Add");
+    candidate = candidate || activation_reader(n) != nullptr || is_standard(n, "Mul") ||
+                is_standard(n, "Add");
   }
   if (!candidate) return false;
   auto decline = [&](const std::string& why) {
