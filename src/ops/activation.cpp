@@ -13,7 +13,7 @@
 #include "ops/window.h"
 #include "refold/nn/activation.h"
 #include "refold/nn/basic.h"
-#include "refold/reference_extra.h"
+#include "kernels/reference/onnx_ops.h"
 
 namespace refold::ops {
 

@@ -3,7 +3,7 @@
 //
 //   float Add/Mul → functional::add/mul (oneDNN where it applies, the reference otherwise), and
 //   float Sub as a + (−1 · b), exact;
-//   everything else → reference::arith (refold/reference_extra.h): int64 wraps on overflow, Div
+//   everything else → reference::arith (kernels/reference/onnx_ops.h): int64 wraps on overflow, Div
 //   truncates toward zero and rejects a zero divisor.
 // The result takes the layout of the first input that has the output's shape.
 #pragma once
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "refold/graph/op.h"
-#include "refold/reference_extra.h"
+#include "kernels/reference/onnx_ops.h"
 
 namespace refold::ops {
 

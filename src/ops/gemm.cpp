@@ -9,7 +9,7 @@
 #include "ops/window.h"
 #include "refold/functional.h"
 #include "refold/nn/linear.h"
-#include "refold/reference_extra.h"
+#include "kernels/reference/onnx_ops.h"
 
 namespace refold::ops {
 

@@ -45,7 +45,7 @@ std::vector<Tensor> Pool::run(const std::vector<Tensor>& in) {
                                    p.pads.right, p.ceil_mode);
   // Symmetric pads of at most half the kernel are PyTorch's pools (oneDNN where it applies).
   // Average: PyTorch's divisor with count_include_pad is the window clipped to the padded input,
-  // and without it the positions inside the input — ONNX's counts (reference_extra.h).
+  // and without it the positions inside the input — ONNX's counts (kernels/reference/onnx_ops.h).
   const bool symmetric = p.pads.top == p.pads.bottom && p.pads.left == p.pads.right &&
                          2 * p.pads.top <= p.kernel.h && 2 * p.pads.left <= p.kernel.w;
   if (symmetric && a.max) {

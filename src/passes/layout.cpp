@@ -20,6 +20,7 @@
 #include "core/check.h"
 #include "ops/op.h"
 #include "passes/fused_conv.h"
+#include "passes/layout_model.h"
 #include "passes/passes.h"
 #include "refold/graph/op.h"
 #include "refold/nn/conv.h"
@@ -490,6 +491,16 @@ PassReport plan_layout(graph::Graph& graph) {
   if (!text.empty() && text.back() == '\n') text.pop_back();
   report.notes.push_back(std::move(text));
   return report;
+}
+
+LayoutPlan current_layout(const graph::Graph& graph) {
+  std::set<std::string> channels_last;
+  for (const graph::Node& n : graph.nodes()) {
+    const Tensor w = conv_weight(n.module);
+    if (w.defined() && w.dim() == 4 && w.suggest_memory_format() == kNhwc)
+      channels_last.insert(n.name);
+  }
+  return evaluate_layout(graph, channels_last);
 }
 
 }  // namespace refold::passes

@@ -258,7 +258,7 @@ TEST_F(OnednnOps, EltwisePrimitivesAreCachedPerProblem) {
   onednn::eltwise(EltwiseOp::Sigmoid, x.contiguous(MemoryFormat::ChannelsLast));  // new strides
   onednn::eltwise(EltwiseOp::LeakyReLU, x, 0.1);
   onednn::eltwise(EltwiseOp::LeakyReLU, x, 0.3);  // another slope, another primitive
-  const onednn::EltwiseStats s = onednn::eltwise_stats();
+  const onednn::PrimitiveStats s = onednn::eltwise_stats();
   EXPECT_EQ(s.runs, 5u);
   EXPECT_EQ(s.primitive_hits, 1u);
   EXPECT_EQ(s.primitive_misses, 4u);
@@ -446,7 +446,7 @@ TEST_F(OnednnOps, BinaryPrimitivesAreCachedPerProblem) {
   onednn::binary(BinaryOp::Add, b, a);                                         // same problem
   onednn::binary(BinaryOp::Mul, a, b);                                         // another op
   onednn::binary(BinaryOp::Add, a, b.contiguous(MemoryFormat::ChannelsLast));  // other strides
-  const onednn::BinaryStats s = onednn::binary_stats();
+  const onednn::PrimitiveStats s = onednn::binary_stats();
   EXPECT_EQ(s.runs, 4u);
   EXPECT_EQ(s.primitive_hits, 1u);
   EXPECT_EQ(s.primitive_misses, 3u);
@@ -591,7 +591,7 @@ TEST_F(OnednnOps, FunctionalBatchNormRunsOnOnednnForFloat32AndCaches) {
   const Tensor y = functional::batch_norm(x, q.mean, q.var, q.weight, q.bias);
   EXPECT_TRUE(testing::all_close(y, reference::batch_norm(x, q.mean, q.var, q.weight, q.bias),
                                  Tolerance::op_f32()));
-  const onednn::BatchNormStats s = onednn::batch_norm_stats();
+  const onednn::PrimitiveStats s = onednn::batch_norm_stats();
   EXPECT_EQ(s.runs, 2u);
   EXPECT_EQ(s.primitive_misses, 1u);
   EXPECT_EQ(s.primitive_hits, 1u);
@@ -815,7 +815,7 @@ TEST_F(OnednnOps, FunctionalPoolsRunOnOnednnForFloat32AndCache) {
   functional::max_pool2d(x, m);
   functional::max_pool2d(normal({1, 13, 6, 6}, 2.0, gen).contiguous(MemoryFormat::ChannelsLast), m);
   functional::avg_pool2d(x, a);
-  const onednn::PoolingStats s = onednn::pooling_stats();
+  const onednn::PrimitiveStats s = onednn::pooling_stats();
   EXPECT_EQ(s.runs, 3u);
   EXPECT_EQ(s.primitive_hits, 1u);
   EXPECT_EQ(s.primitive_misses, 2u);

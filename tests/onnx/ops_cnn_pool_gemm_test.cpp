@@ -13,7 +13,7 @@
 #include "refold/nn/linear.h"
 #include "refold/nn/pooling.h"
 #include "refold/reference.h"
-#include "refold/reference_extra.h"
+#include "kernels/reference/onnx_ops.h"
 #include "testing/builders.h"
 #include "testing/compare.h"
 #include "testing/error_table.h"

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "passes/passes.h"
+#include "passes/layout_model.h"
 #include "refold/passes/layout.h"
 #include "testing/compare.h"
 #include "testing/graph_builder.h"

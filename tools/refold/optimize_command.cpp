@@ -26,20 +26,6 @@ nlohmann::json report_json(const passes::PipelineReport& report) {
           {"passes", passes}};
 }
 
-// The layout the optimized graph will run with: its conv modules' weights as they now are.
-passes::LayoutPlan current_layout(const graph::Graph& graph) {
-  std::set<std::string> channels_last;
-  for (const graph::Node& n : graph.nodes()) {
-    if (n.op_type != "Conv" && n.op_type != "ConvTranspose") continue;
-    for (const auto& [name, p] : n.module->named_parameters()) {
-      if (p.dim() == 4 && p.suggest_memory_format() == MemoryFormat::ChannelsLast) {
-        channels_last.insert(n.name);
-      }
-    }
-  }
-  return passes::evaluate_layout(graph, channels_last);
-}
-
 }  // namespace
 
 int optimize_command(const OptimizeArgs& args, std::FILE* out) {
@@ -82,7 +68,7 @@ int optimize_command(const OptimizeArgs& args, std::FILE* out) {
 
   if (args.json) {
     nlohmann::json j = report_json(report);
-    const passes::LayoutPlan layout = current_layout(*graph);
+    const passes::LayoutPlan layout = passes::current_layout(*graph);
     j["layout"] = {{"permutes", layout.permutes.size()},
                    {"convs", layout.convs},
                    {"channels_last_weights", layout.channels_last_weights},
@@ -101,7 +87,7 @@ int optimize_command(const OptimizeArgs& args, std::FILE* out) {
   if (!text.empty() && text.back() != '\n') text += '\n';
   fmt::print(out, "{} -> {}\n{}", args.input, args.output, text);
   if (!args.verbose) {
-    const passes::LayoutPlan layout = current_layout(*graph);
+    const passes::LayoutPlan layout = passes::current_layout(*graph);
     fmt::print(out, "layout: {} of {} convs with channels_last weights, {} permute{}",
                layout.channels_last_weights, layout.convs, layout.permutes.size(),
                layout.permutes.size() == 1 ? "" : "s");

@@ -44,7 +44,6 @@
 // Flatten, Reshape, Transpose) compute the same values under any plan.
 #pragma once
 
-#include <set>
 #include <string>
 #include <vector>
 
@@ -87,10 +86,9 @@ struct LayoutPlan {
 // The planner's choice for `graph` (the rule above). Changes nothing.
 LayoutPlan make_layout_plan(const graph::Graph& graph);
 
-// The model's prediction when exactly the conv nodes named in `channels_last` have
-// channels_last weights and every other conv NCHW ones. Public so that tests can hold the
-// model to real runs; throws refold::Error when a name is not a conv node.
-LayoutPlan evaluate_layout(const graph::Graph& graph, const std::set<std::string>& channels_last);
+// The formats and permutes `graph` runs with as it stands: each conv with its weight's current
+// format (after optimize() or convert_conv2d_weight_memory_format). Changes nothing.
+LayoutPlan current_layout(const graph::Graph& graph);
 
 // Lays out every conv node's weight as the plan says (nn::utils::
 // convert_conv2d_weight_memory_format on the node's module, which reaches a fused node's conv),

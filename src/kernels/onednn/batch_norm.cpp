@@ -27,8 +27,8 @@ struct Primitive {
   dnnl::memory::desc stats_desc;  // [C] float32, for mean, variance, scale and shift
 };
 
-PrimitiveCache<Primitive, BatchNormStats>& cache() {
-  static PrimitiveCache<Primitive, BatchNormStats> c(1024);
+PrimitiveCache<Primitive, PrimitiveStats>& cache() {
+  static PrimitiveCache<Primitive, PrimitiveStats> c(1024);
   return c;
 }
 
@@ -121,7 +121,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   return output;
 }
 
-BatchNormStats batch_norm_stats() { return cache().stats(); }
+PrimitiveStats batch_norm_stats() { return cache().stats(); }
 
 void clear_batch_norm_cache() { cache().clear(); }
 

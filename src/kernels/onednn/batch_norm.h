@@ -23,6 +23,7 @@
 #include <string>
 
 #include "refold/tensor.h"
+#include "kernels/onednn/primitive_stats.h"
 
 namespace refold::onednn {
 
@@ -30,13 +31,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                   const Tensor& weight, const Tensor& bias, double eps,
                   std::string* declined = nullptr);
 
-struct BatchNormStats {
-  std::uint64_t runs = 0;  // calls executed by oneDNN (not declined)
-  std::uint64_t primitive_hits = 0;
-  std::uint64_t primitive_misses = 0;  // each miss creates a primitive (or records a decline)
-  std::size_t primitives = 0;          // entries now cached
-};
-BatchNormStats batch_norm_stats();
+PrimitiveStats batch_norm_stats();
 // Drops every cached primitive and zeroes the counters.
 void clear_batch_norm_cache();
 

@@ -39,8 +39,8 @@ struct Primitive {
   dnnl::binary primitive;
 };
 
-PrimitiveCache<Primitive, BinaryStats>& cache() {
-  static PrimitiveCache<Primitive, BinaryStats> c(1024);
+PrimitiveCache<Primitive, PrimitiveStats>& cache() {
+  static PrimitiveCache<Primitive, PrimitiveStats> c(1024);
   return c;
 }
 
@@ -129,7 +129,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declin
   return output;
 }
 
-BinaryStats binary_stats() { return cache().stats(); }
+PrimitiveStats binary_stats() { return cache().stats(); }
 
 void clear_binary_cache() { cache().clear(); }
 

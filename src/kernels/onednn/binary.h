@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "refold/tensor.h"
+#include "kernels/onednn/primitive_stats.h"
 
 namespace refold::onednn {
 
@@ -33,13 +34,7 @@ std::string_view binary_name(BinaryOp op);  // "add", "mul"
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declined = nullptr);
 
-struct BinaryStats {
-  std::uint64_t runs = 0;  // calls executed by oneDNN (not declined)
-  std::uint64_t primitive_hits = 0;
-  std::uint64_t primitive_misses = 0;  // each miss creates a primitive (or records a decline)
-  std::size_t primitives = 0;          // entries now cached
-};
-BinaryStats binary_stats();
+PrimitiveStats binary_stats();
 // Drops every cached primitive and zeroes the counters.
 void clear_binary_cache();
 

@@ -23,8 +23,8 @@ struct Primitive {
   dnnl::memory::desc dst;
 };
 
-PrimitiveCache<Primitive, ConcatStats>& cache() {
-  static PrimitiveCache<Primitive, ConcatStats> c(1024);
+PrimitiveCache<Primitive, PrimitiveStats>& cache() {
+  static PrimitiveCache<Primitive, PrimitiveStats> c(1024);
   return c;
 }
 
@@ -107,8 +107,6 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* dec
   return output;
 }
 
-ConcatStats concat_stats() { return cache().stats(); }
-
-void clear_concat_cache() { cache().clear(); }
+PrimitiveStats concat_stats() { return cache().stats(); }
 
 }  // namespace refold::onednn

@@ -18,18 +18,12 @@
 #include <vector>
 
 #include "refold/tensor.h"
+#include "kernels/onednn/primitive_stats.h"
 
 namespace refold::onednn {
 
 Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* declined = nullptr);
 
-struct ConcatStats {
-  std::uint64_t runs = 0;
-  std::uint64_t primitive_hits = 0;
-  std::uint64_t primitive_misses = 0;
-  std::size_t primitives = 0;
-};
-ConcatStats concat_stats();
-void clear_concat_cache();
+PrimitiveStats concat_stats();
 
 }  // namespace refold::onednn

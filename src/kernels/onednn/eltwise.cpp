@@ -63,8 +63,8 @@ struct Primitive {
   std::vector<dnnl::eltwise_forward> steps;
 };
 
-PrimitiveCache<Primitive, EltwiseStats>& cache() {
-  static PrimitiveCache<Primitive, EltwiseStats> c(1024);
+PrimitiveCache<Primitive, PrimitiveStats>& cache() {
+  static PrimitiveCache<Primitive, PrimitiveStats> c(1024);
   return c;
 }
 
@@ -170,7 +170,7 @@ Tensor eltwise(EltwiseOp op, const Tensor& input, double negative_slope, std::st
   return output;
 }
 
-EltwiseStats eltwise_stats() { return cache().stats(); }
+PrimitiveStats eltwise_stats() { return cache().stats(); }
 
 void clear_eltwise_cache() { cache().clear(); }
 

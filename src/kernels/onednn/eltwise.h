@@ -28,6 +28,7 @@
 #include <string_view>
 
 #include "refold/tensor.h"
+#include "kernels/onednn/primitive_stats.h"
 
 namespace refold::onednn {
 
@@ -40,13 +41,7 @@ std::string_view eltwise_name(EltwiseOp op);
 Tensor eltwise(EltwiseOp op, const Tensor& input, double negative_slope = 0.0,
                std::string* declined = nullptr);
 
-struct EltwiseStats {
-  std::uint64_t runs = 0;  // calls executed by oneDNN (not declined)
-  std::uint64_t primitive_hits = 0;
-  std::uint64_t primitive_misses = 0;  // each miss creates a primitive (or records a decline)
-  std::size_t primitives = 0;          // entries now cached
-};
-EltwiseStats eltwise_stats();
+PrimitiveStats eltwise_stats();
 // Drops every cached primitive and zeroes the counters.
 void clear_eltwise_cache();
 

@@ -21,8 +21,8 @@ struct Primitive {
   dnnl::memory::desc src, weights, bias, dst;
 };
 
-PrimitiveCache<Primitive, InnerProductStats>& cache() {
-  static PrimitiveCache<Primitive, InnerProductStats> c(1024);
+PrimitiveCache<Primitive, PrimitiveStats>& cache() {
+  static PrimitiveCache<Primitive, PrimitiveStats> c(1024);
   return c;
 }
 
@@ -102,8 +102,6 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias,
   return output;
 }
 
-InnerProductStats inner_product_stats() { return cache().stats(); }
-
-void clear_inner_product_cache() { cache().clear(); }
+PrimitiveStats inner_product_stats() { return cache().stats(); }
 
 }  // namespace refold::onednn

@@ -19,19 +19,13 @@
 #include <string>
 
 #include "refold/tensor.h"
+#include "kernels/onednn/primitive_stats.h"
 
 namespace refold::onednn {
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias,
               std::string* declined = nullptr);
 
-struct InnerProductStats {
-  std::uint64_t runs = 0;
-  std::uint64_t primitive_hits = 0;
-  std::uint64_t primitive_misses = 0;
-  std::size_t primitives = 0;
-};
-InnerProductStats inner_product_stats();
-void clear_inner_product_cache();
+PrimitiveStats inner_product_stats();
 
 }  // namespace refold::onednn

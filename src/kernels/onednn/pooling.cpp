@@ -38,8 +38,8 @@ struct Primitive {
   dnnl::pooling_v2_forward primitive;
 };
 
-PrimitiveCache<Primitive, PoolingStats>& cache() {
-  static PrimitiveCache<Primitive, PoolingStats> c(1024);
+PrimitiveCache<Primitive, PrimitiveStats>& cache() {
+  static PrimitiveCache<Primitive, PrimitiveStats> c(1024);
   return c;
 }
 
@@ -165,7 +165,7 @@ Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options, std::str
   return run(p, input, declined);
 }
 
-PoolingStats pooling_stats() { return cache().stats(); }
+PrimitiveStats pooling_stats() { return cache().stats(); }
 
 void clear_pooling_cache() { cache().clear(); }
 

@@ -29,6 +29,7 @@
 
 #include "refold/op_options.h"
 #include "refold/tensor.h"
+#include "kernels/onednn/primitive_stats.h"
 
 namespace refold::onednn {
 
@@ -37,13 +38,7 @@ Tensor max_pool2d(const Tensor& input, const MaxPool2dOptions& options,
 Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options,
                   std::string* declined = nullptr);
 
-struct PoolingStats {
-  std::uint64_t runs = 0;  // calls executed by oneDNN (not declined)
-  std::uint64_t primitive_hits = 0;
-  std::uint64_t primitive_misses = 0;  // each miss creates a primitive (or records a decline)
-  std::size_t primitives = 0;          // entries now cached
-};
-PoolingStats pooling_stats();
+PrimitiveStats pooling_stats();
 // Drops every cached primitive and zeroes the counters.
 void clear_pooling_cache();
 

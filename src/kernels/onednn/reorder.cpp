@@ -21,8 +21,8 @@ struct Primitive {
   dnnl::memory::desc src, dst;
 };
 
-PrimitiveCache<Primitive, ReorderStats>& cache() {
-  static PrimitiveCache<Primitive, ReorderStats> c(1024);
+PrimitiveCache<Primitive, PrimitiveStats>& cache() {
+  static PrimitiveCache<Primitive, PrimitiveStats> c(1024);
   return c;
 }
 
@@ -76,8 +76,6 @@ Tensor reorder(const Tensor& input, MemoryFormat format, std::string* declined) 
   return output;
 }
 
-ReorderStats reorder_stats() { return cache().stats(); }
-
-void clear_reorder_cache() { cache().clear(); }
+PrimitiveStats reorder_stats() { return cache().stats(); }
 
 }  // namespace refold::onednn

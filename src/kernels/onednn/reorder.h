@@ -17,18 +17,12 @@
 
 #include "refold/memory_format.h"
 #include "refold/tensor.h"
+#include "kernels/onednn/primitive_stats.h"
 
 namespace refold::onednn {
 
 Tensor reorder(const Tensor& input, MemoryFormat format, std::string* declined = nullptr);
 
-struct ReorderStats {
-  std::uint64_t runs = 0;
-  std::uint64_t primitive_hits = 0;
-  std::uint64_t primitive_misses = 0;
-  std::size_t primitives = 0;
-};
-ReorderStats reorder_stats();
-void clear_reorder_cache();
+PrimitiveStats reorder_stats();
 
 }  // namespace refold::onednn

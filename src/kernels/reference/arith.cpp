@@ -1,12 +1,12 @@
 // Reference arith (Add/Sub/Mul/Div with NumPy broadcasting, float and int64), clip and
-// hard_sigmoid. See refold/reference_extra.h.
+// hard_sigmoid. See kernels/reference/onnx_ops.h.
 #include <cmath>
 #include <limits>
 
 #include "core/check.h"
 #include "core/element_access.h"
 #include "kernels/reference/binary_checks.h"
-#include "refold/reference_extra.h"
+#include "kernels/reference/onnx_ops.h"
 
 namespace refold::reference {
 namespace {

@@ -1,10 +1,10 @@
-// Reference Gemm and MatMul (ONNX). See refold/reference_extra.h.
+// Reference Gemm and MatMul (ONNX). See kernels/reference/onnx_ops.h.
 #include <fmt/ranges.h>
 
 #include "core/check.h"
 #include "core/element_access.h"
 #include "kernels/reference/binary_checks.h"
-#include "refold/reference_extra.h"
+#include "kernels/reference/onnx_ops.h"
 
 namespace refold::reference {
 namespace {

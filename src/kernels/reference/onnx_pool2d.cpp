@@ -1,5 +1,5 @@
 // Reference 2-d max / average pooling with ONNX's semantics: per-side pads, dilations,
-// ceil_mode and count_include_pad. See refold/reference_extra.h.
+// ceil_mode and count_include_pad. See kernels/reference/onnx_ops.h.
 #include <cmath>
 #include <limits>
 
@@ -7,7 +7,7 @@
 
 #include "core/check.h"
 #include "core/element_access.h"
-#include "refold/reference_extra.h"
+#include "kernels/reference/onnx_ops.h"
 
 namespace refold::reference {
 
