@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "refold/op_options.h"
 #include "refold/tensor.h"
@@ -51,6 +52,10 @@ Tensor pool2d(const Tensor& input, const Pool2dParams& params);
 // C (optional) broadcast to [M, N].
 Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, double beta,
             bool trans_a, bool trans_b);
+
+// ONNX ReduceMean: the mean over `axes` (each in [−rank, rank), none repeated; empty = none),
+// float32/bfloat16; keepdims keeps the reduced axes as size 1. Reducing an empty axis gives NaN.
+Tensor reduce_mean(const Tensor& input, const std::vector<std::int64_t>& axes, bool keepdims);
 
 // numpy.matmul: 1-d operands are promoted (and the added dim removed), batch dims broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
