@@ -1,6 +1,6 @@
 // Element types. Kernels compute in float32 and bfloat16; int64 holds PyTorch's
 // `num_batches_tracked` and the integer values of ONNX graphs (shapes, indices; int32 and bool
-// values are held as int64 too — refold/graph/ops/value_ops.h).
+// values are held as int64 too — src/ops/values.h).
 #pragma once
 
 #include <bit>

@@ -17,7 +17,7 @@ constexpr char kMagic[] = "\x93NUMPY";
 constexpr std::size_t kMagicBytes = 6;
 constexpr std::size_t kAlign = 64;  // numpy aligns the data to 64 bytes since 1.14
 
-struct Header {
+struct NpyHeader {
   std::string descr;
   bool fortran_order = false;
   Shape shape;
@@ -28,8 +28,8 @@ class HeaderParser {
  public:
   HeaderParser(std::string_view text, const std::string& name) : s_(text), name_(name) {}
 
-  Header parse() {
-    Header h;
+  NpyHeader parse() {
+    NpyHeader h;
     std::set<std::string> seen;
     expect('{');
     for (;;) {
@@ -169,7 +169,7 @@ Tensor parse_npy(std::span<const std::byte> bytes, const std::string& source_nam
                "{}: header of {} bytes runs past the end of the file ({} bytes)", name, header_len,
                bytes.size());
   const std::string_view text(reinterpret_cast<const char*>(bytes.data() + start), header_len);
-  const Header h = HeaderParser(text, name).parse();
+  const NpyHeader h = HeaderParser(text, name).parse();
   REFOLD_CHECK(!h.fortran_order, "{}: fortran_order True is unsupported (save a C-order array)",
                name);
 

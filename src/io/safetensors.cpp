@@ -134,12 +134,12 @@ struct TensorSpec {
   std::uint64_t end = 0;
 };
 
-struct Header {
+struct SafetensorsHeader {
   std::vector<TensorSpec> tensors;
   std::map<std::string, std::string> metadata;
 };
 
-// Builds a Header from the JSON events of nlohmann's SAX parser, with no DOM: the only legal
+// Builds a SafetensorsHeader from the JSON events of nlohmann's SAX parser, with no DOM: the only legal
 // document is two levels deep, so every event is checked against where it may appear, and the
 // first wrong one throws with the tensor name and the value. This also catches what a DOM
 // would silently merge (E5, duplicate keys at any level) and stops at the tensor-count cap
@@ -149,7 +149,7 @@ class HeaderReader {
   HeaderReader(const std::string& file, const SafetensorsLimits& limits)
       : file_(file), limits_(limits) {}
 
-  Header take() { return std::move(header_); }
+  SafetensorsHeader take() { return std::move(header_); }
 
   // --- nlohmann::json_sax interface
   bool null() { unexpected("null"); }
@@ -387,7 +387,7 @@ class HeaderReader {
 
   const std::string& file_;
   const SafetensorsLimits& limits_;
-  Header header_;
+  SafetensorsHeader header_;
   State state_ = State::Start;
   std::string key_;  // the last key seen; names the value that follows
   std::unordered_set<std::string> names_;
@@ -400,7 +400,7 @@ class HeaderReader {
   std::string dtype_text_;
 };
 
-Header parse_header(std::string_view text, const std::string& file,
+SafetensorsHeader parse_header(std::string_view text, const std::string& file,
                     const SafetensorsLimits& limits) {
   // E4. The reference implementation also insists on '{' first (InvalidHeaderStart); it is also
   // the cheapest sign that this is some other kind of file.
@@ -428,7 +428,7 @@ Header parse_header(std::string_view text, const std::string& file,
 // E6: the tensors, sorted by offset, must tile [0, data_bytes) exactly: the first begins at 0,
 // each begins where the previous ended, the last ends at the end of the file. Returns the
 // tensors in that order.
-std::vector<const TensorSpec*> check_layout(const Header& header, std::uint64_t data_bytes,
+std::vector<const TensorSpec*> check_layout(const SafetensorsHeader& header, std::uint64_t data_bytes,
                                             const std::string& file) {
   std::vector<const TensorSpec*> order;
   order.reserve(header.tensors.size());
@@ -498,7 +498,7 @@ SafetensorsFile read_safetensors(
 
   std::string text(static_cast<std::size_t>(n), '\0');
   read_at(8, std::as_writable_bytes(std::span(text)));
-  Header header = parse_header(text, file, limits);
+  SafetensorsHeader header = parse_header(text, file, limits);
   text = std::string();
 
   // Allocation happens only now: the tensors tile the data section, so together they are

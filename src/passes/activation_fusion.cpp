@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "ops/op.h"
+#include "passes/branch_nodes.h"
 #include "passes/fused_conv.h"
 #include "passes/passes.h"
 #include "refold/nn/conv.h"
@@ -40,9 +41,7 @@
 namespace refold::passes {
 namespace {
 
-std::string describe(const graph::Node& node) {
-  return fmt::format("{} '{}'", node.op_type, node.name);
-}
+using detail::describe;
 
 bool is_standard(const graph::Node& node, const char* op_type) {
   return (node.domain.empty() || node.domain == "ai.onnx") && node.op_type == op_type;

@@ -14,6 +14,7 @@
 //
 // One forward sweep reaches the fixed point: nodes are in topological order, so when a node is
 // visited every producer of its inputs has been visited and, if foldable, folded already.
+#include "passes/branch_nodes.h"
 #include "passes/constant_folding.h"
 
 #include <fmt/format.h>
@@ -31,9 +32,7 @@
 namespace refold::passes {
 namespace {
 
-std::string describe(const graph::Node& node) {
-  return fmt::format("{} '{}'", node.op_type, node.name);
-}
+using detail::describe;
 
 // Why the node cannot be folded before running it, or "" when it can.
 std::string static_problem(const graph::Graph& graph, const graph::Node& node) {

@@ -5,10 +5,13 @@
 
 #include "core/check.h"
 #include "core/element_access.h"
+#include "kernels/reference/typed_elements.h"
 #include "kernels/reference/binary_checks.h"
 #include "kernels/reference/onnx_ops.h"
 
 namespace refold::reference {
+
+using detail::broadcast_strides;
 namespace {
 
 const char* arith_name(ArithOp op) {
@@ -23,15 +26,6 @@ const char* arith_name(ArithOp op) {
       return "Div";
   }
   return "?";
-}
-
-// Strides that read `t` at the output's indices: 0 for missing leading and broadcast dims.
-Shape broadcast_strides(const Tensor& t, const Shape& out_sizes) {
-  Shape strides(out_sizes.size(), 0);
-  const std::size_t lead = out_sizes.size() - t.sizes().size();
-  for (std::size_t d = 0; d < t.sizes().size(); ++d)
-    if (t.sizes()[d] != 1) strides[lead + d] = t.strides()[d];
-  return strides;
 }
 
 // The output takes a's layout when a has the output's shape, else b's, else contiguous.

@@ -10,20 +10,14 @@
 
 #include "core/check.h"
 #include "core/element_access.h"
+#include "kernels/reference/typed_elements.h"
 #include "kernels/reference/binary_checks.h"
 #include "refold/reference.h"
 
 namespace refold::reference {
-namespace {
 
-// Strides that read `t` at the output's indices: 0 for missing leading and broadcast dims.
-Shape broadcast_strides(const Tensor& t, const Shape& out_sizes) {
-  Shape strides(out_sizes.size(), 0);
-  const std::size_t lead = out_sizes.size() - t.sizes().size();
-  for (std::size_t d = 0; d < t.sizes().size(); ++d)
-    if (t.sizes()[d] != 1) strides[lead + d] = t.strides()[d];
-  return strides;
-}
+using detail::broadcast_strides;
+namespace {
 
 template <typename F>
 Tensor binary(const Tensor& a, const Tensor& b, const char* op, F f) {

@@ -32,13 +32,6 @@ decltype(auto) visit_storage_type(DType dtype, Fn&& fn) {
   return fn(std::int64_t{});
 }
 
-// A value of any dtype as double (exact for float32, bfloat16 and |int64| ≤ 2^53).
-inline double load_as_double(const void* base, DType dtype, std::int64_t offset) {
-  if (dtype == DType::Int64)
-    return static_cast<double>(static_cast<const std::int64_t*>(base)[offset]);
-  return static_cast<double>(load_as_float(base, dtype, offset));
-}
-
 // A dimension index in [−rank, rank) → [0, rank).
 inline std::int64_t wrap_axis(std::int64_t axis, std::int64_t rank, const char* op,
                               const char* name = "axis") {
