@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/check.h"
+#include "kernels/verbose.h"
 #include "refold/graph/op.h"
 
 namespace refold::graph {
@@ -372,6 +373,9 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& feeds, const NodeObser
 
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
+    // REFOLD_VERBOSE=1: every node, then the dispatch lines of the kernels it calls.
+    if (verbose())
+      log_verbose(fmt::format("node '{}' ({}) runs {}", n.name, n.op_type, n.module->type_name()));
     std::vector<Tensor> results;
     if (auto* op = dynamic_cast<Op*>(n.module.get())) {
       std::vector<Tensor> args;

@@ -2,6 +2,7 @@
 // of tests/data/onnx/.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -128,6 +129,22 @@ TEST(CliTest, RunsTestFoldersAndCounts) {
   run = run_cli("test " + empty.string() + " --skip-list " + skip.string());
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("0 passed, 0 failed, 1 skipped"), std::string::npos) << run.output;
+}
+
+// REFOLD_VERBOSE=1 names every node as it runs, then the implementation of each kernel it calls.
+TEST(CliTest, VerboseNamesEveryNodeAndItsKernels) {
+  ASSERT_EQ(setenv("REFOLD_VERBOSE", "1", 1), 0);
+  const CliRun run = run_cli("test " + kData + "/onnx/nchw_ops");
+  unsetenv("REFOLD_VERBOSE");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("refold: node '/stem/conv/Conv' (Conv) runs Conv2d\nrefold: "),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("refold: conv2d -> "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("refold: node '/Softmax' (Softmax) runs Softmax"), std::string::npos)
+      << run.output;
+  EXPECT_EQ(run_cli("test " + kData + "/onnx/nchw_ops").output.find("refold: node"),
+            std::string::npos);
 }
 
 TEST(CliBench, TimesFourVariantsAndPlots) {
