@@ -139,8 +139,8 @@ struct SafetensorsHeader {
   std::map<std::string, std::string> metadata;
 };
 
-// Builds a SafetensorsHeader from the JSON events of nlohmann's SAX parser, with no DOM: the only legal
-// document is two levels deep, so every event is checked against where it may appear, and the
+// Builds a SafetensorsHeader from the JSON events of nlohmann's SAX parser, with no DOM: the only
+// legal document is two levels deep, so every event is checked against where it may appear, and the
 // first wrong one throws with the tensor name and the value. This also catches what a DOM
 // would silently merge (E5, duplicate keys at any level) and stops at the tensor-count cap
 // before the rest of the header is even looked at (E9); memory stays linear in the header.
@@ -401,7 +401,7 @@ class HeaderReader {
 };
 
 SafetensorsHeader parse_header(std::string_view text, const std::string& file,
-                    const SafetensorsLimits& limits) {
+                               const SafetensorsLimits& limits) {
   // E4. The reference implementation also insists on '{' first (InvalidHeaderStart); it is also
   // the cheapest sign that this is some other kind of file.
   REFOLD_CHECK(!text.empty() && text.front() == '{',
@@ -428,8 +428,8 @@ SafetensorsHeader parse_header(std::string_view text, const std::string& file,
 // E6: the tensors, sorted by offset, must tile [0, data_bytes) exactly: the first begins at 0,
 // each begins where the previous ended, the last ends at the end of the file. Returns the
 // tensors in that order.
-std::vector<const TensorSpec*> check_layout(const SafetensorsHeader& header, std::uint64_t data_bytes,
-                                            const std::string& file) {
+std::vector<const TensorSpec*> check_layout(const SafetensorsHeader& header,
+                                            std::uint64_t data_bytes, const std::string& file) {
   std::vector<const TensorSpec*> order;
   order.reserve(header.tensors.size());
   for (const auto& t : header.tensors) order.push_back(&t);

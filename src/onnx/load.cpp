@@ -13,13 +13,13 @@
 
 #include "core/check.h"
 #include "onnx/attributes.h"
-#include "ops/op.h"
-#include "onnx/shared_constants.h"
 #include "onnx/proto_io.h"
+#include "onnx/shared_constants.h"
 #include "onnx/source_model.h"
 #include "onnx/tensor_proto.h"
 #include "onnx/validate.h"
 #include "onnx/value_info.h"
+#include "ops/op.h"
 #include "refold/onnx/onnx.h"
 
 namespace refold::onnx {
@@ -73,7 +73,8 @@ std::shared_ptr<graph::Graph> build_graph(std::shared_ptr<graph::SourceModel> so
     context.what = describe_node(name, n);
     std::vector<std::string> reasons;
     node.attributes = attributes_from_proto(n, context, reasons);
-    if (auto reason = ops::unsupported_reason(node, opset)) reasons.insert(reasons.begin(), *reason);
+    if (auto reason = ops::unsupported_reason(node, opset))
+      reasons.insert(reasons.begin(), *reason);
     if (!reasons.empty()) {
       unsupported.push_back(fmt::format("{}: {}", context.what, fmt::join(reasons, ", ")));
     }

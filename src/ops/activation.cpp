@@ -9,11 +9,11 @@
 #include <optional>
 
 #include "core/check.h"
+#include "kernels/reference/onnx_ops.h"
 #include "ops/op.h"
 #include "ops/window.h"
 #include "refold/nn/activation.h"
 #include "refold/nn/basic.h"
-#include "kernels/reference/onnx_ops.h"
 
 namespace refold::ops {
 
@@ -97,8 +97,7 @@ std::optional<FusedActivation> leaky_relu_activation(const graph::Graph&, const 
   return FusedActivation{Activation::LeakyReLU, node.attributes.get_float("alpha", 0.01f)};
 }
 
-std::optional<FusedActivation> hard_sigmoid_activation(const graph::Graph&,
-                                                       const graph::Node& node,
+std::optional<FusedActivation> hard_sigmoid_activation(const graph::Graph&, const graph::Node& node,
                                                        std::string& problem) {
   // ONNX: max(0, min(1, alpha·x + beta)); only PyTorch's constants have a post-op.
   const double alpha = node.attributes.get_float("alpha", 0.2f);

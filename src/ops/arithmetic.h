@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "refold/graph/op.h"
 #include "kernels/reference/onnx_ops.h"
+#include "refold/graph/op.h"
 
 namespace refold::ops {
 

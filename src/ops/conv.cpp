@@ -233,8 +233,7 @@ nn::ModulePtr build_conv(const BuildContext& context) {
   REFOLD_CHECK(m % group == 0, "group ({}) must divide W's output channels ({}, W [{}])", group, m,
                fmt::join(w.sizes(), ", "));
   if (has_bias && b_const) check_constant_bias(context.graph.constant(node.inputs[2]), m, w);
-  if (!b_const || !window.padding.is_static(window.strides))
-    return std::make_shared<Conv>(attrs);
+  if (!b_const || !window.padding.is_static(window.strides)) return std::make_shared<Conv>(attrs);
 
   // Static padding: explicit, VALID, or SAME with stride 1 (then `in` does not matter).
   const Size2d kernel(w.size(2), w.size(3));

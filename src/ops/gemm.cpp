@@ -4,12 +4,12 @@
 #include <fmt/ranges.h>
 
 #include "core/check.h"
+#include "kernels/reference/onnx_ops.h"
 #include "ops/op.h"
 #include "ops/pad.h"
 #include "ops/window.h"
 #include "refold/functional.h"
 #include "refold/nn/linear.h"
-#include "kernels/reference/onnx_ops.h"
 
 namespace refold::ops {
 

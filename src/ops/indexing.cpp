@@ -150,8 +150,7 @@ nn::ModulePtr build_slice(const BuildContext& context) {
   if (context.opset < 10) {
     check_arity(context.node, 1, 1, 1);
     REFOLD_CHECK(a.has("starts") && a.has("ends"), "the starts and ends attributes are required");
-    SliceSpec spec{
-        a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes", {}), {}};
+    SliceSpec spec{a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes", {}), {}};
     check_slice_spec(spec, -1);
     return std::make_shared<Slice>(std::move(spec));
   }

@@ -131,8 +131,7 @@ nn::ModulePtr build_average_pool(const BuildContext& context) {
   PoolAttributes p = read_pool(node, "AveragePool", false);
   p.count_include_pad = read_flag(node.attributes, "count_include_pad");
   Pads2d pads;
-  if (!torch_compatible(p, pads) || p.dilation != Size2d(1))
-    return std::make_shared<Pool>(p);
+  if (!torch_compatible(p, pads) || p.dilation != Size2d(1)) return std::make_shared<Pool>(p);
   nn::AvgPool2dOptions options(p.kernel);
   options.stride(p.stride)
       .padding(Size2d(pads.top, pads.left))

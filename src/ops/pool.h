@@ -7,9 +7,9 @@
 
 #include <vector>
 
+#include "kernels/reference/onnx_ops.h"
 #include "ops/window.h"
 #include "refold/graph/op.h"
-#include "kernels/reference/onnx_ops.h"
 
 namespace refold::ops {
 

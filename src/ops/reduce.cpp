@@ -25,7 +25,8 @@ namespace {
 class ReduceMean : public graph::Op {
  public:
   // `axes`: the attribute (opset < 18); nullopt reads the optional second input instead.
-  ReduceMean(std::optional<std::vector<std::int64_t>> axes, bool keepdims, bool noop_with_empty_axes)
+  ReduceMean(std::optional<std::vector<std::int64_t>> axes, bool keepdims,
+             bool noop_with_empty_axes)
       : Op("ReduceMean"),
         axes_(std::move(axes)),
         keepdims_(keepdims),
@@ -36,7 +37,8 @@ class ReduceMean : public graph::Op {
                  "ReduceMean: expects data and optional axes; got {} inputs", in.size());
     const Tensor& x = in[0];
     std::vector<std::int64_t> axes = axes_.value_or(std::vector<std::int64_t>{});
-    if (!axes_ && in.size() > 1 && in[1].defined()) axes = int64_vector(in[1], "ReduceMean", "axes");
+    if (!axes_ && in.size() > 1 && in[1].defined())
+      axes = int64_vector(in[1], "ReduceMean", "axes");
     if (axes.empty()) {
       if (noop_with_empty_axes_) return {x};
       for (std::int64_t d = 0; d < x.dim(); ++d) axes.push_back(d);

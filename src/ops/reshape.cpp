@@ -154,8 +154,7 @@ nn::ModulePtr build_reshape(const BuildContext& context) {
   check_arity(context.node, 2, 2, 1);
   const std::int64_t allowzero = context.node.attributes.get_int("allowzero", 0);
   REFOLD_CHECK(allowzero == 0 || allowzero == 1, "allowzero must be 0 or 1, got {}", allowzero);
-  if (auto shape = constant_ints(context, 1, "shape"))
-    check_reshape_target(*shape, allowzero == 1);
+  if (auto shape = constant_ints(context, 1, "shape")) check_reshape_target(*shape, allowzero == 1);
   return std::make_shared<Reshape>(allowzero == 1);
 }
 

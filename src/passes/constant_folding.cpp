@@ -14,8 +14,8 @@
 //
 // One forward sweep reaches the fixed point: nodes are in topological order, so when a node is
 // visited every producer of its inputs has been visited and, if foldable, folded already.
-#include "passes/branch_nodes.h"
 #include "passes/constant_folding.h"
+#include "passes/branch_nodes.h"
 
 #include <fmt/format.h>
 

@@ -2,8 +2,8 @@
 
 #include "core/check.h"
 #include "kernels/reference/conv_common.h"
-#include "refold/functional.h"
 #include "ops/arithmetic.h"
+#include "refold/functional.h"
 
 namespace refold::passes {
 

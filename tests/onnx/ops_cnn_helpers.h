@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/op.h"
 #include "onnx/shared_constants.h"
+#include "ops/op.h"
 #include "refold/graph/graph.h"
 #include "refold/graph/op.h"
 #include "refold/memory_format.h"

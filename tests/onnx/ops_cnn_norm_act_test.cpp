@@ -7,9 +7,9 @@
 
 #include "onnx/ops_cnn_helpers.h"
 #include "onnx/ops_tensor_helpers.h"
-#include "ops/batch_norm.h"
-#include "ops/arithmetic.h"
 #include "ops/activation.h"
+#include "ops/arithmetic.h"
+#include "ops/batch_norm.h"
 #include "refold/nn/activation.h"
 #include "refold/nn/basic.h"
 #include "refold/nn/batchnorm.h"

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "kernels/reference/onnx_ops.h"
 #include "onnx/ops_cnn_helpers.h"
 #include "onnx/ops_tensor_helpers.h"
 #include "ops/gemm.h"
@@ -13,7 +14,6 @@
 #include "refold/nn/linear.h"
 #include "refold/nn/pooling.h"
 #include "refold/reference.h"
-#include "kernels/reference/onnx_ops.h"
 #include "testing/builders.h"
 #include "testing/compare.h"
 #include "testing/error_table.h"

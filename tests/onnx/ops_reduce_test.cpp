@@ -81,11 +81,12 @@ TEST(OnnxReduceMean, ReferenceKernelRoundsOnceAndHandlesEmptyAxes) {
 
 TEST(OnnxReduceMean, Errors) {
   expect_errors({
-      {"keepdims",
-       [&] { OpCase("ReduceMean", {"x"}).integer("keepdims", 2).module(); },
+      {"keepdims", [&] { OpCase("ReduceMean", {"x"}).integer("keepdims", 2).module(); },
        "keepdims must be 0 or 1 (got 2)"},
       {"repeated attribute axis",
-       [&] { OpCase("ReduceMean", {"x"}).opset(13).ints("axes", {1, 1}).module(); },
+       [&] {
+         OpCase("ReduceMean", {"x"}).opset(13).ints("axes", {1, 1}).module();
+       },
        "axes lists axis 1 twice"},
       {"repeated constant axis",
        [&] {
@@ -96,10 +97,14 @@ TEST(OnnxReduceMean, Errors) {
        [&] { OpCase("ReduceMean", {"x"}).opset(18).ints("axes", {1}).module(); },
        "axes is an input from opset 18 on, not an attribute"},
       {"axes input before opset 18",
-       [&] { OpCase("ReduceMean", {"x", "axes"}).opset(13).module(); },
+       [&] {
+         OpCase("ReduceMean", {"x", "axes"}).opset(13).module();
+       },
        "expects 1 to 1 inputs, got 2"},
       {"axis out of range",
-       [&] { OpCase("ReduceMean", {"x"}).opset(13).ints("axes", {3}).run({zeros({2, 3})}); },
+       [&] {
+         OpCase("ReduceMean", {"x"}).opset(13).ints("axes", {3}).run({zeros({2, 3})});
+       },
        "reduce_mean: axis 3 out of range for a 2-d tensor"},
       {"runtime repeated axis",
        [&] {
@@ -107,7 +112,9 @@ TEST(OnnxReduceMean, Errors) {
        },
        "reduce_mean: axis -1 is given twice"},
       {"int64 input",
-       [&] { reference::reduce_mean(i64({1, 2}), {0}, true); },
+       [&] {
+         reference::reduce_mean(i64({1, 2}), {0}, true);
+       },
        "reduce_mean: input has dtype int64; expected float32 or bfloat16"},
   });
 }

@@ -4,8 +4,8 @@
 #include <set>
 #include <string>
 
-#include "passes/passes.h"
 #include "passes/layout_model.h"
+#include "passes/passes.h"
 #include "refold/passes/layout.h"
 #include "testing/compare.h"
 #include "testing/graph_builder.h"

@@ -89,7 +89,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
       const dnnl::batch_normalization_forward::desc d(
           dnnl::prop_kind::forward_inference, desc, feps,
           flags::use_global_stats | flags::use_scale | flags::use_shift);
-      const dnnl::batch_normalization_forward::primitive_desc pd(d, user_scratchpad(), cpu_engine());
+      const dnnl::batch_normalization_forward::primitive_desc pd(d, user_scratchpad(),
+                                                                 cpu_engine());
       made->primitive = dnnl::batch_normalization_forward(pd);
       made->stats_desc = pd.mean_desc();
     });

@@ -107,7 +107,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declin
       const dnnl::binary::desc desc(
           op == BinaryOp::Add ? dnnl::algorithm::binary_add : dnnl::algorithm::binary_mul, md0, md1,
           md0);
-      made->primitive = dnnl::binary(dnnl::binary::primitive_desc(desc, user_scratchpad(), cpu_engine()));
+      made->primitive =
+          dnnl::binary(dnnl::binary::primitive_desc(desc, user_scratchpad(), cpu_engine()));
     });
     return made;
   });

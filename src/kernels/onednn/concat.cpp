@@ -86,9 +86,8 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* dec
     made->declined = try_build(op, "concat", [&] {
       for (const Tensor& t : inputs) made->srcs.push_back(desc_of(t.sizes(), t.strides(), dtype));
       made->dst = desc_of(output.sizes(), output.strides(), dtype);
-      made->primitive = dnnl::concat(
-          dnnl::concat::primitive_desc(made->dst, static_cast<int>(d), made->srcs, cpu_engine(),
-                                       user_scratchpad()));
+      made->primitive = dnnl::concat(dnnl::concat::primitive_desc(
+          made->dst, static_cast<int>(d), made->srcs, cpu_engine(), user_scratchpad()));
     });
     return made;
   });

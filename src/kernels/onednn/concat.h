@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "refold/tensor.h"
 #include "kernels/onednn/primitive_stats.h"
+#include "refold/tensor.h"
 
 namespace refold::onednn {
 

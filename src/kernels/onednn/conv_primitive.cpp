@@ -204,8 +204,8 @@ std::shared_ptr<PackedWeight> pack_weight(const detail::ConvProblem& p, const Pr
   call(p.op, [&] {
     dnnl::memory user(user_md, cpu_engine(), const_cast<void*>(w.data_ptr()));
     packed->memory = dnnl::memory(e.weights_desc, cpu_engine());
-    const dnnl::reorder reorder(dnnl::reorder::primitive_desc(
-        cpu_engine(), user_md, cpu_engine(), e.weights_desc, user_scratchpad()));
+    const dnnl::reorder reorder(dnnl::reorder::primitive_desc(cpu_engine(), user_md, cpu_engine(),
+                                                              e.weights_desc, user_scratchpad()));
     execute(reorder, cpu_stream(), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, packed->memory}});
     cpu_stream().wait();
   });

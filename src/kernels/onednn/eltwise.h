@@ -27,8 +27,8 @@
 #include <string>
 #include <string_view>
 
-#include "refold/tensor.h"
 #include "kernels/onednn/primitive_stats.h"
+#include "refold/tensor.h"
 
 namespace refold::onednn {
 

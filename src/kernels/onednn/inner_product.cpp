@@ -92,8 +92,9 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias,
     const dnnl::memory dst(prim->dst, cpu_engine(), output.data_ptr());
     if (bias.defined()) {
       const dnnl::memory b(prim->bias, cpu_engine(), const_cast<void*>(bias.data_ptr()));
-      execute(prim->primitive, stream,
-              {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, dst}});
+      execute(
+          prim->primitive, stream,
+          {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, dst}});
     } else {
       execute(prim->primitive, stream,
               {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}});

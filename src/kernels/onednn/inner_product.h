@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <string>
 
-#include "refold/tensor.h"
 #include "kernels/onednn/primitive_stats.h"
+#include "refold/tensor.h"
 
 namespace refold::onednn {
 

@@ -116,8 +116,8 @@ Tensor run(const Problem& p, const Tensor& input, std::string* declined) {
       const dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, p.algorithm,
                                                 src_md, dst_md, {s.h, s.w}, {k.h, k.w},
                                                 {d.h - 1, d.w - 1}, {pad.h, pad.w}, {pr_h, pr_w});
-      made->primitive =
-          dnnl::pooling_v2_forward(dnnl::pooling_v2_forward::primitive_desc(desc, user_scratchpad(), cpu_engine()));
+      made->primitive = dnnl::pooling_v2_forward(
+          dnnl::pooling_v2_forward::primitive_desc(desc, user_scratchpad(), cpu_engine()));
     });
     return made;
   });

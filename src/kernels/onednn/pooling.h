@@ -27,9 +27,9 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/onednn/primitive_stats.h"
 #include "refold/op_options.h"
 #include "refold/tensor.h"
-#include "kernels/onednn/primitive_stats.h"
 
 namespace refold::onednn {
 

@@ -59,9 +59,8 @@ Tensor reorder(const Tensor& input, MemoryFormat format, std::string* declined) 
     made->declined = try_build(op, "reorder", [&] {
       made->src = desc_of(input.sizes(), input.strides(), dtype);
       made->dst = desc_of(output.sizes(), output.strides(), dtype);
-      made->primitive = dnnl::reorder(
-          dnnl::reorder::primitive_desc(cpu_engine(), made->src, cpu_engine(), made->dst,
-                                        user_scratchpad()));
+      made->primitive = dnnl::reorder(dnnl::reorder::primitive_desc(
+          cpu_engine(), made->src, cpu_engine(), made->dst, user_scratchpad()));
     });
     return made;
   });

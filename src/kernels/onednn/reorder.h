@@ -15,9 +15,9 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/onednn/primitive_stats.h"
 #include "refold/memory_format.h"
 #include "refold/tensor.h"
-#include "kernels/onednn/primitive_stats.h"
 
 namespace refold::onednn {
 

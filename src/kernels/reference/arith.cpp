@@ -5,9 +5,9 @@
 
 #include "core/check.h"
 #include "core/element_access.h"
-#include "kernels/reference/typed_elements.h"
 #include "kernels/reference/binary_checks.h"
 #include "kernels/reference/onnx_ops.h"
+#include "kernels/reference/typed_elements.h"
 
 namespace refold::reference {
 

@@ -10,8 +10,8 @@
 
 #include "core/check.h"
 #include "core/element_access.h"
-#include "kernels/reference/typed_elements.h"
 #include "kernels/reference/binary_checks.h"
+#include "kernels/reference/typed_elements.h"
 #include "refold/reference.h"
 
 namespace refold::reference {
