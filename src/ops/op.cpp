@@ -27,9 +27,9 @@ Registry make_registry() {
   return registry;
 }
 
-bool is_ai_onnx(const graph::Node& node) { return node.domain.empty() || node.domain == "ai.onnx"; }
-
 }  // namespace
+
+bool is_ai_onnx(const graph::Node& node) { return node.domain.empty() || node.domain == "ai.onnx"; }
 
 const OpDef* find_op(const std::string& op_type) {
   static const Registry registry = make_registry();

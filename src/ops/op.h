@@ -59,6 +59,9 @@ struct OpDef {
   ActivationReader as_activation = nullptr;  // set for ops a conv can run as a post-op
 };
 
+// True for the default domain ("" or "ai.onnx"), the only one refold runs.
+bool is_ai_onnx(const graph::Node& node);
+
 // The definition of an ai.onnx op type, or null when refold does not implement it.
 const OpDef* find_op(const std::string& op_type);
 // The definition behind a graph node: null for another domain or an unknown op type.

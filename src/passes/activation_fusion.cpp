@@ -42,10 +42,7 @@ namespace refold::passes {
 namespace {
 
 using detail::describe;
-
-bool is_standard(const graph::Node& node, const char* op_type) {
-  return (node.domain.empty() || node.domain == "ai.onnx") && node.op_type == op_type;
-}
+using detail::is_op;
 
 // The activation that reads `value`, found from its consumers.
 struct ActivationMatch {
@@ -89,8 +86,8 @@ std::optional<ActivationMatch> match_activation(const graph::Graph& graph,
     // SiLU: Mul(value, Sigmoid(value)), operands in either order.
     const graph::Node& a = graph.nodes()[readers[0]];
     const graph::Node& b = graph.nodes()[readers[1]];
-    if (!is_standard(a, "Sigmoid") || !is_standard(b, "Mul") || a.inputs.size() != 1 ||
-        a.outputs.size() != 1 || b.inputs.size() != 2 || b.outputs.size() != 1) {
+    if (!is_op(a, "Sigmoid") || !is_op(b, "Mul") || a.inputs.size() != 1 || a.outputs.size() != 1 ||
+        b.inputs.size() != 2 || b.outputs.size() != 1) {
       return std::nullopt;
     }
     const std::string& s = a.outputs[0];
@@ -132,7 +129,7 @@ std::string origin_of(const graph::Graph& graph, const std::vector<std::size_t>&
 // Tries the patterns at the conv node `index`. Returns true when it fused (the graph changed).
 bool fuse_at(graph::Graph& graph, std::size_t index, PassReport& report) {
   const graph::Node& conv_node = graph.nodes()[index];
-  const bool is_conv = is_standard(conv_node, "Conv");
+  const bool is_conv = is_op(conv_node, "Conv");
   auto conv = std::dynamic_pointer_cast<nn::Conv2d>(conv_node.module);
   if (!is_conv || conv_node.outputs.size() != 1 || !conv_node.parts.empty()) return false;
   const std::string& c = conv_node.outputs[0];
@@ -141,8 +138,7 @@ bool fuse_at(graph::Graph& graph, std::size_t index, PassReport& report) {
   bool candidate = false;
   for (std::size_t r : readers) {
     const graph::Node& n = graph.nodes()[r];
-    candidate = candidate || activation_reader(n) != nullptr || is_standard(n, "Mul") ||
-                is_standard(n, "Add");
+    candidate = candidate || activation_reader(n) != nullptr || is_op(n, "Mul") || is_op(n, "Add");
   }
   if (!candidate) return false;
   auto decline = [&](const std::string& why) {
@@ -161,7 +157,7 @@ bool fuse_at(graph::Graph& graph, std::size_t index, PassReport& report) {
   if (graph.is_graph_output(c)) return decline(fmt::format("its output '{}' is a graph output", c));
 
   // Conv + Add(c, r) [+ activation].
-  if (readers.size() == 1 && is_standard(graph.nodes()[readers[0]], "Add")) {
+  if (readers.size() == 1 && is_op(graph.nodes()[readers[0]], "Add")) {
     const std::size_t add_index = readers[0];
     const graph::Node& add = graph.nodes()[add_index];
     if (add.inputs.size() != 2 || add.outputs.size() != 1 || add.inputs[0] == add.inputs[1]) {

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <set>
 
+#include "ops/op.h"
+
 namespace refold::passes::detail {
 namespace {
-
-bool is_ai_onnx(const graph::Node& node) { return node.domain.empty() || node.domain == "ai.onnx"; }
 
 // The node's module as exactly `M` (a subclass, e.g. a conv with a fused activation, is
 // something else and is left alone).
@@ -34,7 +34,7 @@ std::string describe(const graph::Node& node) {
 }
 
 bool is_op(const graph::Node& node, const char* op_type) {
-  return node.op_type == op_type && is_ai_onnx(node);
+  return node.op_type == op_type && ops::is_ai_onnx(node);
 }
 
 std::shared_ptr<nn::Conv2d> conv_module(const graph::Node& node) {

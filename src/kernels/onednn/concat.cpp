@@ -101,7 +101,7 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* dec
           DNNL_ARG_MULTIPLE_SRC + static_cast<int>(k),
           dnnl::memory(prim->srcs[k], cpu_engine(), const_cast<void*>(inputs[k].data_ptr())));
     args.emplace(DNNL_ARG_DST, dnnl::memory(prim->dst, cpu_engine(), output.data_ptr()));
-    execute(prim->primitive, stream, args);
+    execute(prim->primitive, stream, std::move(args));
   });
   return output;
 }

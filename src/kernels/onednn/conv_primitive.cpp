@@ -381,7 +381,7 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
       args.emplace(DNNL_ARG_BIAS,
                    dnnl::memory(prim->bias_desc, engine, const_cast<void*>(bias_f32.data_ptr())));
     dnnl::stream& stream = cpu_stream();
-    execute(prim->primitive, stream, args);
+    execute(prim->primitive, stream, std::move(args));
     stream.wait();
   });
   return output;
