@@ -23,6 +23,7 @@
 #include "kernels/onednn/pooling.h"
 #include "kernels/post_ops.h"
 #include "kernels/reference/conv_common.h"
+#include "kernels/dispatch.h"
 #include "kernels/verbose.h"
 #include "refold/reference.h"
 
@@ -39,22 +40,6 @@ Tensor conv_input_in_format(const Tensor& input, MemoryFormat format) {
   // A non-4-d input is left for the kernel to reject with its own message.
   if (input.dim() != 4) return input;
   return input.contiguous(format);
-}
-
-// Runs `fast(&reason)`; when it declines (an undefined result), runs `reference()`.
-// `earlier` is what faster implementations tried before said, for the verbose line.
-template <typename Fast, typename Reference>
-Tensor fastest_first(std::string_view op, Fast&& fast, Reference&& reference,
-                     std::string_view earlier = {}) {
-  const std::string before = earlier.empty() ? std::string() : std::string(earlier) + "; ";
-  std::string declined;
-  Tensor out = fast(&declined);
-  if (out.defined()) {
-    log_dispatch(op, "onednn", earlier);
-    return out;
-  }
-  log_dispatch(op, "reference", before + "onednn declined: " + declined);
-  return reference();
 }
 
 }  // namespace

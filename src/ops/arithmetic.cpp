@@ -1,4 +1,5 @@
-// Add, Sub, Mul, Div: Binary (NumPy broadcasting, float and int64).
+// Add, Sub, Mul, Div: Binary (NumPy broadcasting, float and int64); Max, Min, Sum, Mean:
+// Variadic, the same element-wise ops folded over 1…N inputs.
 #include "ops/arithmetic.h"
 
 #include <fmt/ranges.h>
@@ -11,21 +12,7 @@
 
 namespace refold::ops {
 
-std::string arith_op_name(reference::ArithOp op) {
-  switch (op) {
-    case reference::ArithOp::Add:
-      return "Add";
-    case reference::ArithOp::Sub:
-      return "Sub";
-    case reference::ArithOp::Mul:
-      return "Mul";
-    case reference::ArithOp::Div:
-      return "Div";
-  }
-  return "?";
-}
-
-Binary::Binary(reference::ArithOp op) : Op(arith_op_name(op)), op_(op) {}
+Binary::Binary(reference::ArithOp op) : Op(reference::arith_name(op)), op_(op) {}
 
 std::vector<Tensor> Binary::run(const std::vector<Tensor>& inputs) {
   REFOLD_CHECK(inputs.size() == 2, "{}: expects 2 inputs, got {}", type_name(), inputs.size());
@@ -43,6 +30,39 @@ std::vector<Tensor> Binary::run(const std::vector<Tensor>& inputs) {
 
 namespace {
 
+// Max, Min, Sum (1…N inputs, all broadcast together): ((x₀ ∘ x₁) ∘ x₂) ∘ …; Mean = Sum / N.
+class Variadic : public graph::Op {
+ public:
+  Variadic(std::string name, reference::ArithOp op, bool mean)
+      : Op(std::move(name)), op_(op), mean_(mean) {}
+
+  std::vector<Tensor> run(const std::vector<Tensor>& in) override {
+    REFOLD_CHECK(!in.empty(), "{}: expects at least 1 input", type_name());
+    for (std::size_t i = 0; i < in.size(); ++i)
+      REFOLD_CHECK(in[i].defined(), "{}: input {} is undefined", type_name(), i);
+    Binary step(op_);
+    Tensor result = in[0];
+    for (std::size_t i = 1; i < in.size(); ++i) result = step.run({result, in[i]})[0];
+    if (mean_) {
+      const Tensor n = full({}, static_cast<float>(in.size()), result.dtype());
+      result = reference::arith(result, n, reference::ArithOp::Div);
+    }
+    return {result};
+  }
+
+ private:
+  reference::ArithOp op_;
+  bool mean_;
+};
+
+template <reference::ArithOp op, bool mean = false>
+nn::ModulePtr build_variadic(const BuildContext& context) {
+  check_arity(context.node, 1, context.node.inputs.size() + 1, 1);
+  for (std::size_t i = 0; i < context.node.inputs.size(); ++i)
+    REFOLD_CHECK(!context.node.inputs[i].empty(), "input {} is empty; every input is required", i);
+  return std::make_shared<Variadic>(context.node.op_type, op, mean);
+}
+
 nn::ModulePtr build_arith(const BuildContext& context, reference::ArithOp op) {
   const graph::Node& node = context.node;
   check_arity(node, 2, 2, 1);
@@ -52,7 +72,7 @@ nn::ModulePtr build_arith(const BuildContext& context, reference::ArithOp op) {
     const Tensor& b = context.graph.constant(node.inputs[1]);
     REFOLD_CHECK(a.dtype() == b.dtype(), "A has dtype {} but B has {}", dtype_name(a.dtype()),
                  dtype_name(b.dtype()));
-    reference::detail::broadcast_shape(a.sizes(), b.sizes(), arith_op_name(op));
+    reference::detail::broadcast_shape(a.sizes(), b.sizes(), reference::arith_name(op));
   }
   return std::make_shared<Binary>(op);
 }
@@ -71,6 +91,11 @@ const std::vector<OpDef>& arithmetic_ops() {
       {"Sub", 7, build_sub, LayoutRule::FirstNonConstant},
       {"Mul", 7, build_mul, LayoutRule::FirstNonConstant},
       {"Div", 7, build_div, LayoutRule::FirstNonConstant},
+      // v8 onwards: the inputs broadcast (v6 required equal shapes).
+      {"Max", 8, build_variadic<reference::ArithOp::Max>, LayoutRule::FirstNonConstant},
+      {"Min", 8, build_variadic<reference::ArithOp::Min>, LayoutRule::FirstNonConstant},
+      {"Sum", 8, build_variadic<reference::ArithOp::Add>, LayoutRule::FirstNonConstant},
+      {"Mean", 8, build_variadic<reference::ArithOp::Add, true>, LayoutRule::FirstNonConstant},
   };
   return table;
 }

@@ -26,7 +26,4 @@ class Binary : public graph::Op {
   reference::ArithOp op_;
 };
 
-// "Add", "Sub", "Mul", "Div".
-std::string arith_op_name(reference::ArithOp op);
-
 }  // namespace refold::ops

@@ -18,7 +18,7 @@ Registry make_registry() {
   for (const auto* table :
        {&activation_ops(), &arithmetic_ops(), &batch_norm_ops(), &concat_ops(), &conv_ops(),
         &gemm_ops(), &indexing_ops(), &pad_ops(), &pool_ops(), &reduce_ops(), &reshape_ops(),
-        &resize_ops(), &softmax_ops(), &transpose_ops(), &values_ops()}) {
+        &resize_ops(), &softmax_ops(), &transpose_ops(), &unary_ops(), &values_ops()}) {
     for (const OpDef& def : *table) {
       const bool added = registry.emplace(def.op_type, &def).second;
       REFOLD_CHECK(added, "internal: op {} is defined twice", def.op_type);

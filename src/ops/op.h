@@ -89,6 +89,7 @@ const std::vector<OpDef>& reshape_ops();
 const std::vector<OpDef>& resize_ops();
 const std::vector<OpDef>& softmax_ops();
 const std::vector<OpDef>& transpose_ops();
+const std::vector<OpDef>& unary_ops();
 const std::vector<OpDef>& values_ops();
 
 // ---- what builders share ----

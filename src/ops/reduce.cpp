@@ -1,8 +1,10 @@
-// Reductions: ReduceMean.
+// Reductions: ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+// ReduceSumSquare, ReduceLogSum, ReduceLogSumExp (kernels/reference/onnx_ops.h has the math),
+// and ArgMax / ArgMin.
 //
-// ReduceMean(data[, axes]) → the mean over `axes`, each in [−rank, rank), none repeated:
-//   opset 1–17: axes is an attribute; absent = every axis.
-//   opset 18+:  axes is an optional int64 input; absent or empty = every axis, or, with
+// Reduce*(data[, axes]) → ⊕ over `axes`, each in [−rank, rank), none repeated:
+//   before opset 18 (ReduceSum: 13): axes is an attribute; absent = every axis.
+//   from then on: axes is an optional int64 input; absent or empty = every axis, or, with
 //               noop_with_empty_axes = 1, no axis (the input unchanged).
 //   keepdims (default 1) keeps each reduced axis as size 1, else drops it.
 // The mean over H and W of a 4-d input, kept (a squeeze-excite block's pooling), runs as the
@@ -22,30 +24,32 @@
 namespace refold::ops {
 namespace {
 
-class ReduceMean : public graph::Op {
+class Reduce : public graph::Op {
  public:
-  // `axes`: the attribute (opset < 18); nullopt reads the optional second input instead.
-  ReduceMean(std::optional<std::vector<std::int64_t>> axes, bool keepdims,
-             bool noop_with_empty_axes)
-      : Op("ReduceMean"),
+  // `axes`: the attribute (before axes became an input); nullopt reads the optional second
+  // input instead.
+  Reduce(reference::ReduceOp op, std::optional<std::vector<std::int64_t>> axes, bool keepdims,
+         bool noop_with_empty_axes)
+      : Op(reference::reduce_name(op)),
+        op_(op),
         axes_(std::move(axes)),
         keepdims_(keepdims),
         noop_with_empty_axes_(noop_with_empty_axes) {}
 
   std::vector<Tensor> run(const std::vector<Tensor>& in) override {
     REFOLD_CHECK(!in.empty() && in.size() <= 2 && in[0].defined(),
-                 "ReduceMean: expects data and optional axes; got {} inputs", in.size());
+                 "{}: expects data and optional axes; got {} inputs", type_name(), in.size());
     const Tensor& x = in[0];
     std::vector<std::int64_t> axes = axes_.value_or(std::vector<std::int64_t>{});
     if (!axes_ && in.size() > 1 && in[1].defined())
-      axes = int64_vector(in[1], "ReduceMean", "axes");
+      axes = int64_vector(in[1], type_name().c_str(), "axes");
     if (axes.empty()) {
       if (noop_with_empty_axes_) return {x};
       for (std::int64_t d = 0; d < x.dim(); ++d) axes.push_back(d);
     }
-    if (keepdims_ && is_global_spatial(axes, x.dim()))
+    if (op_ == reference::ReduceOp::Mean && keepdims_ && is_global_spatial(axes, x.dim()))
       return {functional::adaptive_avg_pool2d(x, Size2d(1))};
-    return {reference::reduce_mean(x, axes, keepdims_)};
+    return {reference::reduce(x, axes, keepdims_, op_)};
   }
 
  private:
@@ -57,9 +61,31 @@ class ReduceMean : public graph::Op {
     return axes[0] == 2 && axes[1] == 3;
   }
 
+  reference::ReduceOp op_;
   std::optional<std::vector<std::int64_t>> axes_;
   bool keepdims_;
   bool noop_with_empty_axes_;
+};
+
+// ArgMax / ArgMin along one axis (an attribute in every version).
+class ArgReduce : public graph::Op {
+ public:
+  ArgReduce(bool max, std::int64_t axis, bool keepdims, bool select_last)
+      : Op(max ? "ArgMax" : "ArgMin"),
+        max_(max),
+        axis_(axis),
+        keepdims_(keepdims),
+        select_last_(select_last) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& in) override {
+    REFOLD_CHECK(in.size() == 1 && in[0].defined(), "{}: expects 1 input, got {}", type_name(),
+                 in.size());
+    return {reference::arg_reduce(in[0], axis_, keepdims_, select_last_, max_)};
+  }
+
+ private:
+  bool max_;
+  std::int64_t axis_;
+  bool keepdims_, select_last_;
 };
 
 bool read_flag(const graph::Node& node, const char* name, std::int64_t fallback) {
@@ -75,34 +101,58 @@ void check_axes(const std::vector<std::int64_t>& axes) {
   REFOLD_CHECK(repeated == sorted.end(), "axes lists axis {} twice", *repeated);
 }
 
-nn::ModulePtr build_reduce_mean(const BuildContext& context) {
+// `axes_input_from`: the opset from which axes is an input (ReduceSum 13, the others 18).
+template <reference::ReduceOp op, int axes_input_from = 18>
+nn::ModulePtr build_reduce(const BuildContext& context) {
   const graph::Node& node = context.node;
-  const bool axes_input = context.opset >= 18;  // v18: axes moved from attribute to input
+  const bool axes_input = context.opset >= axes_input_from;
   check_arity(node, 1, axes_input ? 2 : 1, 1);
   const int elem_type = declared_elem_type(context, 0);
-  REFOLD_CHECK(elem_type == 0 || elem_type == 1 || elem_type == 16,
-               "unsupported: input '{}' has ONNX element type {} (refold's ReduceMean takes "
-               "float32 and bfloat16)",
-               node.inputs[0], elem_type);
+  const bool int_ok = op == reference::ReduceOp::Sum || op == reference::ReduceOp::Prod ||
+                      op == reference::ReduceOp::Max || op == reference::ReduceOp::Min;
+  REFOLD_CHECK(elem_type == 0 || elem_type == 1 || elem_type == 16 || (int_ok && elem_type == 7),
+               "unsupported: input '{}' has ONNX element type {} (refold's {} takes float32 and "
+               "bfloat16{})",
+               node.inputs[0], elem_type, node.op_type, int_ok ? ", and int64" : "");
   const bool keepdims = read_flag(node, "keepdims", 1);
   const bool noop = axes_input && read_flag(node, "noop_with_empty_axes", 0);
   std::optional<std::vector<std::int64_t>> axes;
   if (axes_input) {
     REFOLD_CHECK(!node.attributes.has("axes"),
-                 "axes is an input from opset 18 on, not an attribute");
+                 "axes is an input from opset {} on, not an attribute", axes_input_from);
     if (const auto constant = constant_ints(context, 1, "axes")) check_axes(*constant);
   } else {
     axes = node.attributes.get_ints("axes");
     check_axes(*axes);
   }
-  return std::make_shared<ReduceMean>(std::move(axes), keepdims, noop);
+  return std::make_shared<Reduce>(op, std::move(axes), keepdims, noop);
+}
+
+template <bool max>
+nn::ModulePtr build_arg_reduce(const BuildContext& context) {
+  const graph::Node& node = context.node;
+  check_arity(node, 1, 1, 1);
+  return std::make_shared<ArgReduce>(max, node.attributes.get_int("axis", 0),
+                                     read_flag(node, "keepdims", 1),
+                                     read_flag(node, "select_last_index", 0));
 }
 
 }  // namespace
 
 const std::vector<OpDef>& reduce_ops() {
   static const std::vector<OpDef> table = {
-      {"ReduceMean", 1, build_reduce_mean, LayoutRule::Fresh},  // v18: axes became an input
+      {"ReduceMean", 1, build_reduce<reference::ReduceOp::Mean>, LayoutRule::Fresh},
+      {"ReduceSum", 1, build_reduce<reference::ReduceOp::Sum, 13>, LayoutRule::Fresh},
+      {"ReduceMax", 1, build_reduce<reference::ReduceOp::Max>, LayoutRule::Fresh},
+      {"ReduceMin", 1, build_reduce<reference::ReduceOp::Min>, LayoutRule::Fresh},
+      {"ReduceProd", 1, build_reduce<reference::ReduceOp::Prod>, LayoutRule::Fresh},
+      {"ReduceL1", 1, build_reduce<reference::ReduceOp::L1>, LayoutRule::Fresh},
+      {"ReduceL2", 1, build_reduce<reference::ReduceOp::L2>, LayoutRule::Fresh},
+      {"ReduceSumSquare", 1, build_reduce<reference::ReduceOp::SumSquare>, LayoutRule::Fresh},
+      {"ReduceLogSum", 1, build_reduce<reference::ReduceOp::LogSum>, LayoutRule::Fresh},
+      {"ReduceLogSumExp", 1, build_reduce<reference::ReduceOp::LogSumExp>, LayoutRule::Fresh},
+      {"ArgMax", 1, build_arg_reduce<true>, LayoutRule::Fresh},
+      {"ArgMin", 1, build_arg_reduce<false>, LayoutRule::Fresh},
   };
   return table;
 }

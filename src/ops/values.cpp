@@ -1,4 +1,4 @@
-// Builders for Constant, Cast, Equal and Where (booleans are int64 0/1: value_ops.h).
+// Builders for Constant, Cast, the comparisons (Equal, Less, …, And, Or, Xor, Not) and Where (booleans are int64 0/1: value_ops.h).
 #include "ops/values.h"
 
 #include <span>
@@ -43,9 +43,14 @@ std::vector<Tensor> Cast::run(const std::vector<Tensor>& inputs) {
   return {reference::cast(inputs[0], target)};
 }
 
-std::vector<Tensor> Equal::run(const std::vector<Tensor>& inputs) {
-  REFOLD_CHECK(inputs.size() == 2, "Equal: expects 2 inputs, got {}", inputs.size());
-  return {reference::equal(inputs[0], inputs[1])};
+std::vector<Tensor> Compare::run(const std::vector<Tensor>& inputs) {
+  REFOLD_CHECK(inputs.size() == 2, "{}: expects 2 inputs, got {}", type_name(), inputs.size());
+  return {reference::compare(inputs[0], inputs[1], op_)};
+}
+
+std::vector<Tensor> Not::run(const std::vector<Tensor>& inputs) {
+  REFOLD_CHECK(inputs.size() == 1, "Not: expects 1 input, got {}", inputs.size());
+  return {reference::logical_not(inputs[0])};
 }
 
 std::vector<Tensor> Where::run(const std::vector<Tensor>& inputs) {
@@ -115,9 +120,15 @@ nn::ModulePtr build_cast(const BuildContext& context) {
   }
 }
 
-nn::ModulePtr build_equal(const BuildContext& context) {
+template <reference::CompareOp op>
+nn::ModulePtr build_compare(const BuildContext& context) {
   check_arity(context.node, 2, 2, 1);
-  return std::make_shared<Equal>();
+  return std::make_shared<Compare>(op);
+}
+
+nn::ModulePtr build_not(const BuildContext& context) {
+  check_arity(context.node, 1, 1, 1);
+  return std::make_shared<Not>();
 }
 
 nn::ModulePtr build_where(const BuildContext& context) {
@@ -129,7 +140,16 @@ const std::vector<OpDef>& values_ops() {
   static const std::vector<OpDef> table = {
       {"Constant", 1, build_constant, LayoutRule::Fresh},
       {"Cast", 6, build_cast},  // v6: `to` became an int
-      {"Equal", 1, build_equal},
+      // Comparisons and logic: bool results (int64 0/1); v7 onwards broadcast.
+      {"Equal", 7, build_compare<reference::CompareOp::Equal>},
+      {"Less", 7, build_compare<reference::CompareOp::Less>},
+      {"Greater", 7, build_compare<reference::CompareOp::Greater>},
+      {"LessOrEqual", 12, build_compare<reference::CompareOp::LessOrEqual>},
+      {"GreaterOrEqual", 12, build_compare<reference::CompareOp::GreaterOrEqual>},
+      {"And", 7, build_compare<reference::CompareOp::And>},
+      {"Or", 7, build_compare<reference::CompareOp::Or>},
+      {"Xor", 7, build_compare<reference::CompareOp::Xor>},
+      {"Not", 1, build_not},
       {"Where", 9, build_where},
   };
   return table;

@@ -14,6 +14,7 @@
 
 #include <vector>
 
+#include "kernels/reference/tensor_ops.h"
 #include "refold/graph/op.h"
 
 namespace refold::ops {
@@ -39,9 +40,19 @@ class Cast : public graph::Op {
   To to_;
 };
 
-class Equal : public graph::Op {
+// Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor: bool (int64 0/1) results.
+class Compare : public graph::Op {
  public:
-  Equal() : Op("Equal") {}
+  explicit Compare(reference::CompareOp op) : Op(reference::compare_name(op)), op_(op) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+
+ private:
+  reference::CompareOp op_;
+};
+
+class Not : public graph::Op {
+ public:
+  Not() : Op("Not") {}
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
 };
 

@@ -65,7 +65,7 @@ TEST(OnnxReduceMean, SpatialMeanMatchesTheReferenceInBothLayouts) {
        std::vector<std::vector<std::int64_t>>{{2, 3}, {-1, -2}, {1}, {1, 2, 3}, {0, 3}}) {
     OpCase c("ReduceMean", {"x"});
     c.opset(13).ints("axes", axes);
-    const Tensor expected = reference::reduce_mean(x, axes, true);
+    const Tensor expected = reference::reduce(x, axes, true, reference::ReduceOp::Mean);
     EXPECT_TRUE(all_close(c.run({x}), expected, Tolerance::op_f32()));
     EXPECT_TRUE(all_close(c.run({to_channels_last(x)}), expected, Tolerance::op_f32()));
   }
@@ -74,9 +74,9 @@ TEST(OnnxReduceMean, SpatialMeanMatchesTheReferenceInBothLayouts) {
 TEST(OnnxReduceMean, ReferenceKernelRoundsOnceAndHandlesEmptyAxes) {
   // bfloat16: the mean of [1, 2, 4] is 7/3 = 2.333…, bfloat16 2.328125 (nearest).
   const Tensor x = values({1, 2, 4}, {3}).to(DType::BFloat16);
-  EXPECT_FLOAT_EQ(reference::reduce_mean(x, {0}, false).item(), 2.328125f);
+  EXPECT_FLOAT_EQ(reference::reduce(x, {0}, false, reference::ReduceOp::Mean).item(), 2.328125f);
   // The mean over an empty axis is NaN.
-  EXPECT_TRUE(std::isnan(reference::reduce_mean(zeros({2, 0}), {1}, false).at({1})));
+  EXPECT_TRUE(std::isnan(reference::reduce(zeros({2, 0}), {1}, false, reference::ReduceOp::Mean).at({1})));
 }
 
 TEST(OnnxReduceMean, Errors) {
@@ -105,17 +105,17 @@ TEST(OnnxReduceMean, Errors) {
        [&] {
          OpCase("ReduceMean", {"x"}).opset(13).ints("axes", {3}).run({zeros({2, 3})});
        },
-       "reduce_mean: axis 3 out of range for a 2-d tensor"},
+       "ReduceMean: axis 3 out of range for a 2-d tensor"},
       {"runtime repeated axis",
        [&] {
          OpCase("ReduceMean", {"x", "axes"}).opset(18).run({zeros({2, 3}), i64({1, -1})});
        },
-       "reduce_mean: axis -1 is given twice"},
+       "ReduceMean: axis -1 is given twice"},
       {"int64 input",
        [&] {
-         reference::reduce_mean(i64({1, 2}), {0}, true);
+         reference::reduce(i64({1, 2}), {0}, true, reference::ReduceOp::Mean);
        },
-       "reduce_mean: input has dtype int64; expected float32 or bfloat16"},
+       "ReduceMean: input has dtype int64; expected float32 or bfloat16"},
   });
 }
 

@@ -382,7 +382,7 @@ TEST(OnnxEqualWhere, BroadcastBooleansAsInt64) {
        [&] {
          OpCase("Equal", {"a", "b"}).run({i64({1}), values({1}, {1})});
        },
-       "equal: inputs have dtypes int64 and float32; they must match"},
+       "Equal: inputs have dtypes int64 and float32; they must match"},
       {"where shapes",
        [&] {
          OpCase("Where", {"c", "x", "y"})

@@ -23,7 +23,7 @@ using alg = dnnl::algorithm;
 
 // One oneDNN eltwise step: d = f(s; alpha, beta).
 struct Step {
-  alg algorithm;
+  alg algorithm = alg::eltwise_relu;
   float alpha = 0.0f;
   float beta = 0.0f;
 };
@@ -106,12 +106,12 @@ std::string_view eltwise_name(EltwiseOp op) {
   return "eltwise";
 }
 
-Tensor eltwise(EltwiseOp op, const Tensor& input, double negative_slope, std::string* declined) {
-  const std::string_view name = eltwise_name(op);
-  // The reference's checks and messages (reference/activations.cpp).
-  if (op == EltwiseOp::LeakyReLU)
-    REFOLD_CHECK(std::isfinite(negative_slope), "leaky_relu: negative_slope ({}) must be finite",
-                 negative_slope);
+namespace {
+
+// Runs `steps` on the input's own memory descriptor. `op_key` tells the ops apart in the cache
+// (the steps' parameters are part of the key too).
+Tensor run_steps(std::string_view name, std::int64_t op_key, const std::vector<Step>& steps,
+                 const Tensor& input, std::string* declined) {
   REFOLD_CHECK(input.defined(), "{}: input is undefined", name);
   const DType dtype = input.dtype();
   REFOLD_CHECK(dtype == DType::Float32 || dtype == DType::BFloat16,
@@ -138,11 +138,13 @@ Tensor eltwise(EltwiseOp op, const Tensor& input, double negative_slope, std::st
   const Shape strides = input.dim() == 0 ? Shape{1} : input.strides();
 
   CacheKey key;
-  key.reserve(8 + 2 * dims.size());
-  key.insert(key.end(),
-             {static_cast<std::int64_t>(op),
-              op == EltwiseOp::LeakyReLU ? std::bit_cast<std::int64_t>(negative_slope) : 0,
-              static_cast<std::int64_t>(dtype), threads, static_cast<std::int64_t>(dims.size())});
+  key.reserve(8 + 2 * steps.size() + 2 * dims.size());
+  key.insert(key.end(), {op_key, static_cast<std::int64_t>(dtype), threads});
+  for (const Step& s : steps) {
+    key.push_back(std::bit_cast<std::int32_t>(s.alpha));
+    key.push_back(std::bit_cast<std::int32_t>(s.beta));
+  }
+  key.push_back(static_cast<std::int64_t>(dims.size()));
   key.insert(key.end(), dims.begin(), dims.end());
   key.insert(key.end(), strides.begin(), strides.end());
 
@@ -152,7 +154,7 @@ Tensor eltwise(EltwiseOp op, const Tensor& input, double negative_slope, std::st
   });
 
   const std::shared_ptr<Primitive> prim =
-      cache().find_or_make(key, [&] { return create(name, steps_of(op, negative_slope), desc); });
+      cache().find_or_make(key, [&] { return create(name, steps, desc); });
   if (!prim->declined.empty()) return decline(name, prim->declined, declined);
 
   Tensor output = empty_like(input, {dtype, MemoryFormat::Preserve});
@@ -168,6 +170,59 @@ Tensor eltwise(EltwiseOp op, const Tensor& input, double negative_slope, std::st
       execute(prim->steps[i], stream, {{DNNL_ARG_SRC, i == 0 ? src : dst}, {DNNL_ARG_DST, dst}});
   });
   return output;
+}
+
+// The oneDNN steps of an ONNX function, or none when oneDNN 2.6 has no algorithm for it:
+//   Abs = abs, Neg = linear(−1, 0), Sqrt, Exp, Log, Tanh, Round (halves to even), Mish,
+//   Softplus = soft_relu, Gelu = gelu_erf, GeluTanh = gelu_tanh, Elu = elu(α),
+//   Selu = linear(γ, 0)∘elu(α), Reciprocal = pow(1, −1), Pow = pow(1, α).
+std::vector<Step> unary_steps(reference::UnaryOp op, double alpha, double beta) {
+  using reference::UnaryOp;
+  const auto a = static_cast<float>(alpha);
+  switch (op) {
+    case UnaryOp::Abs: return {{alg::eltwise_abs}};
+    case UnaryOp::Neg: return {{alg::eltwise_linear, -1.0f, 0.0f}};
+    case UnaryOp::Sqrt: return {{alg::eltwise_sqrt}};
+    case UnaryOp::Exp: return {{alg::eltwise_exp}};
+    case UnaryOp::Log: return {{alg::eltwise_log}};
+    case UnaryOp::Tanh: return {{alg::eltwise_tanh}};
+    case UnaryOp::Round: return {{alg::eltwise_round}};
+    case UnaryOp::Mish: return {{alg::eltwise_mish}};
+    case UnaryOp::Softplus: return {{alg::eltwise_soft_relu}};
+    case UnaryOp::Gelu: return {{alg::eltwise_gelu_erf}};
+    case UnaryOp::GeluTanh: return {{alg::eltwise_gelu_tanh}};
+    case UnaryOp::Elu: return {{alg::eltwise_elu, a, 0.0f}};
+    case UnaryOp::Selu:
+      return {{alg::eltwise_elu, a, 0.0f}, {alg::eltwise_linear, static_cast<float>(beta), 0.0f}};
+    case UnaryOp::Reciprocal: return {{alg::eltwise_pow, 1.0f, -1.0f}};
+    case UnaryOp::Pow: return {{alg::eltwise_pow, 1.0f, a}};
+    default: return {};
+  }
+}
+
+}  // namespace
+
+Tensor eltwise(EltwiseOp op, const Tensor& input, double negative_slope, std::string* declined) {
+  // The reference's checks and messages (reference/activations.cpp).
+  if (op == EltwiseOp::LeakyReLU)
+    REFOLD_CHECK(std::isfinite(negative_slope), "leaky_relu: negative_slope ({}) must be finite",
+                 negative_slope);
+  return run_steps(eltwise_name(op), static_cast<std::int64_t>(op), steps_of(op, negative_slope),
+                   input, declined);
+}
+
+Tensor unary(reference::UnaryOp op, const Tensor& input, double alpha, double beta,
+             std::string* declined) {
+  const std::string_view name = reference::unary_name(op);
+  const std::vector<Step> steps = unary_steps(op, alpha, beta);
+  if (steps.empty()) {
+    REFOLD_CHECK(input.defined(), "{}: input is undefined", name);
+    return decline(name, fmt::format("oneDNN has no algorithm for {}", name), declined);
+  }
+  if (input.defined() && input.dtype() == DType::Int64)  // Abs and Neg: the exact int64 loop
+    return decline(name, "int64 input; oneDNN eltwise takes floating point", declined);
+  // 100 + op: apart from EltwiseOp's keys.
+  return run_steps(name, 100 + static_cast<std::int64_t>(op), steps, input, declined);
 }
 
 PrimitiveStats eltwise_stats() { return cache().stats(); }

@@ -28,6 +28,7 @@
 #include <string_view>
 
 #include "kernels/onednn/primitive_stats.h"
+#include "kernels/reference/onnx_ops.h"
 #include "refold/tensor.h"
 
 namespace refold::onednn {
@@ -40,6 +41,12 @@ std::string_view eltwise_name(EltwiseOp op);
 // y = op(input); negative_slope is used by LeakyReLU only.
 Tensor eltwise(EltwiseOp op, const Tensor& input, double negative_slope = 0.0,
                std::string* declined = nullptr);
+
+// ONNX's element-wise functions (reference::unary) that oneDNN has an algorithm for — Abs, Neg,
+// Sqrt, Exp, Log, Tanh, Round, Mish, Softplus, Gelu (erf and tanh), Elu, Selu, Reciprocal, Pow —
+// under the contract above; any other op, and an int64 input, is declined.
+Tensor unary(reference::UnaryOp op, const Tensor& input, double alpha, double beta,
+             std::string* declined = nullptr);
 
 PrimitiveStats eltwise_stats();
 // Drops every cached primitive and zeroes the counters.

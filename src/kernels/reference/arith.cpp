@@ -1,5 +1,6 @@
-// Reference arith (Add/Sub/Mul/Div with NumPy broadcasting, float and int64), clip and
+// Reference arith (Add/Sub/Mul/Div/Pow/Max/Min with NumPy broadcasting, float and int64), clip and
 // hard_sigmoid. See kernels/reference/onnx_ops.h.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -13,20 +14,6 @@ namespace refold::reference {
 
 using detail::broadcast_strides;
 namespace {
-
-const char* arith_name(ArithOp op) {
-  switch (op) {
-    case ArithOp::Add:
-      return "Add";
-    case ArithOp::Sub:
-      return "Sub";
-    case ArithOp::Mul:
-      return "Mul";
-    case ArithOp::Div:
-      return "Div";
-  }
-  return "?";
-}
 
 // The output takes a's layout when a has the output's shape, else b's, else contiguous.
 Tensor output_like(const Tensor& a, const Tensor& b, const Shape& sizes) {
@@ -53,6 +40,21 @@ std::int64_t int_op(std::int64_t x, std::int64_t y, ArithOp op, const char* name
       // INT64_MIN / −1 overflows: wrap to INT64_MIN like two's complement negation.
       if (y == -1) return wrap(0 - ux);
       return x / y;  // C++ truncates toward zero, as ONNX specifies for integers
+    case ArithOp::Pow: {
+      // x^y by squaring, wrapping like the other int64 ops; a negative exponent is 1/x^|y|,
+      // which truncates to 0 unless |x| = 1 (NumPy refuses it; ONNX Runtime computes this).
+      if (y < 0) return x == 1 ? 1 : (x == -1 ? ((y & 1) != 0 ? -1 : 1) : 0);
+      std::uint64_t result = 1, base = ux;
+      for (std::uint64_t e = uy; e != 0; e >>= 1) {
+        if ((e & 1) != 0) result *= base;
+        base *= base;
+      }
+      return wrap(result);
+    }
+    case ArithOp::Max:
+      return std::max(x, y);
+    case ArithOp::Min:
+      return std::min(x, y);
   }
   return 0;
 }
@@ -67,11 +69,38 @@ double float_op(double x, double y, ArithOp op) {
       return x * y;
     case ArithOp::Div:
       return x / y;
+    case ArithOp::Pow:
+      return std::pow(x, y);
+    // NaN wins, as in NumPy's maximum/minimum (std::max would depend on the argument order).
+    case ArithOp::Max:
+      return std::isnan(x) || std::isnan(y) ? x + y : std::max(x, y);
+    case ArithOp::Min:
+      return std::isnan(x) || std::isnan(y) ? x + y : std::min(x, y);
   }
   return 0;
 }
 
 }  // namespace
+
+const char* arith_name(ArithOp op) {
+  switch (op) {
+    case ArithOp::Add:
+      return "Add";
+    case ArithOp::Sub:
+      return "Sub";
+    case ArithOp::Mul:
+      return "Mul";
+    case ArithOp::Div:
+      return "Div";
+    case ArithOp::Pow:
+      return "Pow";
+    case ArithOp::Max:
+      return "Max";
+    case ArithOp::Min:
+      return "Min";
+  }
+  return "?";
+}
 
 Tensor arith(const Tensor& a, const Tensor& b, ArithOp op) {
   const char* name = arith_name(op);

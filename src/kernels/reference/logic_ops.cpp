@@ -1,4 +1,4 @@
-// Reference expand, where, equal, cast, range and constant_of_shape: exact for every dtype (see
+// Reference expand, where, compare (Equal, Less, …, And, Or, Xor), Not, cast, range and constant_of_shape: exact for every dtype (see
 // tensor_ops.h; booleans are int64 0/1).
 #include <cmath>
 #include <limits>
@@ -71,12 +71,38 @@ Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
   return output;
 }
 
-Tensor equal(const Tensor& a, const Tensor& b) {
-  check_defined(a, "equal", "a");
-  check_defined(b, "equal", "b");
-  REFOLD_CHECK(a.dtype() == b.dtype(), "equal: inputs have dtypes {} and {}; they must match",
+const char* compare_name(CompareOp op) {
+  static constexpr const char* names[] = {"Equal", "Less",     "Greater", "LessOrEqual",
+                                          "GreaterOrEqual", "And", "Or", "Xor"};
+  return names[static_cast<int>(op)];
+}
+
+namespace {
+
+template <typename T>
+bool compare_values(CompareOp op, T x, T y) {
+  switch (op) {
+    case CompareOp::Equal: return x == y;
+    case CompareOp::Less: return x < y;
+    case CompareOp::Greater: return x > y;
+    case CompareOp::LessOrEqual: return x <= y;
+    case CompareOp::GreaterOrEqual: return x >= y;
+    case CompareOp::And: return x != 0 && y != 0;
+    case CompareOp::Or: return x != 0 || y != 0;
+    case CompareOp::Xor: return (x != 0) != (y != 0);
+  }
+  return false;
+}
+
+}  // namespace
+
+Tensor compare(const Tensor& a, const Tensor& b, CompareOp op) {
+  const char* name = compare_name(op);
+  check_defined(a, name, "A");
+  check_defined(b, name, "B");
+  REFOLD_CHECK(a.dtype() == b.dtype(), "{}: inputs have dtypes {} and {}; they must match", name,
                dtype_name(a.dtype()), dtype_name(b.dtype()));
-  const Shape sizes = detail::broadcast_shapes({a.sizes(), b.sizes()}, "equal");
+  const Shape sizes = detail::broadcast_shapes({a.sizes(), b.sizes()}, name);
   Tensor output = empty_following(a, sizes, DType::Int64);
   const Shape as = broadcast_strides(a, sizes);
   const Shape bs = broadcast_strides(b, sizes);
@@ -86,18 +112,29 @@ Tensor equal(const Tensor& a, const Tensor& b) {
     const auto* pa = a.data<std::int64_t>();
     const auto* pb = b.data<std::int64_t>();
     for_each_index(sizes, [&](const Shape& idx) {
-      out[offset_in(idx, os)] = pa[offset_in(idx, as)] == pb[offset_in(idx, bs)] ? 1 : 0;
+      out[offset_in(idx, os)] = compare_values(op, pa[offset_in(idx, as)], pb[offset_in(idx, bs)]);
     });
     return output;
   }
-  // float32 and bfloat16 compare exactly as floats (NaN ≠ NaN, −0 == +0).
+  // float32 and bfloat16 compare exactly as floats (NaN compares false, −0 == +0).
   const void* pa = a.data_ptr();
   const void* pb = b.data_ptr();
   for_each_index(sizes, [&](const Shape& idx) {
-    out[offset_in(idx, os)] = load_as_float(pa, a.dtype(), offset_in(idx, as)) ==
-                                      load_as_float(pb, b.dtype(), offset_in(idx, bs))
-                                  ? 1
-                                  : 0;
+    out[offset_in(idx, os)] = compare_values(op, load_as_float(pa, a.dtype(), offset_in(idx, as)),
+                                             load_as_float(pb, b.dtype(), offset_in(idx, bs)));
+  });
+  return output;
+}
+
+Tensor logical_not(const Tensor& x) {
+  check_defined(x, "Not", "X");
+  REFOLD_CHECK(x.dtype() == DType::Int64, "Not: X has dtype {}; expected bool (int64 0/1)",
+               dtype_name(x.dtype()));
+  Tensor output = empty_following(x, x.sizes(), DType::Int64);
+  const auto* in = x.data<std::int64_t>();
+  auto* out = output.data<std::int64_t>();
+  for_each_index(x.sizes(), [&](const Shape& idx) {
+    out[offset_in(idx, output.strides())] = in[offset_in(idx, x.strides())] == 0 ? 1 : 0;
   });
   return output;
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "refold/op_options.h"
@@ -14,12 +15,13 @@
 
 namespace refold::reference {
 
-enum class ArithOp { Add, Sub, Mul, Div };
+enum class ArithOp { Add, Sub, Mul, Div, Pow, Max, Min };
 
 // NumPy-broadcast a ∘ b. Both operands have one dtype: float32, bfloat16 or int64.
 // int64 wraps on overflow (two's complement, as NumPy) and Div truncates toward zero (ONNX's
-// C-style integer division); an int64 division by zero is an error.
+// C-style integer division); an int64 division by zero is an error. Max/Min propagate NaN.
 Tensor arith(const Tensor& a, const Tensor& b, ArithOp op);
+const char* arith_name(ArithOp op);  // "Add", "Sub", …, the ONNX op
 
 // min(max(x, lo), hi) for whichever bound is given; NaN stays NaN. float32/bfloat16/int64.
 Tensor clip(const Tensor& x, std::optional<double> lo, std::optional<double> hi);
@@ -53,9 +55,32 @@ Tensor pool2d(const Tensor& input, const Pool2dParams& params);
 Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, double beta,
             bool trans_a, bool trans_b);
 
-// ONNX ReduceMean: the mean over `axes` (each in [−rank, rank), none repeated; empty = none),
-// float32/bfloat16; keepdims keeps the reduced axes as size 1. Reducing an empty axis gives NaN.
-Tensor reduce_mean(const Tensor& input, const std::vector<std::int64_t>& axes, bool keepdims);
+// ONNX Reduce*: y = ⊕ over `axes` (each in [−rank, rank), none repeated; empty = none) of x,
+// keepdims keeping the reduced axes as size 1. Float32/bfloat16; Sum, Prod, Max and Min also
+// int64 (exact, wrapping). Over no elements: Mean NaN, Sum 0, Prod 1, Max −inf, Min +inf,
+// LogSum and LogSumExp −inf. Max/Min propagate NaN.
+enum class ReduceOp { Mean, Sum, Max, Min, Prod, L1, L2, SumSquare, LogSum, LogSumExp };
+const char* reduce_name(ReduceOp op);  // "ReduceMean", …
+Tensor reduce(const Tensor& input, const std::vector<std::int64_t>& axes, bool keepdims,
+              ReduceOp op);
+// ONNX ArgMax (max) / ArgMin: int64 indices along `axis`; ties give the first index, or the
+// last with select_last_index; NaN is both the largest and the smallest (NumPy's rule).
+Tensor arg_reduce(const Tensor& input, std::int64_t axis, bool keepdims, bool select_last,
+                  bool max);
+
+// ONNX's element-wise math functions, y = f(x; alpha, beta) (the formulas in unary.cpp). Abs,
+// Neg and Sign also take int64 (exact); every other one float32/bfloat16.
+enum class UnaryOp {
+  Abs, Neg, Sign, Floor, Ceil, Round, Reciprocal, Sqrt, Exp, Log, Erf, Tanh, Sin, Cos, Tan, Asin,
+  Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Softplus, Softsign, Mish, Gelu, GeluTanh,
+  Elu,              // alpha
+  Selu,             // alpha, beta = gamma
+  Celu,             // alpha
+  ThresholdedRelu,  // alpha
+  Pow,              // x^alpha (Pow with a scalar exponent)
+};
+std::string_view unary_name(UnaryOp op);  // the ONNX op's name ("GeluTanh" for tanh Gelu)
+Tensor unary(const Tensor& x, UnaryOp op, double alpha = 0.0, double beta = 0.0);
 
 // numpy.matmul: 1-d operands are promoted (and the added dim removed), batch dims broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);

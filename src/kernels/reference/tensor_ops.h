@@ -5,11 +5,11 @@
 // Data movement (concat, transpose, depth_to_space, gather, slice, expand, where, scatter_nd)
 // copies elements bit for bit in the input's own dtype (float32, bfloat16 or int64); softmax and
 // resize compute in double and round once to the input's dtype. Booleans are int64 0/1 (DType
-// has no bool): equal() returns them, where() reads them.
+// has no bool): compare() returns them, where() reads them.
 //
 // Output layout (the layout plan's rules, src/passes/layout.cpp): a 4-d output keeps
 // channels_last when the first input suggests it and the op maps dimensions one to one
-// (softmax, resize, slice, depth_to_space, cast, equal, scatter_nd; where follows its condition,
+// (softmax, resize, slice, depth_to_space, cast, compare, scatter_nd; where follows its condition,
 // or x when the condition broadcasts; concat when every input does); transpose, gather, expand,
 // range and constant_of_shape write a fresh contiguous tensor.
 //
@@ -92,8 +92,12 @@ Tensor slice(const Tensor& data, const std::vector<SliceDim>& dims);
 Tensor expand(const Tensor& input, const Shape& shape);
 // out = condition ? x : y, broadcast; condition is int64 (0 false) or float (0 false).
 Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y);
-// out = (a == b) as int64 0/1, broadcast; a and b share dtype.
-Tensor equal(const Tensor& a, const Tensor& b);
+// out = a ∘ b as int64 0/1, broadcast; a and b share dtype. And/Or/Xor read non-zero as true.
+enum class CompareOp { Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor };
+const char* compare_name(CompareOp op);  // the ONNX op: "Equal", "Less", …
+Tensor compare(const Tensor& a, const Tensor& b, CompareOp op);
+// ONNX Not: 1 where x is 0, else 0 (bool as int64).
+Tensor logical_not(const Tensor& x);
 
 // ONNX TensorProto element types Cast can produce. Bool and Int32 are stored as int64:
 //   Bool: x ≠ 0 → 1, else 0 (NaN → 1, as numpy);  Int32: float truncated toward zero,
