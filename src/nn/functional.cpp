@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "core/check.h"
+#include "kernels/dispatch.h"
 #include "kernels/native/direct_conv2d.h"
 #include "kernels/native/winograd_conv2d.h"
 #include "kernels/onednn/batch_norm.h"
@@ -23,7 +24,6 @@
 #include "kernels/onednn/pooling.h"
 #include "kernels/post_ops.h"
 #include "kernels/reference/conv_common.h"
-#include "kernels/dispatch.h"
 #include "kernels/verbose.h"
 #include "refold/reference.h"
 

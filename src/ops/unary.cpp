@@ -8,6 +8,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/onednn/eltwise.h"
 #include "kernels/reference/onnx_ops.h"
+#include "kernels/reference/tensor_ops.h"
 #include "ops/op.h"
 #include "refold/graph/op.h"
 
@@ -50,13 +51,22 @@ class Pow : public graph::Op {
     const Tensor& x = in[0];
     const Tensor& y = in[1];
     if (y.numel() == 1 && y.dim() <= x.dim() && is_floating(x.dtype())) {
-      const double exponent = y.dtype() == DType::Int64 ? static_cast<double>(*y.data<std::int64_t>())
-                                                        : static_cast<double>(y.item());
+      const double exponent = y.dtype() == DType::Int64
+                                  ? static_cast<double>(*y.data<std::int64_t>())
+                                  : static_cast<double>(y.item());
       return {Unary::apply(UnaryOp::Pow, x, exponent, 0.0)};
     }
-    // A differently typed exponent (int64 Y of a float X) is converted to X's dtype first.
-    const Tensor exponent = y.dtype() == x.dtype() ? y : y.to(x.dtype());
-    return {reference::arith(x, exponent, reference::ArithOp::Pow)};
+    if (x.dtype() == y.dtype()) return {reference::arith(x, y, reference::ArithOp::Pow)};
+    // Mixed types (ONNX allows any pair): an integer exponent of a float base is converted to
+    // the base's dtype; an integer base with a float exponent is raised in float32 and the result
+    // truncated back to int64, as ONNX's reference implementation does.
+    if (is_floating(x.dtype()))
+      return {reference::arith(x, reference::cast(y, reference::CastTarget::Float32).to(x.dtype()),
+                               reference::ArithOp::Pow)};
+    const Tensor z = reference::arith(reference::cast(x, reference::CastTarget::Float32),
+                                      reference::cast(y, reference::CastTarget::Float32),
+                                      reference::ArithOp::Pow);
+    return {reference::cast(z, reference::CastTarget::Int64)};
   }
 };
 

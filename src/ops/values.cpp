@@ -1,4 +1,5 @@
-// Builders for Constant, Cast, the comparisons (Equal, Less, …, And, Or, Xor, Not) and Where (booleans are int64 0/1: value_ops.h).
+// Builders for Constant, Cast, the comparisons (Equal, Less, …, And, Or, Xor, Not) and Where
+// (booleans are int64 0/1: value_ops.h).
 #include "ops/values.h"
 
 #include <span>

@@ -76,7 +76,8 @@ TEST(OnnxReduceMean, ReferenceKernelRoundsOnceAndHandlesEmptyAxes) {
   const Tensor x = values({1, 2, 4}, {3}).to(DType::BFloat16);
   EXPECT_FLOAT_EQ(reference::reduce(x, {0}, false, reference::ReduceOp::Mean).item(), 2.328125f);
   // The mean over an empty axis is NaN.
-  EXPECT_TRUE(std::isnan(reference::reduce(zeros({2, 0}), {1}, false, reference::ReduceOp::Mean).at({1})));
+  EXPECT_TRUE(
+      std::isnan(reference::reduce(zeros({2, 0}), {1}, false, reference::ReduceOp::Mean).at({1})));
 }
 
 TEST(OnnxReduceMean, Errors) {

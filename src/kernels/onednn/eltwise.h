@@ -43,7 +43,7 @@ Tensor eltwise(EltwiseOp op, const Tensor& input, double negative_slope = 0.0,
                std::string* declined = nullptr);
 
 // ONNX's element-wise functions (reference::unary) that oneDNN has an algorithm for — Abs, Neg,
-// Sqrt, Exp, Log, Tanh, Round, Mish, Softplus, Gelu (erf and tanh), Elu, Selu, Reciprocal, Pow —
+// Sqrt, Exp, Tanh, Round, Mish, Softplus, Gelu (erf and tanh), Elu, Selu, Reciprocal, Pow —
 // under the contract above; any other op, and an int64 input, is declined.
 Tensor unary(reference::UnaryOp op, const Tensor& input, double alpha, double beta,
              std::string* declined = nullptr);

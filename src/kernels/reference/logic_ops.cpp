@@ -1,5 +1,5 @@
-// Reference expand, where, compare (Equal, Less, …, And, Or, Xor), Not, cast, range and constant_of_shape: exact for every dtype (see
-// tensor_ops.h; booleans are int64 0/1).
+// Reference expand, where, compare (Equal, Less, …, And, Or, Xor), Not, cast, range and
+// constant_of_shape: exact for every dtype (see tensor_ops.h; booleans are int64 0/1).
 #include <cmath>
 #include <limits>
 
@@ -72,8 +72,8 @@ Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
 }
 
 const char* compare_name(CompareOp op) {
-  static constexpr const char* names[] = {"Equal", "Less",     "Greater", "LessOrEqual",
-                                          "GreaterOrEqual", "And", "Or", "Xor"};
+  static constexpr const char* names[] = {"Equal",          "Less", "Greater", "LessOrEqual",
+                                          "GreaterOrEqual", "And",  "Or",      "Xor"};
   return names[static_cast<int>(op)];
 }
 
@@ -82,14 +82,22 @@ namespace {
 template <typename T>
 bool compare_values(CompareOp op, T x, T y) {
   switch (op) {
-    case CompareOp::Equal: return x == y;
-    case CompareOp::Less: return x < y;
-    case CompareOp::Greater: return x > y;
-    case CompareOp::LessOrEqual: return x <= y;
-    case CompareOp::GreaterOrEqual: return x >= y;
-    case CompareOp::And: return x != 0 && y != 0;
-    case CompareOp::Or: return x != 0 || y != 0;
-    case CompareOp::Xor: return (x != 0) != (y != 0);
+    case CompareOp::Equal:
+      return x == y;
+    case CompareOp::Less:
+      return x < y;
+    case CompareOp::Greater:
+      return x > y;
+    case CompareOp::LessOrEqual:
+      return x <= y;
+    case CompareOp::GreaterOrEqual:
+      return x >= y;
+    case CompareOp::And:
+      return x != 0 && y != 0;
+    case CompareOp::Or:
+      return x != 0 || y != 0;
+    case CompareOp::Xor:
+      return (x != 0) != (y != 0);
   }
   return false;
 }

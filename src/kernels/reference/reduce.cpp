@@ -41,8 +41,10 @@ Reduction plan(const Tensor& input, const std::vector<std::int64_t>& axes, bool 
     }
   }
   for (std::size_t d = 0; d < rank; ++d) {
-    if (!reduced[d]) r.out_sizes.push_back(input.sizes()[d]);
-    else if (keepdims) r.out_sizes.push_back(1);
+    if (!reduced[d])
+      r.out_sizes.push_back(input.sizes()[d]);
+    else if (keepdims)
+      r.out_sizes.push_back(1);
   }
   return r;
 }
@@ -50,53 +52,71 @@ Reduction plan(const Tensor& input, const std::vector<std::int64_t>& axes, bool 
 // The accumulator's start (the value of a reduction over no elements, before finish()).
 double identity(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Max: return -kInf;
-    case ReduceOp::Min: return kInf;
-    case ReduceOp::Prod: return 1.0;
-    default: return 0.0;
+    case ReduceOp::Max:
+      return -kInf;
+    case ReduceOp::Min:
+      return kInf;
+    case ReduceOp::Prod:
+      return 1.0;
+    default:
+      return 0.0;
   }
 }
 
 // NaN wins in Max and Min, as in NumPy.
 double accumulate(ReduceOp op, double acc, double x) {
   switch (op) {
-    case ReduceOp::Max: return std::isnan(acc) || std::isnan(x) ? acc + x : std::max(acc, x);
-    case ReduceOp::Min: return std::isnan(acc) || std::isnan(x) ? acc + x : std::min(acc, x);
-    case ReduceOp::Prod: return acc * x;
-    case ReduceOp::L1: return acc + std::abs(x);
+    case ReduceOp::Max:
+      return std::isnan(acc) || std::isnan(x) ? acc + x : std::max(acc, x);
+    case ReduceOp::Min:
+      return std::isnan(acc) || std::isnan(x) ? acc + x : std::min(acc, x);
+    case ReduceOp::Prod:
+      return acc * x;
+    case ReduceOp::L1:
+      return acc + std::abs(x);
     case ReduceOp::L2:
-    case ReduceOp::SumSquare: return acc + x * x;
-    default: return acc + x;  // Mean, Sum, LogSum; LogSumExp adds e^(x − max) (see reduce())
+    case ReduceOp::SumSquare:
+      return acc + x * x;
+    default:
+      return acc + x;  // Mean, Sum, LogSum; LogSumExp adds e^(x − max) (see reduce())
   }
 }
 
 double finish(ReduceOp op, double acc, std::int64_t count) {
   switch (op) {
-    case ReduceOp::Mean: return count == 0 ? std::numeric_limits<double>::quiet_NaN() : acc / count;
-    case ReduceOp::L2: return std::sqrt(acc);
-    case ReduceOp::LogSum: return std::log(acc);
-    default: return acc;
+    case ReduceOp::Mean:
+      return count == 0 ? std::numeric_limits<double>::quiet_NaN() : acc / count;
+    case ReduceOp::L2:
+      return std::sqrt(acc);
+    case ReduceOp::LogSum:
+      return std::log(acc);
+    default:
+      return acc;
   }
 }
 
 std::int64_t accumulate_int(ReduceOp op, std::int64_t acc, std::int64_t x) {
   const auto ua = static_cast<std::uint64_t>(acc), ux = static_cast<std::uint64_t>(x);
   switch (op) {
-    case ReduceOp::Sum: return static_cast<std::int64_t>(ua + ux);  // wraps, as NumPy
-    case ReduceOp::Prod: return static_cast<std::int64_t>(ua * ux);
-    case ReduceOp::Max: return std::max(acc, x);
-    case ReduceOp::Min: return std::min(acc, x);
-    default: fail("{}: input has dtype int64; expected float32 or bfloat16", reduce_name(op));
+    case ReduceOp::Sum:
+      return static_cast<std::int64_t>(ua + ux);  // wraps, as NumPy
+    case ReduceOp::Prod:
+      return static_cast<std::int64_t>(ua * ux);
+    case ReduceOp::Max:
+      return std::max(acc, x);
+    case ReduceOp::Min:
+      return std::min(acc, x);
+    default:
+      fail("{}: input has dtype int64; expected float32 or bfloat16", reduce_name(op));
   }
 }
 
 }  // namespace
 
 const char* reduce_name(ReduceOp op) {
-  static constexpr const char* names[] = {"ReduceMean", "ReduceSum",       "ReduceMax",
-                                          "ReduceMin",  "ReduceProd",      "ReduceL1",
-                                          "ReduceL2",   "ReduceSumSquare", "ReduceLogSum",
-                                          "ReduceLogSumExp"};
+  static constexpr const char* names[] = {
+      "ReduceMean", "ReduceSum", "ReduceMax",       "ReduceMin",    "ReduceProd",
+      "ReduceL1",   "ReduceL2",  "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"};
   return names[static_cast<int>(op)];
 }
 
@@ -150,7 +170,8 @@ Tensor reduce(const Tensor& input, const std::vector<std::int64_t>& axes, bool k
   void* out = output.data_ptr();
   for (std::size_t o = 0; o < outputs; ++o) {
     const double y = op == ReduceOp::LogSumExp ? acc[o] : finish(op, acc[o], r.count);
-    store_from_float(out, input.dtype(), static_cast<std::int64_t>(o), round_to_dtype(y, input.dtype()));
+    store_from_float(out, input.dtype(), static_cast<std::int64_t>(o),
+                     round_to_dtype(y, input.dtype()));
   }
   return output;
 }
