@@ -9,13 +9,17 @@
 
 namespace refold::onnx::detail {
 
-// Supported range (docs/reliability.md A6, A8). Any ai.onnx opset up to 18 is accepted here; which
+// Supported range (docs/reliability.md A6, A8). Any ai.onnx opset up to 21 is accepted here; which
 // op versions refold implements is the op table's call (unsupported_reason, A9), so the
 // pytorch-converted tests (opsets 6–9) load wherever their ops' versions are implemented.
+// IR 9 and 10 (ONNX 1.13–1.16; PyTorch's dynamo exporter writes IR 10) are read with the IR 8
+// schema of Debian's libonnx: what they add arrives as protobuf unknown fields, which export
+// keeps. Those that change a node's meaning are refused (check_newer_ir_fields); the others —
+// metadata_props on nodes, graphs, values and functions — carry none and are kept as they are.
 inline constexpr int kMinIrVersion = 3;
-inline constexpr int kMaxIrVersion = 8;
+inline constexpr int kMaxIrVersion = 10;
 inline constexpr int kMinOpset = 1;
-inline constexpr int kMaxOpset = 18;
+inline constexpr int kMaxOpset = 21;
 
 // A1/A2 (no graph), A6 (IR version), A7 (no or repeated opset_import), A8 (opset range).
 // Returns the ai.onnx opset, or 0 when the model imports none and has no ai.onnx node.
@@ -33,6 +37,10 @@ struct GraphPlan {
 // order when it already is one, else a stable topological sort; a cycle is an error naming its
 // nodes.
 GraphPlan validate_graph(const ::onnx::GraphProto& graph, std::size_t max_nodes);
+
+// Refuses a field of IR 9/10 that libonnx 1.12 does not know and that changes what a node
+// computes: NodeProto.overload (field 8), which picks an overloaded model-local function.
+void check_newer_ir_fields(const ::onnx::NodeProto& node, const std::string& name);
 
 // "node 'conv1' (Conv)" or, for another domain, "node 'f' (com.microsoft.FusedConv)".
 std::string describe_node(const std::string& name, const ::onnx::NodeProto& node);

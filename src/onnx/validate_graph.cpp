@@ -4,6 +4,8 @@
 #include <queue>
 #include <set>
 
+#include <google/protobuf/unknown_field_set.h>
+
 #include "core/check.h"
 #include "onnx/validate.h"
 
@@ -14,6 +16,24 @@ std::string describe_node(const std::string& name, const ::onnx::NodeProto& node
   if (domain.empty() || domain == "ai.onnx")
     return fmt::format("node '{}' ({})", name, node.op_type());
   return fmt::format("node '{}' ({}.{})", name, domain, node.op_type());
+}
+
+void check_newer_ir_fields(const ::onnx::NodeProto& node, const std::string& name) {
+  constexpr int kOverloadField = 8;  // NodeProto.overload, IR 10
+  const google::protobuf::UnknownFieldSet& unknown =
+      node.GetReflection()->GetUnknownFields(node);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField& field = unknown.field(i);
+    if (field.number() != kOverloadField) continue;
+    const std::string overload =
+        field.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED
+            ? field.length_delimited()
+            : std::string("?");
+    if (overload.empty()) continue;
+    fail("{}: overload '{}' (IR 10 function overloads) is not supported; refold runs ai.onnx "
+         "ops, not model-local functions",
+         describe_node(name, node), overload);
+  }
 }
 
 namespace {
@@ -79,6 +99,8 @@ GraphPlan validate_graph(const ::onnx::GraphProto& graph, std::size_t max_nodes)
   auto node_text = [&](std::size_t i) {
     return describe_node(names[i], graph.node(static_cast<int>(i)));
   };
+  for (std::size_t i = 0; i < names.size(); ++i)
+    check_newer_ir_fields(graph.node(static_cast<int>(i)), names[i]);
 
   std::set<std::string> initializers;
   for (const auto& t : graph.initializer()) {

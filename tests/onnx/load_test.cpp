@@ -136,10 +136,11 @@ TEST(OnnxLoad, A5HugeFilesAreRefusedBeforeParsing) {
 }
 
 TEST(OnnxLoad, A6A7A8HeaderChecks) {
-  expect_load_error(conv_relu_add(17, 0), "IR version 0 unsupported (min 3, max 8)");
-  expect_load_error(conv_relu_add(17, 99), "IR version 99 unsupported (min 3, max 8)");
-  expect_load_error(conv_relu_add(99), "opset 99 unsupported; supported 1 ≤ opset ≤ 18");
-  expect_load_error(conv_relu_add(0), "opset 0 unsupported; supported 1 ≤ opset ≤ 18");
+  expect_load_error(conv_relu_add(17, 0), "IR version 0 unsupported (min 3, max 10)");
+  expect_load_error(conv_relu_add(17, 11), "IR version 11 unsupported (min 3, max 10)");
+  expect_load_error(conv_relu_add(99), "opset 99 unsupported; supported 1 ≤ opset ≤ 21");
+  expect_load_error(conv_relu_add(22), "opset 22 unsupported; supported 1 ≤ opset ≤ 21");
+  expect_load_error(conv_relu_add(0), "opset 0 unsupported; supported 1 ≤ opset ≤ 21");
   OnnxBuilder no_opset = conv_relu_add();
   no_opset.model().clear_opset_import();
   expect_load_error(no_opset, "no opset_import for the ai.onnx domain");
@@ -149,6 +150,38 @@ TEST(OnnxLoad, A6A7A8HeaderChecks) {
   OnnxBuilder twice = conv_relu_add();
   *twice.model().add_opset_import() = twice.model().opset_import(0);
   expect_load_error(twice, "opset_import lists domain '' twice");
+}
+
+// IR 10 (PyTorch's dynamo exporter) at opset 21: what IR 9/10 add reaches libonnx 1.12 as
+// unknown fields. metadata_props (NodeProto field 9) means nothing to the computation: the
+// model loads, runs, and export writes the field back. NodeProto.overload (field 8) picks a
+// model-local function: refused, naming the node.
+TEST(OnnxLoad, Ir10FieldsAreKeptOrRefused) {
+  OnnxBuilder b = conv_relu_add(21, 10);
+  ::onnx::StringStringEntryProto entry;
+  entry.set_key("pkg.torch.onnx.stack_trace");
+  entry.set_value("model.py:12");
+  b.model().mutable_graph()->mutable_node(0)->mutable_unknown_fields()->AddLengthDelimited(
+      9, entry.SerializeAsString());
+  TempDir dir;
+  const auto file = b.save(dir / "model.onnx");
+  const auto g = load(file);
+  Generator gen(3);
+  const Tensor x = testing::uniform({1, 4, 6, 6}, 1.0, gen);
+  EXPECT_TRUE(testing::all_close(g->run({x})[0], reference(*g, x), testing::Tolerance::op_f32()));
+  save(*g, dir / "out.onnx");
+  ::onnx::ModelProto written;
+  ASSERT_TRUE(written.ParseFromString(testing::read_file(dir / "out.onnx")));
+  EXPECT_EQ(written.ir_version(), 10);
+  EXPECT_EQ(written.opset_import(0).version(), 21);
+  EXPECT_EQ(written.graph().node(0).unknown_fields().field_count(), 1);
+
+  OnnxBuilder overloaded = conv_relu_add(21, 10);
+  overloaded.model().mutable_graph()->mutable_node(1)->mutable_unknown_fields()->AddLengthDelimited(
+      8, "relu_v2");
+  expect_load_error(overloaded,
+                    "node 'relu1' (Relu): overload 'relu_v2' (IR 10 function overloads) is not "
+                    "supported");
 }
 
 TEST(OnnxLoad, A9OpVersionNotImplemented) {

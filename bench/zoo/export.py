@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""Exports refold's model zoo to ONNX, with an input and PyTorch's output for each model.
+
+    python=$(bench/zoo/setup.sh)                     # once: the venv (torch, timm, ultralytics…)
+    $python bench/zoo/export.py                      # the whole zoo → bench/zoo/models/
+    $python bench/zoo/export.py --only resnet18,yolov8n --out /tmp/zoo
+
+For every model (built without pretrained weights; none can be downloaded here):
+  * eval mode, a fixed seed, and every BatchNorm's running mean/var, weight and bias randomized
+    so that BN folding really changes numbers;
+  * <name>.input.npy    a random normal input (1x3x224x224; yolov8n 1x3x320x320)
+  * <name>.golden.npy   PyTorch's output on it (torch.no_grad)
+  * <name>.ts17.onnx    the TorchScript exporter, opset 17
+  * <name>.dynamo.onnx  the dynamo exporter (torch's default), one file (no external data)
+  * <name>.deploy.onnx  the authors' deploy form, TorchScript exporter at opset 17: timm's
+                        reparameterize_model (kept only when it changes the module structure)
+                        or ultralytics' fuse(); its PyTorch output is checked against the golden
+  * <name>.dynamic.onnx resnet18 only: TorchScript exporter, input dims N, H, W dynamic
+and manifest.json: per model its files, input shape, export errors (the full traceback of each
+is in <name>.<form>.error.txt), the deploy check, and ONNX Runtime's output on each exported file
+against the golden (a check of the export itself, independent of refold). With --only, the
+other models' manifest entries are kept. bench/zoo/run.py runs refold on the result.
+"""
+
+import argparse
+import copy
+import json
+import pathlib
+import sys
+import time
+import traceback
+import warnings
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+
+HERE = pathlib.Path(__file__).resolve().parent
+SEED = 0
+OPSET = 17
+BATCH = 1
+
+# name → (source, input side). Sources: timm, torchvision, ultralytics.
+ZOO = {
+    "resnet18": ("timm", 224),
+    "resnet50": ("timm", 224),
+    "mobilenetv3_small_100": ("timm", 224),
+    "efficientnet_b0": ("timm", 224),
+    "convnext_atto": ("timm", 224),
+    "regnetx_002": ("timm", 224),
+    "ghostnet_100": ("timm", 224),
+    "densenet121": ("timm", 224),
+    "mobilevitv2_050": ("timm", 224),
+    "repvgg_a0": ("timm", 224),
+    "mobileone_s0": ("timm", 224),
+    "mobileone_s1": ("timm", 224),
+    "fastvit_t8": ("timm", 224),
+    "repghostnet_050": ("timm", 224),
+    "mobilenet_v2": ("torchvision", 224),
+    "shufflenet_v2_x0_5": ("torchvision", 224),
+    "yolov8n": ("ultralytics", 320),
+}
+DYNAMIC = {"resnet18"}  # models also exported with dynamic batch, height and width
+
+
+# ----------------------------------------------------------------------------------------------
+# Models
+
+class YoloRaw(nn.Module):
+    """An ultralytics DetectionModel whose forward returns only the decoded head output: in eval
+    mode the Detect head returns (y, raw predictions), which the exporters cannot name as one
+    output."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        out = self.model(x)
+        return out[0] if isinstance(out, (tuple, list)) else out
+
+
+def build(name, source):
+    """The model, randomly initialized (seeded by the caller), in eval mode."""
+    if source == "timm":
+        import timm
+        model = timm.create_model(name, pretrained=False)
+    elif source == "torchvision":
+        import torchvision
+        model = getattr(torchvision.models, name)(weights=None)
+    elif source == "ultralytics":
+        from ultralytics.nn.tasks import DetectionModel
+        model = YoloRaw(DetectionModel(f"{name}.yaml", verbose=False))  # the yaml ships with it
+    else:
+        raise ValueError(f"unknown source {source!r}")
+    return model.eval()
+
+
+def randomize_batchnorms(model, generator):
+    """Random running statistics and affine parameters for every BatchNorm, so that a runtime
+    that folds BN into the conv before it must get the numbers right, not only the shapes."""
+    for m in model.modules():
+        if not isinstance(m, nn.modules.batchnorm._BatchNorm):
+            continue
+        c = m.num_features
+        with torch.no_grad():
+            if m.track_running_stats:
+                m.running_mean.copy_(torch.randn(c, generator=generator) * 0.1)
+                m.running_var.copy_(torch.rand(c, generator=generator) + 0.5)
+            if m.affine:
+                m.weight.copy_(torch.rand(c, generator=generator) + 0.5)
+                m.bias.copy_(torch.randn(c, generator=generator) * 0.1)
+
+
+def deploy_form(model, source):
+    """The authors' inference form (a deep copy), or None where it is the model itself."""
+    if source == "ultralytics":
+        deploy = copy.deepcopy(model)
+        deploy.model.fuse(verbose=False)  # Conv+BN folding, RepConv merging
+        return deploy.eval()
+    if source == "timm":
+        from timm.utils.model import reparameterize_model
+        deploy = reparameterize_model(model)  # a deep copy
+        return deploy.eval() if structure(deploy) != structure(model) else None
+    return None
+
+
+def structure(model):
+    """The module tree and parameter names: what re-parameterization changes."""
+    return ([(n, type(m).__name__) for n, m in model.named_modules()],
+            [n for n, _ in model.named_parameters()])
+
+
+# ----------------------------------------------------------------------------------------------
+# Exports
+
+def export_ts17(model, x, path, dynamic=False):
+    """TorchScript exporter, opset 17; dynamic: input dims 0, 2, 3 named N, H, W."""
+    axes = {"input": {0: "N", 2: "H", 3: "W"}, "output": {0: "N"}} if dynamic else None
+    torch.onnx.export(model, x, str(path), opset_version=OPSET, dynamo=False,
+                      input_names=["input"], output_names=["output"], dynamic_axes=axes)
+
+
+def export_dynamo(model, x, path):
+    """The dynamo exporter (torch's default), at its default opset, made a single file."""
+    torch.onnx.export(model, (x,), str(path), dynamo=True, input_names=["input"],
+                      output_names=["output"])
+    inline_external_data(path)
+
+
+def inline_external_data(path):
+    """Rewrites an ONNX file whose initializers live in external files as one file."""
+    header = onnx.load(str(path), load_external_data=False)
+    locations = {entry.value for t in header.graph.initializer
+                 if t.data_location == onnx.TensorProto.EXTERNAL
+                 for entry in t.external_data if entry.key == "location"}
+    if not locations:
+        return
+    model = onnx.load(str(path))  # reads the external data from the file's folder
+    onnx.save_model(model, str(path), save_as_external_data=False)
+    for location in locations:
+        (path.parent / location).unlink(missing_ok=True)
+
+
+def tolerance(reference):
+    return 1e-4 * max(1.0, float(np.abs(reference).max()))
+
+
+def compare(output, golden):
+    """{max_abs_diff, tolerance, ok} of one output against the golden."""
+    output = np.asarray(output)
+    if output.shape != golden.shape:
+        return dict(ok=False, error=f"shape {list(output.shape)} != golden {list(golden.shape)}")
+    diff = float(np.abs(output.astype(np.float64) - golden.astype(np.float64)).max())
+    return dict(max_abs_diff=diff, tolerance=tolerance(golden), ok=bool(diff <= tolerance(golden)))
+
+
+def onnxruntime_check(path, x, golden):
+    """ONNX Runtime's output on the exported file against the golden (the export's own check)."""
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    (output, *_) = session.run(None, {session.get_inputs()[0].name: x})
+    return compare(output, golden)
+
+
+def first_line(error):
+    text = f"{type(error).__name__}: {error}".strip()
+    return text.splitlines()[0][:500] if text else type(error).__name__
+
+
+def export_model(name, source, side, out):
+    """Exports one model's forms; returns its manifest entry. Never raises for one form."""
+    torch.manual_seed(SEED)
+    entry = dict(source=source, input_shape=[BATCH, 3, side, side], seed=SEED,
+                 input=f"{name}.input.npy", golden=f"{name}.golden.npy", files={}, opsets={},
+                 errors={}, seconds={}, onnxruntime_check={})
+    start = time.perf_counter()
+    model = build(name, source)
+    randomize_batchnorms(model, torch.Generator().manual_seed(SEED))
+    x_np = np.random.default_rng(SEED).standard_normal(entry["input_shape"]).astype(np.float32)
+    x = torch.from_numpy(x_np)
+    with torch.no_grad():
+        golden = model(x).numpy()
+    np.save(out / f"{name}.input.npy", x_np)
+    np.save(out / f"{name}.golden.npy", golden)
+    entry.update(output_shape=list(golden.shape), golden_max_abs=float(np.abs(golden).max()),
+                 parameters=sum(p.numel() for p in model.parameters()))
+    entry["seconds"]["build"] = round(time.perf_counter() - start, 2)
+
+    forms = [("ts17", lambda m, p: export_ts17(m, x, p)),
+             ("dynamo", lambda m, p: export_dynamo(m, x, p))]
+    if name in DYNAMIC:
+        forms.append(("dynamic", lambda m, p: export_ts17(m, x, p, dynamic=True)))
+    try:
+        deploy = deploy_form(model, source)
+    except Exception as e:  # noqa: BLE001 — recorded, the other forms go on
+        deploy = None
+        record_error(entry, out, name, "deploy", e)
+    if deploy is not None:
+        with torch.no_grad():
+            entry["deploy_check"] = compare(deploy(x).numpy(), golden)
+        if not entry["deploy_check"]["ok"]:
+            print(f"  {name}: deploy form differs from the golden: {entry['deploy_check']}")
+        forms.append(("deploy", lambda m, p: export_ts17(deploy, x, p)))
+
+    for form, export in forms:
+        path = out / f"{name}.{form}.onnx"
+        path.unlink(missing_ok=True)
+        (out / f"{name}.{form}.error.txt").unlink(missing_ok=True)
+        start = time.perf_counter()
+        print(f"  {name}: {form} …", flush=True)
+        try:
+            with torch.no_grad():
+                export(model, path)
+            entry["files"][form] = path.name
+            header = onnx.load(str(path), load_external_data=False)
+            entry["opsets"][form] = next(o.version for o in header.opset_import if o.domain in
+                                         ("", "ai.onnx"))
+        except Exception as e:  # noqa: BLE001 — recorded, the next form goes on
+            record_error(entry, out, name, form, e)
+            continue
+        finally:
+            entry["seconds"][form] = round(time.perf_counter() - start, 2)
+        try:
+            entry["onnxruntime_check"][form] = onnxruntime_check(path, x_np, golden)
+        except Exception as e:  # noqa: BLE001
+            entry["onnxruntime_check"][form] = dict(ok=False, error=first_line(e))
+        if not entry["onnxruntime_check"][form]["ok"]:
+            print(f"  {name}: ONNX Runtime on {path.name} differs from the golden: "
+                  f"{entry['onnxruntime_check'][form]}")
+    return entry
+
+
+def record_error(entry, out, name, form, error):
+    entry["errors"][form] = first_line(error)
+    (out / f"{name}.{form}.error.txt").write_text(traceback.format_exc())
+    print(f"  {name}: {form} FAILED: {entry['errors'][form]}", flush=True)
+
+
+def versions():
+    import importlib.metadata as md
+    found = {}
+    for package in ("torch", "torchvision", "timm", "ultralytics", "onnx", "onnxscript",
+                    "onnxruntime"):
+        try:
+            found[package] = md.version(package)
+        except md.PackageNotFoundError:
+            found[package] = None
+    return found
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", help="comma-separated model names (default: the whole zoo)")
+    parser.add_argument("--out", default=str(HERE / "models"), help="output folder")
+    args = parser.parse_args()
+    names = list(ZOO) if not args.only else [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ZOO]
+    if unknown:
+        parser.error(f"unknown models {unknown}; the zoo: {', '.join(ZOO)}")
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(2)
+    warnings.filterwarnings("ignore", message=".*legacy TorchScript-based ONNX export")
+
+    manifest_path = out / "manifest.json"
+    models = {}
+    if manifest_path.exists():  # --only updates these entries and keeps the others
+        models = json.loads(manifest_path.read_text()).get("models", {})
+    for i, name in enumerate(names):
+        source, side = ZOO[name]
+        print(f"[{i + 1}/{len(names)}] {name} ({source})", flush=True)
+        try:
+            models[name] = export_model(name, source, side, out)
+        except Exception as e:  # noqa: BLE001 — building or running the model itself failed
+            models[name] = dict(source=source, input_shape=[BATCH, 3, side, side], files={},
+                                errors={"build": first_line(e)})
+            (out / f"{name}.build.error.txt").write_text(traceback.format_exc())
+            print(f"  {name}: build FAILED: {models[name]['errors']['build']}", flush=True)
+        # Written after every model, so an interrupted run leaves a usable manifest.
+        ordered = {n: models[n] for n in list(ZOO) + sorted(models) if n in models}
+        manifest = dict(versions=versions(), python=sys.version.split()[0], opset_ts=OPSET,
+                        tolerance="1e-4 * max(1, max|golden|)", models=ordered)
+        manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+
+    failed = {n: models[n]["errors"] for n in names if models[n]["errors"]}
+    print(f"\nwrote {manifest_path}: {len(names)} models, export errors: "
+          f"{json.dumps(failed, indent=2) if failed else 'none'}")
+
+
+if __name__ == "__main__":
+    main()
