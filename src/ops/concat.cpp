@@ -2,9 +2,13 @@
 
 #include <algorithm>
 
+#include <fmt/ranges.h>
+
 #include "core/check.h"
 #include "kernels/reference/tensor_ops.h"
 #include "ops/op.h"
+#include "ops/tensor_values.h"
+#include "kernels/reference/typed_elements.h"
 #include "ops/reshape.h"
 #include "ops/softmax.h"
 #include "ops/transpose.h"
@@ -36,12 +40,96 @@ nn::ModulePtr build_concat(const BuildContext& context) {
   return std::make_shared<Concat>(node.attributes.get_int("axis", 0));
 }
 
-// DepthToSpace: CRD is PixelShuffle (torch's layer); DCR (the default, and the only mode
-// before opset 11) is the general op.
+std::vector<std::int64_t> Split::lengths(std::int64_t size, const Tensor& split_input) const {
+  if (lengths_) return *lengths_;
+  if (split_input.defined()) return int64_vector(split_input, "Split", "split");
+  const auto n = static_cast<std::int64_t>(outputs_);
+  if (uneven_last_) {
+    // ⌈size / n⌉ per piece, the rest last (num_outputs, opset 18).
+    const std::int64_t chunk = (size + n - 1) / n;
+    std::vector<std::int64_t> lengths(outputs_, chunk);
+    lengths.back() = size - chunk * (n - 1);
+    REFOLD_CHECK(lengths.back() >= 0,
+                 "Split: an axis of size {} cannot be cut into {} pieces of {} and a last one",
+                 size, n, chunk);
+    return lengths;
+  }
+  REFOLD_CHECK(size % n == 0, "Split: an axis of size {} does not split evenly into {} outputs",
+               size, n);
+  return std::vector<std::int64_t>(outputs_, size / n);
+}
+
+std::vector<Tensor> Split::run(const std::vector<Tensor>& inputs) {
+  REFOLD_CHECK(!inputs.empty() && inputs.size() <= 2 && inputs[0].defined(),
+               "Split: expects input and optional split; got {} inputs", inputs.size());
+  const Tensor& x = inputs[0];
+  const auto axis =
+      static_cast<std::size_t>(reference::detail::wrap_axis(axis_, x.dim(), "Split"));
+  const std::int64_t size = x.sizes()[axis];
+  const std::vector<std::int64_t> pieces = lengths(size, inputs.size() > 1 ? inputs[1] : Tensor());
+  REFOLD_CHECK(pieces.size() == outputs_, "Split: {} lengths [{}] for {} outputs", pieces.size(),
+               fmt::join(pieces, ", "), outputs_);
+  std::int64_t total = 0;
+  for (std::int64_t length : pieces) {
+    REFOLD_CHECK(length >= 0, "Split: negative length in split [{}]", fmt::join(pieces, ", "));
+    total += length;
+  }
+  REFOLD_CHECK(total == size, "Split: split [{}] sums to {}, but axis {} has size {}",
+               fmt::join(pieces, ", "), total, axis_, size);
+  std::vector<Tensor> outputs;
+  std::int64_t start = 0;
+  for (std::int64_t length : pieces) {
+    Shape sizes = x.sizes();
+    sizes[axis] = length;
+    // The piece as a view of x, copied in x's memory format.
+    const Tensor view = x.as_strided(sizes, x.strides(), x.storage_offset() + start * x.strides()[axis]);
+    outputs.push_back(view.clone(MemoryFormat::Preserve));
+    start += length;
+  }
+  return outputs;
+}
+
+nn::ModulePtr build_split(const BuildContext& context) {
+  const graph::Node& node = context.node;
+  const bool split_input = context.opset >= 13;  // v13: split became an input
+  REFOLD_CHECK(!node.outputs.empty(), "Split has no outputs");
+  check_arity(node, 1, split_input ? 2 : 1, node.outputs.size());
+  const std::size_t outputs = node.outputs.size();
+  std::optional<std::vector<std::int64_t>> lengths;
+  if (split_input) {
+    REFOLD_CHECK(!node.attributes.has("split"),
+                 "split is an input from opset 13 on, not an attribute");
+    if (auto constant = constant_ints(context, 1, "split")) lengths = std::move(*constant);
+  } else if (node.attributes.has("split")) {
+    lengths = node.attributes.get_ints("split");
+  }
+  if (lengths) {
+    REFOLD_CHECK(lengths->size() == outputs, "split has {} lengths [{}] for {} outputs",
+                 lengths->size(), fmt::join(*lengths, ", "), outputs);
+    for (std::int64_t length : *lengths)
+      REFOLD_CHECK(length >= 0, "split has a negative length: [{}]", fmt::join(*lengths, ", "));
+  }
+  const bool has_num_outputs = node.attributes.has("num_outputs");
+  REFOLD_CHECK(!has_num_outputs || context.opset >= 18,
+               "num_outputs is an attribute from opset 18 on");
+  if (has_num_outputs) {
+    const std::int64_t n = node.attributes.get_int("num_outputs", 0);
+    REFOLD_CHECK(n == static_cast<std::int64_t>(outputs),
+                 "num_outputs is {} but the node has {} outputs", n, outputs);
+    REFOLD_CHECK(input_name(node, 1).empty(), "give either the split input or num_outputs, not both");
+  } else if (context.opset >= 18) {
+    REFOLD_CHECK(!input_name(node, 1).empty(),
+                 "from opset 18 on, Split needs the split input or num_outputs");
+  }
+  return std::make_shared<Split>(node.attributes.get_int("axis", 0), outputs, std::move(lengths),
+                                 has_num_outputs);
+}
 
 const std::vector<OpDef>& concat_ops() {
   static const std::vector<OpDef> table = {
       {"Concat", 4, build_concat, LayoutRule::AllInputs},  // v4: axis became required
+      // v2: split only as an attribute; v13: as an input; v18: num_outputs.
+      {"Split", 2, build_split, LayoutRule::FirstInput},
   };
   return table;
 }

@@ -1,10 +1,13 @@
-// ONNX Concat as a graph op: joins its inputs along `axis` (negative counts from the end), any
+// ONNX Concat and Split.
+//
+// Concat as a graph op: joins its inputs along `axis` (negative counts from the end), any
 // rank, float32/bfloat16 through functional::cat, int64 (shape arithmetic) exactly. The output
 // is channels_last when every input suggests it, so a Concat(axis=1) of channels_last
 // activations stays channels_last; inputs are read through their strides.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "refold/graph/op.h"
@@ -19,6 +22,32 @@ class Concat : public graph::Op {
 
  private:
   std::int64_t axis_;
+};
+
+// ONNX Split: `input` cut along `axis` into one piece per output, each a copy in the input's
+// memory format (a channel split of a channels_last tensor stays channels_last). The lengths:
+//   `split` (an attribute before opset 13, an optional int64 input from then on), summing to
+//   the axis' size; else, with num_outputs (opset 18+), ⌈size / n⌉ each and the rest last;
+//   else equal pieces, which must divide the axis exactly.
+class Split : public graph::Op {
+ public:
+  // `lengths`: the split attribute, or nullopt (read input 1, else split evenly).
+  Split(std::int64_t axis, std::size_t outputs, std::optional<std::vector<std::int64_t>> lengths,
+        bool uneven_last)
+      : Op("Split"),
+        axis_(axis),
+        outputs_(outputs),
+        lengths_(std::move(lengths)),
+        uneven_last_(uneven_last) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+
+ private:
+  std::vector<std::int64_t> lengths(std::int64_t size, const Tensor& split_input) const;
+
+  std::int64_t axis_;
+  std::size_t outputs_;
+  std::optional<std::vector<std::int64_t>> lengths_;
+  bool uneven_last_;
 };
 
 }  // namespace refold::ops
