@@ -7,10 +7,12 @@
 
 For every model (built without pretrained weights; none can be downloaded here):
   * eval mode, a fixed seed, and every BatchNorm's running mean/var, weight and bias randomized
-    so that BN folding really changes numbers;
+    (around the statistics measured on the input, see randomize_batchnorms) so that BN folding
+    really changes numbers;
   * <name>.input.npy    a random normal input (1x3x224x224; yolov8n 1x3x320x320)
   * <name>.golden.npy   PyTorch's output on it (torch.no_grad)
-  * <name>.ts17.onnx    the TorchScript exporter, opset 17
+  * <name>.ts17.onnx    the TorchScript exporter, opset 17 (it folds BatchNorms into convs)
+  * <name>.ts17bn.onnx  the same with TrainingMode.PRESERVE: BatchNormalization nodes kept
   * <name>.dynamo.onnx  the dynamo exporter (torch's default), one file (no external data)
   * <name>.deploy.onnx  the authors' deploy form, TorchScript exporter at opset 17: timm's
                         reparameterize_model (kept only when it changes the module structure)
@@ -97,20 +99,40 @@ def build(name, source):
     return model.eval()
 
 
-def randomize_batchnorms(model, generator):
-    """Random running statistics and affine parameters for every BatchNorm, so that a runtime
-    that folds BN into the conv before it must get the numbers right, not only the shapes."""
+def randomize_batchnorms(model, x, generator):
+    """Random BatchNorm parameters and statistics, so that BN folding must get the numbers right.
+
+    Statistics drawn out of thin air (mean ~ N(0, 0.1), var ~ U(0.5, 1.5)) let activations grow
+    block after block in a deep or multi-branch net (RepVGG-A0's output reached 1e4, MobileOne-S0's
+    1e16), where no tolerance means anything. So they are measured and then perturbed, in one
+    eval-mode forward on a batch of x and 7 more random inputs: just before each BN runs, its
+    running statistics are set from its actual input (upstream BNs already final), then
+    mean += N(0, 0.1)·std and var ·= U(0.5, 1.5) (var at least 1e-3: a channel dead on this batch
+    must not be scaled by 1/sqrt(eps)); weight ~ U(0.5, 1.5) and bias ~ N(0, 0.1) beforehand."""
+    def calibrate(m, inputs):
+        (t,) = inputs
+        dims = [d for d in range(t.dim()) if d != 1]
+        mean, var = t.mean(dims), t.var(dims, unbiased=False)
+        c = m.num_features
+        m.running_mean.copy_(mean + torch.randn(c, generator=generator) * 0.1 * var.sqrt())
+        m.running_var.copy_(var.clamp_min(1e-3) * (torch.rand(c, generator=generator) + 0.5))
+
+    hooks = []
     for m in model.modules():
         if not isinstance(m, nn.modules.batchnorm._BatchNorm):
             continue
         c = m.num_features
         with torch.no_grad():
-            if m.track_running_stats:
-                m.running_mean.copy_(torch.randn(c, generator=generator) * 0.1)
-                m.running_var.copy_(torch.rand(c, generator=generator) + 0.5)
             if m.affine:
                 m.weight.copy_(torch.rand(c, generator=generator) + 0.5)
                 m.bias.copy_(torch.randn(c, generator=generator) * 0.1)
+        if m.track_running_stats:
+            hooks.append(m.register_forward_pre_hook(calibrate))
+    batch = torch.cat([x, torch.randn(7, *x.shape[1:], generator=generator)])
+    with torch.no_grad():
+        model.eval()(batch)
+    for hook in hooks:
+        hook.remove()
 
 
 def deploy_form(model, source):
@@ -135,10 +157,13 @@ def structure(model):
 # ----------------------------------------------------------------------------------------------
 # Exports
 
-def export_ts17(model, x, path, dynamic=False):
-    """TorchScript exporter, opset 17; dynamic: input dims 0, 2, 3 named N, H, W."""
+def export_ts17(model, x, path, dynamic=False, keep_bn=False):
+    """TorchScript exporter, opset 17; dynamic: input dims 0, 2, 3 named N, H, W. keep_bn: on an
+    eval model the exporter folds each BatchNorm into the conv before it; TrainingMode.PRESERVE
+    skips that, leaving BatchNormalization nodes (training_mode 0) as a runtime must fold them."""
     axes = {"input": {0: "N", 2: "H", 3: "W"}, "output": {0: "N"}} if dynamic else None
-    torch.onnx.export(model, x, str(path), opset_version=OPSET, dynamo=False,
+    mode = torch.onnx.TrainingMode.PRESERVE if keep_bn else torch.onnx.TrainingMode.EVAL
+    torch.onnx.export(model, x, str(path), opset_version=OPSET, dynamo=False, training=mode,
                       input_names=["input"], output_names=["output"], dynamic_axes=axes)
 
 
@@ -199,9 +224,9 @@ def export_model(name, source, side, out):
                  errors={}, seconds={}, onnxruntime_check={})
     start = time.perf_counter()
     model = build(name, source)
-    randomize_batchnorms(model, torch.Generator().manual_seed(SEED))
     x_np = np.random.default_rng(SEED).standard_normal(entry["input_shape"]).astype(np.float32)
     x = torch.from_numpy(x_np)
+    randomize_batchnorms(model, x, torch.Generator().manual_seed(SEED))
     with torch.no_grad():
         golden = model(x).numpy()
     np.save(out / f"{name}.input.npy", x_np)
@@ -211,6 +236,7 @@ def export_model(name, source, side, out):
     entry["seconds"]["build"] = round(time.perf_counter() - start, 2)
 
     forms = [("ts17", lambda m, p: export_ts17(m, x, p)),
+             ("ts17bn", lambda m, p: export_ts17(m, x, p, keep_bn=True)),
              ("dynamo", lambda m, p: export_dynamo(m, x, p))]
     if name in DYNAMIC:
         forms.append(("dynamic", lambda m, p: export_ts17(m, x, p, dynamic=True)))

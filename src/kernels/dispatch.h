@@ -12,18 +12,19 @@
 namespace refold {
 
 // Runs `fast(&reason)`; when it declines (an undefined result), runs `reference()`.
-// `earlier` is what faster implementations tried before said, for the verbose line.
+// `earlier` is what faster implementations tried before said, for the verbose line; `fast_name`
+// names the fast implementation there ("onednn", "native").
 template <typename Fast, typename Reference>
 Tensor fastest_first(std::string_view op, Fast&& fast, Reference&& reference,
-                     std::string_view earlier = {}) {
+                     std::string_view earlier = {}, std::string_view fast_name = "onednn") {
   const std::string before = earlier.empty() ? std::string() : std::string(earlier) + "; ";
   std::string declined;
   Tensor out = fast(&declined);
   if (out.defined()) {
-    log_dispatch(op, "onednn", earlier);
+    log_dispatch(op, fast_name, earlier);
     return out;
   }
-  log_dispatch(op, "reference", before + "onednn declined: " + declined);
+  log_dispatch(op, "reference", before + std::string(fast_name) + " declined: " + declined);
   return reference();
 }
 

@@ -82,6 +82,7 @@ const std::vector<OpDef>& concat_ops();
 const std::vector<OpDef>& conv_ops();
 const std::vector<OpDef>& gemm_ops();
 const std::vector<OpDef>& indexing_ops();
+const std::vector<OpDef>& normalization_ops();
 const std::vector<OpDef>& pad_ops();
 const std::vector<OpDef>& pool_ops();
 const std::vector<OpDef>& reduce_ops();

@@ -108,6 +108,22 @@ enum class UnaryOp {
 std::string_view unary_name(UnaryOp op);  // the ONNX op's name ("GeluTanh" for tanh Gelu)
 Tensor unary(const Tensor& x, UnaryOp op, double alpha = 0.0, double beta = 0.0);
 
+// ONNX LayerNormalization: y = (x − μ) / √(σ² + ε) · scale + bias, μ and σ² over the dims
+// [axis, rank); scale and bias (optional) broadcast to those dims. Also returns μ and 1/√(σ² + ε)
+// (float32, x's shape with the normalized dims 1).
+struct LayerNormResult {
+  Tensor y, mean, inv_std_dev;
+};
+LayerNormResult layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias,
+                           std::int64_t axis, double epsilon);
+// ONNX GroupNormalization (opset 21 form; InstanceNormalization is groups = C): x [N, C, …],
+// statistics per (n, group of C / groups channels) over those channels and all positions;
+// scale and bias per channel.
+Tensor group_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, std::int64_t groups,
+                  double epsilon);
+// ONNX LRN across channels (see normalization.cpp for the window).
+Tensor lrn(const Tensor& x, std::int64_t size, double alpha, double beta, double bias);
+
 // numpy.matmul: 1-d operands are promoted (and the added dim removed), batch dims broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
 

@@ -1,0 +1,76 @@
+#include "kernels/native/layer_norm.h"
+
+#include <cmath>
+
+#include "core/check.h"
+#include "kernels/onednn/threads.h"
+
+namespace refold::native {
+namespace {
+
+// The row as float32 values, one per row element: contiguous and of numel `length`.
+bool is_row(const Tensor& t, std::int64_t length) {
+  return t.dtype() == DType::Float32 && t.numel() == length && t.is_contiguous();
+}
+
+Tensor decline(std::string reason, std::string* declined) {
+  if (declined == nullptr) fail("LayerNormalization: native declined: {}", reason);
+  *declined = std::move(reason);
+  return {};
+}
+
+}  // namespace
+
+Tensor layer_norm_rows(const Tensor& x, const Tensor& scale, const Tensor& bias, std::int64_t axis,
+                       double epsilon, std::string* declined) {
+  if (!x.defined() || !scale.defined() || x.dim() == 0)
+    return decline("an undefined or 0-d input", declined);
+  const std::int64_t rank = x.dim();
+  if (axis < -rank || axis >= rank) return decline("axis out of range", declined);
+  const std::int64_t first = axis < 0 ? axis + rank : axis;
+  std::int64_t length = 1;
+  for (std::int64_t d = first; d < rank; ++d) length *= x.size(d);
+  if (x.dtype() != DType::Float32) return decline("not float32", declined);
+  if (!x.is_contiguous())
+    return decline("X's normalized dims are not contiguous rows", declined);
+  if (length == 0 || x.numel() == 0) return decline("no elements", declined);
+  if (!is_row(scale, length) || (bias.defined() && !is_row(bias, length)))
+    return decline("Scale or B is not one contiguous float32 value per element",
+                           declined);
+  if (scale.dim() > rank - first || (bias.defined() && bias.dim() > rank - first))
+    return decline("Scale or B has more dims than the normalized shape", declined);
+
+  Tensor y = empty(x.sizes(), DType::Float32);
+  const float* in = x.data<float>();
+  const float* gamma = scale.data<float>();
+  const float* beta = bias.defined() ? bias.data<float>() : nullptr;
+  float* out = y.data<float>();
+  const std::int64_t rows = x.numel() / length;
+  const int threads = onednn::apply_num_threads();
+  // Per row: μ = Σx / D, σ² = Σ(x − μ)² / D (sums in double), y = (x − μ)·(1/√(σ² + ε))·γ + β.
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* row = in + r * length;
+    float* dst = out + r * length;
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < length; ++i) sum += row[i];
+    const double mean = sum / static_cast<double>(length);
+    double squares = 0.0;
+    for (std::int64_t i = 0; i < length; ++i) {
+      const double d = row[i] - mean;
+      squares += d * d;
+    }
+    const auto inv_std =
+        static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(length) + epsilon));
+    const auto m = static_cast<float>(mean);
+    if (beta != nullptr) {
+      for (std::int64_t i = 0; i < length; ++i)
+        dst[i] = (row[i] - m) * inv_std * gamma[i] + beta[i];
+    } else {
+      for (std::int64_t i = 0; i < length; ++i) dst[i] = (row[i] - m) * inv_std * gamma[i];
+    }
+  }
+  return y;
+}
+
+}  // namespace refold::native
