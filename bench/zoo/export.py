@@ -311,6 +311,7 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(2)
     warnings.filterwarnings("ignore", message=".*legacy TorchScript-based ONNX export")
+    warnings.filterwarnings("ignore", message=".*constant folding be turned off")  # ts17bn: eval
 
     manifest_path = out / "manifest.json"
     models = {}

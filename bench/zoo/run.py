@@ -2,7 +2,7 @@
 """Runs refold on the model zoo written by bench/zoo/export.py and tabulates what works.
 
     $python bench/zoo/export.py                  # once (python=$(bench/zoo/setup.sh))
-    $python bench/zoo/run.py                     # every model, forms ts17, dynamo, dynamic
+    $python bench/zoo/run.py                     # every model, forms ts17 ts17bn dynamo dynamic
     $python bench/zoo/run.py --only resnet18 --forms ts17,deploy --time
     options: --models DIR (bench/zoo/models)  --refold BIN  --work DIR  --timeout 300
              --time --threads 2 --runs 20 --rounds 5   --md FILE  --json FILE
@@ -13,9 +13,10 @@ For each model of the manifest and each exported form present (<name>.<form>.onn
   2. `refold run` of the optimized file on the model's saved input (graph input name read from
      the file), compared with PyTorch's output: pass when max|diff| <= 1e-4 * max(1, max|golden|).
      When that fails (or optimize did), the original file is also run with --no-optimize, to tell
-     refold's importer/kernels from its optimization passes;
+     refold's importer/kernels from its optimization passes; when a number is wrong, the first
+     node whose output departs from ONNX Runtime's is searched for (first_divergence);
   3. node counts per op type: the optimized file vs the deploy form (vs the original file when the
-     model has no deploy form);
+     model has no deploy form); Constant nodes are left out of the table's totals;
   4. with --time: ONNX Runtime (CPUExecutionProvider, ORT_ENABLE_ALL) and OpenVINO (CPU, latency
      hint, f32) on the same original file, and `refold bench FILE --json` (its optimized NHWC
      median), all with --threads threads, interleaved in --rounds rounds; medians and ratios.
@@ -30,6 +31,7 @@ import datetime
 import json
 import os
 import pathlib
+import re
 import shutil
 import statistics
 import subprocess
@@ -41,7 +43,7 @@ import onnx
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-FORMS = ("ts17", "dynamo", "dynamic")  # the default forms; "deploy" may be asked for too
+FORMS = ("ts17", "ts17bn", "dynamo", "dynamic")  # the default forms; "deploy" may be added
 REFOLD_WAIT_S = 30  # the binary may be rebuilt under us: wait this long when it is missing
 REFOLD_ATTEMPTS = 10
 
@@ -172,6 +174,74 @@ def run_against_golden(refold, model_path, input_path, golden, out_dir, optimize
     return result
 
 
+def first_divergence(refold, path, input_path, work, stem):
+    """Where refold, running `path` as imported, first departs from ONNX Runtime: every node
+    output is made a graph output, both run on the saved input, and the first node (graph order)
+    whose output differs by more than 1e-3·max(1, max|ORT|) is returned with its inputs' shapes.
+    A looser bound than the golden's, so that rounding grown along the way is not taken for it."""
+    import onnxruntime as ort
+    model = onnx.shape_inference.infer_shapes(onnx.load(str(path)))
+    typed = {v.name: v for v in model.graph.value_info}
+    outputs = {v.name for v in model.graph.output}
+    for node in model.graph.node:
+        for name in node.output:
+            if name and name not in outputs:
+                model.graph.output.append(typed.get(name) or onnx.ValueInfoProto(name=name))
+                outputs.add(name)
+    probe = work / f"{stem}.all.onnx"
+    out_dir = work / f"{stem}.all.out"
+    try:
+        onnx.save(model, str(probe))
+        session = ort.InferenceSession(str(probe), providers=["CPUExecutionProvider"])
+        feeds = {session.get_inputs()[0].name: np.load(input_path)}
+        reference = dict(zip((o.name for o in session.get_outputs()), session.run(None, feeds)))
+        shutil.rmtree(out_dir, ignore_errors=True)
+        out_dir.mkdir(parents=True)
+        (input_name, *_), _ = graph_io(probe)
+        done = refold("run", probe, "-i", f"{input_name}={input_path}", "-o", out_dir,
+                      "--no-optimize")
+        if done["error"]:
+            return dict(error=f"refold run of the probe: {done['error']}")
+        written = {}  # refold prints "NAME: float32[1, 16] ... -> PATH" for each output
+        for line in done["stdout"].splitlines():
+            match = re.match(r"^(.*): \S+\[[^\]]*\].* -> (.*)$", line)
+            if match:
+                written[match.group(1)] = match.group(2)
+        for node in model.graph.node:
+            for name in node.output:
+                if not name or name not in written or name not in reference:
+                    continue
+                got, want = np.load(written[name]), reference[name]
+                shapes = {i: list(reference[i].shape) for i in node.input if i in reference}
+                where = dict(node=node.name, op_type=node.op_type, output=name,
+                             inputs=list(node.input), input_shapes=shapes,
+                             attributes=describe_attributes(node))
+                if got.shape != want.shape:
+                    return dict(where, error=f"shape {list(got.shape)} != ONNX Runtime's "
+                                             f"{list(want.shape)}")
+                if want.size == 0:
+                    continue
+                diff = float(np.abs(got.astype(np.float64) - want.astype(np.float64)).max())
+                bound = 1e-3 * max(1.0, float(np.abs(want).max()))
+                if diff > bound:
+                    return dict(where, max_abs_diff=diff, bound=bound)
+        return dict(node=None, note="no node output differs from ONNX Runtime's")
+    except Exception as e:  # noqa: BLE001 — a diagnosis, never a reason to stop
+        return dict(error=f"{type(e).__name__}: {str(e).strip()[:300]}")
+    finally:
+        probe.unlink(missing_ok=True)
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def describe_attributes(node):
+    described = {}
+    for attribute in node.attribute:
+        value = onnx.helper.get_attribute_value(attribute)
+        text = repr(value.decode() if isinstance(value, bytes) else value)
+        described[attribute.name] = text if len(text) <= 80 else text[:77] + "..."
+    return described
+
+
 def check(refold, models_dir, work, name, entry, form):
     """Everything run.py knows about one exported file (a dict, never raises for refold)."""
     path = models_dir / entry["files"][form]
@@ -193,8 +263,17 @@ def check(refold, models_dir, work, name, entry, form):
                                            work / f"{name}.{form}.out")
     if not record.get("run", {}).get("ok"):
         # Diagnosis: does refold run the file as imported, without its passes?
-        record["run_unoptimized"] = run_against_golden(
-            refold, path, input_path, golden, work / f"{name}.{form}.noopt.out", optimize=False)
+        noopt = run_against_golden(refold, path, input_path, golden,
+                                   work / f"{name}.{form}.noopt.out", optimize=False)
+        record["run_unoptimized"] = noopt
+        # A wrong number: find the first node that computes it, in the file as imported when
+        # that is already wrong, else in refold's optimized file.
+        if not noopt.get("error") and not noopt.get("ok"):
+            record["divergence"] = dict(file=path.name, **first_divergence(
+                refold, path, input_path, work, f"{name}.{form}"))
+        elif noopt.get("ok") and "max_abs_diff" in record.get("run", {}):
+            record["divergence"] = dict(file=optimized.name, **first_divergence(
+                refold, optimized, input_path, work, f"{name}.{form}.opt"))
 
     deploy = entry["files"].get("deploy")
     reference = models_dir / deploy if deploy else path
@@ -277,6 +356,12 @@ def fmt(value, spec=".2g"):
     return "—" if value is None else format(value, spec)
 
 
+def node_total(counts):
+    """Nodes that compute: Constant nodes (data the TorchScript exporter leaves inline) are not
+    counted, so that files differing only in how they store constants compare equal."""
+    return sum(n for op, n in counts.items() if op != "Constant")
+
+
 def status(record):
     if not record["optimize"]["ok"]:
         return "FAIL optimize"
@@ -284,6 +369,15 @@ def status(record):
     if run.get("error"):
         return "FAIL run"
     return "pass" if run.get("ok") else "FAIL mismatch"
+
+
+def describe_divergence(d):
+    text = f"first divergence from ONNX Runtime in {d['file']}: "
+    if not d.get("node"):
+        return text + (d.get("error") or d.get("note"))
+    return text + (f"{d['op_type']} '{d['node']}' → `{d['output']}`, inputs {d['input_shapes']}, "
+                   f"attributes {d['attributes']}: "
+                   + (d.get("error") or f"max\\|diff\\| {fmt(d.get('max_abs_diff'))}"))
 
 
 def markdown(records, export_errors, header, timed):
@@ -297,10 +391,10 @@ def markdown(records, export_errors, header, timed):
         verify = (r["optimize"].get("verify") or {}).get("max_abs_error")
         run = r.get("run", {})
         ops = r["op_counts"]
-        nodes = f"{sum(ops['original'].values())} → " + (
-            f"{sum(ops['refold'].values())}" if ops["refold"] is not None else "—")
+        nodes = f"{node_total(ops['original'])} → " + (
+            f"{node_total(ops['refold'])}" if ops["refold"] is not None else "—")
         if ops["reference_form"] == "deploy":
-            nodes += f" ({sum(ops['reference'].values())})"
+            nodes += f" ({node_total(ops['reference'])})"
         cells = [r["model"], r["form"], str(r["opset"]),
                  "ok" if r["optimize"]["ok"] else "FAIL", fmt(verify),
                  fmt(run.get("max_abs_diff")), fmt(run.get("tolerance")), status(r), nodes]
@@ -326,6 +420,8 @@ def markdown(records, export_errors, header, timed):
                     f"`{noopt['error']}`" if noopt.get("error") else
                     f"runs, max\\|diff\\| {fmt(noopt.get('max_abs_diff'))} "
                     f"({'pass' if noopt.get('ok') else 'FAIL'})"))
+            if r.get("divergence") is not None:
+                lines.append("  - " + describe_divergence(r["divergence"]))
     if export_errors:
         lines += ["", "## Export errors (bench/zoo/export.py)", ""]
         lines += [f"- **{name} {form}**: `{error}`" for (name, form), error in export_errors]
@@ -337,7 +433,7 @@ def markdown(records, export_errors, header, timed):
             continue
         keys = sorted(set(ops["refold"]) | set(ops["reference"]))
         changed = [f"{k} {ops['refold'].get(k, 0)} vs {ops['reference'].get(k, 0)}" for k in keys
-                   if ops["refold"].get(k, 0) != ops["reference"].get(k, 0)]
+                   if ops["refold"].get(k, 0) != ops["reference"].get(k, 0) and k != "Constant"]
         if changed:
             diffs.append(f"- **{r['model']} {r['form']}** (refold vs {ops['reference_form']}): "
                          + ", ".join(changed))

@@ -142,6 +142,35 @@ nn::ModulePtr build_identity(const BuildContext& context) {
   return std::make_shared<nn::Identity>();
 }
 
+// Dropout at inference is the identity; its optional mask output is all true. A training_mode
+// input that is a constant true is refused (refold runs inference only).
+class Dropout : public graph::Op {
+ public:
+  explicit Dropout(bool mask) : Op("Dropout"), mask_(mask) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& in) override {
+    REFOLD_CHECK(!in.empty() && in[0].defined(), "Dropout: data is missing");
+    if (in.size() > 2 && in[2].defined() && in[2].numel() == 1)
+      REFOLD_CHECK(*in[2].to(DType::Int64).data<std::int64_t>() == 0,
+                   "Dropout: unsupported: training_mode is true (refold runs inference only)");
+    if (!mask_) return {in[0]};
+    return {in[0], full(in[0].sizes(), 1.0f, DType::Int64)};
+  }
+
+ private:
+  bool mask_;
+};
+
+nn::ModulePtr build_dropout(const BuildContext& context) {
+  const graph::Node& node = context.node;
+  check_arity(node, 1, 3, 2);
+  if (const auto training = constant_input(context, 2); training && training->numel() == 1)
+    REFOLD_CHECK(*training->to(DType::Int64).data<std::int64_t>() == 0,
+                 "unsupported: training_mode is true (refold runs inference only)");
+  const bool mask = node.outputs.size() > 1 && !node.outputs[1].empty();
+  if (!mask && node.inputs.size() <= 1) return std::make_shared<nn::Identity>();
+  return std::make_shared<Dropout>(mask);
+}
+
 nn::ModulePtr build_leaky_relu(const BuildContext& context) {
   check_unary(context.node);
   const float alpha = finite_float(context.node.attributes, "alpha", 0.01f);
@@ -184,6 +213,7 @@ const std::vector<OpDef>& activation_ops() {
       {"HardSwish", 14, build_hard_swish, LayoutRule::FirstInput,
        fixed_activation<Activation::HardSwish>},
       {"Identity", 1, build_identity},
+      {"Dropout", 7, build_dropout},  // v7: no is_test; v12: ratio and training_mode inputs
   };
   return table;
 }

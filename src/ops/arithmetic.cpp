@@ -79,6 +79,28 @@ nn::ModulePtr build_arith(const BuildContext& context, reference::ArithOp op) {
 
 }  // namespace
 
+nn::ModulePtr build_prelu(const BuildContext& context) {
+  check_arity(context.node, 2, 2, 1);
+  return std::make_shared<Binary>(reference::ArithOp::PRelu);
+}
+
+// fmod = 0: the remainder takes the divisor's sign (integers only, as ONNX requires);
+// fmod = 1: the dividend's sign, as C's fmod.
+nn::ModulePtr build_mod(const BuildContext& context) {
+  check_arity(context.node, 2, 2, 1);
+  const std::int64_t fmod = context.node.attributes.get_int("fmod", 0);
+  REFOLD_CHECK(fmod == 0 || fmod == 1, "fmod must be 0 or 1 (got {})", fmod);
+  const int elem_type = declared_elem_type(context, 0);
+  // ONNX integer type codes: uint8 2, int8 3, uint16 4, int16 5, int32 6, int64 7, uint32 12,
+  // uint64 13 (refold holds them all as int64).
+  const bool integer = elem_type == 0 || (elem_type >= 2 && elem_type <= 7) || elem_type == 12 ||
+                       elem_type == 13;
+  REFOLD_CHECK(fmod == 1 || integer,
+               "fmod = 0 is for integers; input '{}' has ONNX element type {} (set fmod = 1)",
+               context.node.inputs[0], elem_type);
+  return std::make_shared<Binary>(fmod == 1 ? reference::ArithOp::FMod : reference::ArithOp::Mod);
+}
+
 nn::ModulePtr build_add(const BuildContext& c) { return build_arith(c, reference::ArithOp::Add); }
 nn::ModulePtr build_sub(const BuildContext& c) { return build_arith(c, reference::ArithOp::Sub); }
 nn::ModulePtr build_mul(const BuildContext& c) { return build_arith(c, reference::ArithOp::Mul); }
@@ -91,6 +113,9 @@ const std::vector<OpDef>& arithmetic_ops() {
       {"Sub", 7, build_sub, LayoutRule::FirstNonConstant},
       {"Mul", 7, build_mul, LayoutRule::FirstNonConstant},
       {"Div", 7, build_div, LayoutRule::FirstNonConstant},
+      // v9: the slope broadcasts to X (unidirectionally); the output has X's format.
+      {"PRelu", 9, build_prelu, LayoutRule::FirstInput},
+      {"Mod", 10, build_mod, LayoutRule::FirstNonConstant},
       // v8 onwards: the inputs broadcast (v6 required equal shapes).
       {"Max", 8, build_variadic<reference::ArithOp::Max>, LayoutRule::FirstNonConstant},
       {"Min", 8, build_variadic<reference::ArithOp::Min>, LayoutRule::FirstNonConstant},

@@ -123,6 +123,23 @@ std::vector<Tensor> ScatterND::run(const std::vector<Tensor>& inputs) {
   return {reference::scatter_nd(inputs[0], inputs[1], inputs[2])};
 }
 
+// Size: the element count, an int64 scalar.
+class Size : public graph::Op {
+ public:
+  Size() : Op("Size") {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override {
+    expect_inputs(inputs, 1, 1, "Size");
+    Tensor size = empty({}, DType::Int64);
+    *size.data<std::int64_t>() = inputs[0].numel();
+    return {size};
+  }
+};
+
+nn::ModulePtr build_size(const BuildContext& context) {
+  check_arity(context.node, 1, 1, 1);
+  return std::make_shared<Size>();
+}
+
 nn::ModulePtr build_shape(const BuildContext& context) {
   check_arity(context.node, 1, 1, 1);
   const auto& a = context.node.attributes;
@@ -206,6 +223,7 @@ nn::ModulePtr build_scatter_nd(const BuildContext& context) {
 const std::vector<OpDef>& indexing_ops() {
   static const std::vector<OpDef> table = {
       {"Shape", 1, build_shape, LayoutRule::Fresh},  // v15 adds start/end
+      {"Size", 1, build_size, LayoutRule::Fresh},
       {"Gather", 1, build_gather, LayoutRule::Fresh},
       {"Slice", 1, build_slice},  // v10: starts/ends/axes/steps became inputs
       {"Expand", 8, build_expand, LayoutRule::Fresh},

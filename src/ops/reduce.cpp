@@ -11,6 +11,8 @@
 // global average pool it is (functional::adaptive_avg_pool2d, oneDNN where it can); any other
 // reduction runs the reference kernel. Layout: the result is new and contiguous (Fresh).
 #include <algorithm>
+
+#include <fmt/ranges.h>
 #include <optional>
 #include <vector>
 
@@ -36,11 +38,25 @@ class Reduce : public graph::Op {
         keepdims_(keepdims),
         noop_with_empty_axes_(noop_with_empty_axes) {}
 
+  // A global pool (GlobalMaxPool): `op` over every spatial axis, kept as size 1.
+  Reduce(std::string global_pool, reference::ReduceOp op)
+      : Op(std::move(global_pool)),
+        op_(op),
+        axes_(std::vector<std::int64_t>{}),
+        keepdims_(true),
+        noop_with_empty_axes_(false),
+        spatial_(true) {}
+
   std::vector<Tensor> run(const std::vector<Tensor>& in) override {
     REFOLD_CHECK(!in.empty() && in.size() <= 2 && in[0].defined(),
                  "{}: expects data and optional axes; got {} inputs", type_name(), in.size());
     const Tensor& x = in[0];
     std::vector<std::int64_t> axes = axes_.value_or(std::vector<std::int64_t>{});
+    if (spatial_) {  // Global*Pool: every axis after N and C
+      REFOLD_CHECK(x.dim() >= 3, "{}: X must be [N, C, spatial…], got [{}]", type_name(),
+                   fmt::join(x.sizes(), ", "));
+      for (std::int64_t d = 2; d < x.dim(); ++d) axes.push_back(d);
+    }
     if (!axes_ && in.size() > 1 && in[1].defined())
       axes = int64_vector(in[1], type_name().c_str(), "axes");
     if (axes.empty()) {
@@ -65,6 +81,7 @@ class Reduce : public graph::Op {
   std::optional<std::vector<std::int64_t>> axes_;
   bool keepdims_;
   bool noop_with_empty_axes_;
+  bool spatial_ = false;
 };
 
 // ArgMax / ArgMin along one axis (an attribute in every version).
@@ -128,6 +145,11 @@ nn::ModulePtr build_reduce(const BuildContext& context) {
   return std::make_shared<Reduce>(op, std::move(axes), keepdims, noop);
 }
 
+nn::ModulePtr build_global_max_pool(const BuildContext& context) {
+  check_arity(context.node, 1, 1, 1);
+  return std::make_shared<Reduce>("GlobalMaxPool", reference::ReduceOp::Max);
+}
+
 template <bool max>
 nn::ModulePtr build_arg_reduce(const BuildContext& context) {
   const graph::Node& node = context.node;
@@ -151,6 +173,7 @@ const std::vector<OpDef>& reduce_ops() {
       {"ReduceSumSquare", 1, build_reduce<reference::ReduceOp::SumSquare>, LayoutRule::Fresh},
       {"ReduceLogSum", 1, build_reduce<reference::ReduceOp::LogSum>, LayoutRule::Fresh},
       {"ReduceLogSumExp", 1, build_reduce<reference::ReduceOp::LogSumExp>, LayoutRule::Fresh},
+      {"GlobalMaxPool", 1, build_global_max_pool, LayoutRule::Fresh},
       {"ArgMax", 1, build_arg_reduce<true>, LayoutRule::Fresh},
       {"ArgMin", 1, build_arg_reduce<false>, LayoutRule::Fresh},
   };

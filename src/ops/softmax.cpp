@@ -14,12 +14,13 @@
 namespace refold::ops {
 
 std::vector<Tensor> Softmax::run(const std::vector<Tensor>& inputs) {
-  REFOLD_CHECK(inputs.size() == 1 && inputs[0].defined(), "Softmax: expects 1 input, got {}",
-               inputs.size());
-  return {coerce_2d_ ? reference::softmax_coerced_2d(inputs[0], axis_)
-                     : reference::softmax(inputs[0], axis_)};
+  REFOLD_CHECK(inputs.size() == 1 && inputs[0].defined(), "{}: expects 1 input, got {}",
+               type_name(), inputs.size());
+  return {coerce_2d_ ? reference::softmax_coerced_2d(inputs[0], axis_, kind_)
+                     : reference::softmax(inputs[0], axis_, kind_)};
 }
 
+template <reference::SoftmaxKind kind>
 nn::ModulePtr build_softmax(const BuildContext& context) {
   check_arity(context.node, 1, 1, 1);
   const bool coerce = context.opset < 13;
@@ -29,12 +30,15 @@ nn::ModulePtr build_softmax(const BuildContext& context) {
     REFOLD_CHECK(axis >= -rank && axis < rank + (coerce ? 1 : 0),
                  "axis {} out of range for rank {}", axis, rank);
   }
-  return std::make_shared<Softmax>(axis, coerce);
+  return std::make_shared<Softmax>(context.node.op_type, kind, axis, coerce);
 }
 
 const std::vector<OpDef>& softmax_ops() {
   static const std::vector<OpDef> table = {
-      {"Softmax", 1, build_softmax},  // v13: one axis instead of the 2-d coercion
+      // v13: one axis instead of the 2-d coercion
+      {"Softmax", 1, build_softmax<reference::SoftmaxKind::Softmax>},
+      {"LogSoftmax", 1, build_softmax<reference::SoftmaxKind::LogSoftmax>},
+      {"Hardmax", 1, build_softmax<reference::SoftmaxKind::Hardmax>},
   };
   return table;
 }

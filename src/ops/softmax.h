@@ -1,7 +1,8 @@
-// ONNX Softmax as a graph op, both definitions:
+// ONNX Softmax, LogSoftmax and Hardmax as one graph op, both definitions:
 //   opset ≥ 13  softmax along `axis` (default −1): y = exp(x − max) / Σ exp(x − max);
 //   opset < 13  the input seen as 2-d [prod(sizes[:axis]), prod(sizes[axis:])] (default axis 1),
 //               softmax over each row, i.e. over all dimensions from `axis` on.
+// LogSoftmax is the log of it, Hardmax 1 at the first maximum (kernels/reference/tensor_ops.h).
 // Computed in double, rounded once. The per-axis form reads any strides and keeps a
 // channels_last input's format (accepts channels_last); the coerced form depends on the NCHW
 // element order and does not.
@@ -10,19 +11,20 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/reference/tensor_ops.h"
 #include "refold/graph/op.h"
 
 namespace refold::ops {
 
 class Softmax : public graph::Op {
  public:
-  Softmax(std::int64_t axis, bool coerce_2d) : Op("Softmax"), axis_(axis), coerce_2d_(coerce_2d) {}
+  Softmax(std::string name, reference::SoftmaxKind kind, std::int64_t axis, bool coerce_2d)
+      : Op(std::move(name)), kind_(kind), axis_(axis), coerce_2d_(coerce_2d) {}
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
   bool accepts_channels_last() const override { return !coerce_2d_; }
-  std::int64_t axis() const { return axis_; }
-  bool coerce_2d() const { return coerce_2d_; }
 
  private:
+  reference::SoftmaxKind kind_;
   std::int64_t axis_;
   bool coerce_2d_;
 };

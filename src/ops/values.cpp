@@ -21,27 +21,16 @@ std::vector<Tensor> Constant::run(const std::vector<Tensor>& inputs) {
 }
 
 std::vector<Tensor> Cast::run(const std::vector<Tensor>& inputs) {
-  REFOLD_CHECK(inputs.size() == 1 && inputs[0].defined(), "Cast: expects 1 input, got {}",
-               inputs.size());
-  reference::CastTarget target = reference::CastTarget::Float32;
-  switch (to_) {
-    case To::Float32:
-      target = reference::CastTarget::Float32;
-      break;
-    case To::BFloat16:
-      target = reference::CastTarget::BFloat16;
-      break;
-    case To::Int64:
-      target = reference::CastTarget::Int64;
-      break;
-    case To::Int32:
-      target = reference::CastTarget::Int32;
-      break;
-    case To::Bool:
-      target = reference::CastTarget::Bool;
-      break;
+  REFOLD_CHECK(!inputs.empty() && inputs.size() <= 2 && inputs[0].defined(),
+               "{}: expects 1 input, got {}", type_name(), inputs.size());
+  if (!to_) {  // CastLike: the type of the second input
+    REFOLD_CHECK(inputs.size() == 2 && inputs[1].defined(), "CastLike: target_type is missing");
+    const DType like = inputs[1].dtype();
+    return {reference::cast(inputs[0], like == DType::Float32    ? reference::CastTarget::Float32
+                                       : like == DType::BFloat16 ? reference::CastTarget::BFloat16
+                                                                 : reference::CastTarget::Int64)};
   }
-  return {reference::cast(inputs[0], target)};
+  return {reference::cast(inputs[0], *to_)};
 }
 
 std::vector<Tensor> Compare::run(const std::vector<Tensor>& inputs) {
@@ -100,7 +89,7 @@ nn::ModulePtr build_cast(const BuildContext& context) {
   check_arity(context.node, 1, 1, 1);
   const auto& a = context.node.attributes;
   REFOLD_CHECK(a.has("to"), "the to attribute is required");
-  using To = Cast::To;
+  using To = reference::CastTarget;
   const std::int64_t to = a.get_int("to", 0);
   switch (to) {
     case 1:
@@ -119,6 +108,13 @@ nn::ModulePtr build_cast(const BuildContext& context) {
           "int32 (6) and bool (9))",
           to);
   }
+}
+
+// CastLike (opset 15): casts to the second input's dtype (float32, bfloat16, or int64 for the
+// integer and bool types refold stores as int64).
+nn::ModulePtr build_cast_like(const BuildContext& context) {
+  check_arity(context.node, 2, 2, 1);
+  return std::make_shared<Cast>(std::nullopt);
 }
 
 template <reference::CompareOp op>
@@ -141,6 +137,7 @@ const std::vector<OpDef>& values_ops() {
   static const std::vector<OpDef> table = {
       {"Constant", 1, build_constant, LayoutRule::Fresh},
       {"Cast", 6, build_cast},  // v6: `to` became an int
+      {"CastLike", 15, build_cast_like},
       // Comparisons and logic: bool results (int64 0/1); v7 onwards broadcast.
       {"Equal", 7, build_compare<reference::CompareOp::Equal>},
       {"Less", 7, build_compare<reference::CompareOp::Less>},

@@ -1,4 +1,4 @@
-// ONNX Constant, Cast, Equal and Where as graph ops.
+// ONNX Constant, Cast, CastLike, the comparisons and Where as graph ops.
 //
 // refold's DType has no bool: a boolean tensor is int64 holding 0 or 1. Cast to bool gives
 // x ≠ 0 → 1 (NaN → 1); Equal gives 0/1; Where's condition is true when ≠ 0. Cast to int32 is
@@ -7,11 +7,13 @@
 // out-of-range values are errors rather than undefined behaviour.
 //
 //   Constant  no inputs; returns its tensor (the same handle each run).
-//   Cast      to float32, bfloat16, int64, int32 (as int64) or bool (as int64 0/1).
-//   Equal     (a, b) of one dtype, broadcast → int64 0/1.
+//   Cast      to float32, bfloat16, int64, int32 (as int64) or bool (as int64 0/1); CastLike
+//             to its second input's dtype.
+//   Compare   Equal, Less, …, And, Or, Xor: (a, b) of one dtype, broadcast → int64 0/1; Not.
 //   Where     (condition, x, y), broadcast → condition ? x : y.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "kernels/reference/tensor_ops.h"
@@ -29,15 +31,14 @@ class Constant : public graph::Op {
   Tensor value_;
 };
 
+// Cast to `to`; CastLike (to = nullopt) to the dtype of its second input.
 class Cast : public graph::Op {
  public:
-  enum class To { Float32, BFloat16, Int64, Int32, Bool };
-  explicit Cast(To to) : Op("Cast"), to_(to) {}
+  explicit Cast(std::optional<reference::CastTarget> to) : Op(to ? "Cast" : "CastLike"), to_(to) {}
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
-  To to() const { return to_; }
 
  private:
-  To to_;
+  std::optional<reference::CastTarget> to_;
 };
 
 // Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor: bool (int64 0/1) results.

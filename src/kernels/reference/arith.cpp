@@ -55,6 +55,15 @@ std::int64_t int_op(std::int64_t x, std::int64_t y, ArithOp op, const char* name
       return std::max(x, y);
     case ArithOp::Min:
       return std::min(x, y);
+    case ArithOp::PRelu:
+      return x < 0 ? wrap(ux * uy) : x;
+    case ArithOp::Mod:
+    case ArithOp::FMod: {
+      REFOLD_CHECK(y != 0, "{}: int64 division by zero ({} mod 0)", name, x);
+      if (y == -1) return 0;  // INT64_MIN % −1 overflows in C++; the remainder is 0
+      const std::int64_t r = x % y;  // the dividend's sign (C)
+      return op == ArithOp::Mod && r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+    }
   }
   return 0;
 }
@@ -76,6 +85,11 @@ double float_op(double x, double y, ArithOp op) {
       return std::isnan(x) || std::isnan(y) ? x + y : std::max(x, y);
     case ArithOp::Min:
       return std::isnan(x) || std::isnan(y) ? x + y : std::min(x, y);
+    case ArithOp::PRelu:
+      return x < 0 ? y * x : x;
+    case ArithOp::Mod:  // refused for floats by the Mod builder (ONNX requires fmod = 1)
+    case ArithOp::FMod:
+      return std::fmod(x, y);
   }
   return 0;
 }
@@ -98,6 +112,11 @@ const char* arith_name(ArithOp op) {
       return "Max";
     case ArithOp::Min:
       return "Min";
+    case ArithOp::PRelu:
+      return "PRelu";
+    case ArithOp::Mod:
+    case ArithOp::FMod:
+      return "Mod";
   }
   return "?";
 }

@@ -15,7 +15,9 @@
 
 namespace refold::reference {
 
-enum class ArithOp { Add, Sub, Mul, Div, Pow, Max, Min };
+// PRelu: a < 0 ? b·a : a. Mod: the remainder with the divisor's sign (Python's %, ONNX fmod = 0,
+// int64 only); FMod: with the dividend's sign (C's fmod, ONNX fmod = 1).
+enum class ArithOp { Add, Sub, Mul, Div, Pow, Max, Min, PRelu, Mod, FMod };
 
 // NumPy-broadcast a ∘ b. Both operands have one dtype: float32, bfloat16 or int64.
 // int64 wraps on overflow (two's complement, as NumPy) and Div truncates toward zero (ONNX's

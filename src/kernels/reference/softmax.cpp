@@ -15,33 +15,43 @@ void check_floating(const Tensor& input, const char* op) {
                op, dtype_name(input.dtype()));
 }
 
-// Softmax of the `count` elements at in + k·in_stride (k < count), written to out + k·out_stride:
-//   y_k = exp(x_k − m) / Σ_j exp(x_j − m),  m = max_j x_j  (subtracting m keeps exp ≤ 1).
-// An all −inf row gives NaN, as exp(−inf − (−inf)) does in numpy and PyTorch.
-void softmax_row(const void* in, std::int64_t in_offset, std::int64_t in_stride, DType dtype,
-                 void* out, std::int64_t out_offset, std::int64_t out_stride, std::int64_t count,
-                 std::vector<double>& scratch) {
+// The `count` elements at in + k·in_stride (k < count), written to out + k·out_stride:
+//   Softmax     y_k = exp(x_k − m) / Σ_j exp(x_j − m),  m = max_j x_j  (subtracting m keeps
+//               exp ≤ 1); an all −inf row gives NaN, as exp(−inf − (−inf)) does in numpy.
+//   LogSoftmax  y_k = x_k − m − log Σ_j exp(x_j − m)
+//   Hardmax     y_k = 1 at the first k with x_k = m, else 0
+void softmax_row(SoftmaxKind kind, const void* in, std::int64_t in_offset, std::int64_t in_stride,
+                 DType dtype, void* out, std::int64_t out_offset, std::int64_t out_stride,
+                 std::int64_t count, std::vector<double>& scratch) {
   scratch.resize(static_cast<std::size_t>(count));
   double m = -std::numeric_limits<double>::infinity();
   for (std::int64_t k = 0; k < count; ++k) {
     scratch[static_cast<std::size_t>(k)] = load_as_float(in, dtype, in_offset + k * in_stride);
     m = std::max(m, scratch[static_cast<std::size_t>(k)]);
   }
-  double sum = 0;
-  for (double& v : scratch) {
-    v = std::exp(v - m);
-    sum += v;
+  if (kind == SoftmaxKind::Hardmax) {
+    bool found = false;
+    for (std::int64_t k = 0; k < count; ++k) {
+      const bool first_max = !found && scratch[static_cast<std::size_t>(k)] == m;
+      found = found || first_max;
+      store_from_float(out, dtype, out_offset + k * out_stride, first_max ? 1.0f : 0.0f);
+    }
+    return;
   }
-  for (std::int64_t k = 0; k < count; ++k)
-    store_from_float(out, dtype, out_offset + k * out_stride,
-                     round_to_dtype(scratch[static_cast<std::size_t>(k)] / sum, dtype));
+  double sum = 0;
+  for (const double v : scratch) sum += std::exp(v - m);
+  for (std::int64_t k = 0; k < count; ++k) {
+    const double x = scratch[static_cast<std::size_t>(k)];
+    const double y = kind == SoftmaxKind::LogSoftmax ? x - m - std::log(sum) : std::exp(x - m) / sum;
+    store_from_float(out, dtype, out_offset + k * out_stride, round_to_dtype(y, dtype));
+  }
 }
 
 }  // namespace
 
-Tensor softmax(const Tensor& input, std::int64_t axis) {
+Tensor softmax(const Tensor& input, std::int64_t axis, SoftmaxKind kind) {
   check_floating(input, "softmax");
-  if (input.dim() == 0) return softmax_coerced_2d(input, 0);
+  if (input.dim() == 0) return softmax_coerced_2d(input, 0, kind);
   const std::int64_t d = detail::wrap_axis(axis, input.dim(), "softmax");
   const bool channels_last =
       input.dim() == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast;
@@ -57,7 +67,7 @@ Tensor softmax(const Tensor& input, std::int64_t axis) {
   void* out = output.data_ptr();
   std::vector<double> scratch;
   for_each_index(outer, [&](const Shape& idx) {
-    softmax_row(in, detail::offset_in(idx, input.strides()), is, input.dtype(), out,
+    softmax_row(kind, in, detail::offset_in(idx, input.strides()), is, input.dtype(), out,
                 detail::offset_in(idx, output.strides()), os, count, scratch);
   });
   return output;
@@ -65,7 +75,7 @@ Tensor softmax(const Tensor& input, std::int64_t axis) {
 
 // Before opset 13: rows are [prod(dims < axis)], each of prod(dims ≥ axis) elements in
 // row-major order, so the softmax spans several dimensions; done on a contiguous copy.
-Tensor softmax_coerced_2d(const Tensor& input, std::int64_t axis) {
+Tensor softmax_coerced_2d(const Tensor& input, std::int64_t axis, SoftmaxKind kind) {
   check_floating(input, "softmax");
   const std::int64_t rank = input.dim();
   REFOLD_CHECK(axis >= -rank && axis <= rank, "softmax: axis {} out of range [{}, {}]", axis, -rank,
@@ -81,7 +91,7 @@ Tensor softmax_coerced_2d(const Tensor& input, std::int64_t axis) {
   if (cols == 0) return output;
   std::vector<double> scratch;
   for (std::int64_t r = 0; r < rows; ++r)
-    softmax_row(dense.data_ptr(), r * cols, 1, input.dtype(), output.data_ptr(), r * cols, 1, cols,
+    softmax_row(kind, dense.data_ptr(), r * cols, 1, input.dtype(), output.data_ptr(), r * cols, 1, cols,
                 scratch);
   return output;
 }

@@ -36,10 +36,13 @@ Tensor transpose(const Tensor& input, const Shape& perm);
 Tensor depth_to_space(const Tensor& input, std::int64_t blocksize, bool dcr);
 
 // softmax along `axis`: out = exp(x − max) / Σ exp(x − max), the sums over that axis.
-Tensor softmax(const Tensor& input, std::int64_t axis);
+// LogSoftmax: log of it, x − max − log Σ exp(x − max); Hardmax: 1 at the first max, else 0.
+enum class SoftmaxKind { Softmax, LogSoftmax, Hardmax };
+Tensor softmax(const Tensor& input, std::int64_t axis, SoftmaxKind kind = SoftmaxKind::Softmax);
 // ONNX Softmax before opset 13: the input seen as 2-d [prod(dims < axis), prod(dims ≥ axis)],
 // softmax over each row; `axis` in [−rank, rank].
-Tensor softmax_coerced_2d(const Tensor& input, std::int64_t axis);
+Tensor softmax_coerced_2d(const Tensor& input, std::int64_t axis,
+                          SoftmaxKind kind = SoftmaxKind::Softmax);
 
 enum class ResizeMode { Nearest, Linear };
 enum class NearestMode { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
