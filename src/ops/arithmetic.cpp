@@ -93,8 +93,8 @@ nn::ModulePtr build_mod(const BuildContext& context) {
   const int elem_type = declared_elem_type(context, 0);
   // ONNX integer type codes: uint8 2, int8 3, uint16 4, int16 5, int32 6, int64 7, uint32 12,
   // uint64 13 (refold holds them all as int64).
-  const bool integer = elem_type == 0 || (elem_type >= 2 && elem_type <= 7) || elem_type == 12 ||
-                       elem_type == 13;
+  const bool integer =
+      elem_type == 0 || (elem_type >= 2 && elem_type <= 7) || elem_type == 12 || elem_type == 13;
   REFOLD_CHECK(fmod == 1 || integer,
                "fmod = 0 is for integers; input '{}' has ONNX element type {} (set fmod = 1)",
                context.node.inputs[0], elem_type);

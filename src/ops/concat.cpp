@@ -6,11 +6,11 @@
 
 #include "core/check.h"
 #include "kernels/reference/tensor_ops.h"
-#include "ops/op.h"
-#include "ops/tensor_values.h"
 #include "kernels/reference/typed_elements.h"
+#include "ops/op.h"
 #include "ops/reshape.h"
 #include "ops/softmax.h"
+#include "ops/tensor_values.h"
 #include "ops/transpose.h"
 #include "ops/window.h"
 #include "refold/functional.h"
@@ -63,8 +63,7 @@ std::vector<Tensor> Split::run(const std::vector<Tensor>& inputs) {
   REFOLD_CHECK(!inputs.empty() && inputs.size() <= 2 && inputs[0].defined(),
                "Split: expects input and optional split; got {} inputs", inputs.size());
   const Tensor& x = inputs[0];
-  const auto axis =
-      static_cast<std::size_t>(reference::detail::wrap_axis(axis_, x.dim(), "Split"));
+  const auto axis = static_cast<std::size_t>(reference::detail::wrap_axis(axis_, x.dim(), "Split"));
   const std::int64_t size = x.sizes()[axis];
   const std::vector<std::int64_t> pieces = lengths(size, inputs.size() > 1 ? inputs[1] : Tensor());
   REFOLD_CHECK(pieces.size() == outputs_, "Split: {} lengths [{}] for {} outputs", pieces.size(),
@@ -82,7 +81,8 @@ std::vector<Tensor> Split::run(const std::vector<Tensor>& inputs) {
     Shape sizes = x.sizes();
     sizes[axis] = length;
     // The piece as a view of x, copied in x's memory format.
-    const Tensor view = x.as_strided(sizes, x.strides(), x.storage_offset() + start * x.strides()[axis]);
+    const Tensor view =
+        x.as_strided(sizes, x.strides(), x.storage_offset() + start * x.strides()[axis]);
     outputs.push_back(view.clone(MemoryFormat::Preserve));
     start += length;
   }
@@ -116,7 +116,8 @@ nn::ModulePtr build_split(const BuildContext& context) {
     const std::int64_t n = node.attributes.get_int("num_outputs", 0);
     REFOLD_CHECK(n == static_cast<std::int64_t>(outputs),
                  "num_outputs is {} but the node has {} outputs", n, outputs);
-    REFOLD_CHECK(input_name(node, 1).empty(), "give either the split input or num_outputs, not both");
+    REFOLD_CHECK(input_name(node, 1).empty(),
+                 "give either the split input or num_outputs, not both");
   } else if (context.opset >= 18) {
     REFOLD_CHECK(!input_name(node, 1).empty(),
                  "from opset 18 on, Split needs the split input or num_outputs");

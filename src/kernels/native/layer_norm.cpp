@@ -31,12 +31,10 @@ Tensor layer_norm_rows(const Tensor& x, const Tensor& scale, const Tensor& bias,
   std::int64_t length = 1;
   for (std::int64_t d = first; d < rank; ++d) length *= x.size(d);
   if (x.dtype() != DType::Float32) return decline("not float32", declined);
-  if (!x.is_contiguous())
-    return decline("X's normalized dims are not contiguous rows", declined);
+  if (!x.is_contiguous()) return decline("X's normalized dims are not contiguous rows", declined);
   if (length == 0 || x.numel() == 0) return decline("no elements", declined);
   if (!is_row(scale, length) || (bias.defined() && !is_row(bias, length)))
-    return decline("Scale or B is not one contiguous float32 value per element",
-                           declined);
+    return decline("Scale or B is not one contiguous float32 value per element", declined);
   if (scale.dim() > rank - first || (bias.defined() && bias.dim() > rank - first))
     return decline("Scale or B has more dims than the normalized shape", declined);
 

@@ -60,7 +60,7 @@ std::int64_t int_op(std::int64_t x, std::int64_t y, ArithOp op, const char* name
     case ArithOp::Mod:
     case ArithOp::FMod: {
       REFOLD_CHECK(y != 0, "{}: int64 division by zero ({} mod 0)", name, x);
-      if (y == -1) return 0;  // INT64_MIN % −1 overflows in C++; the remainder is 0
+      if (y == -1) return 0;         // INT64_MIN % −1 overflows in C++; the remainder is 0
       const std::int64_t r = x % y;  // the dividend's sign (C)
       return op == ArithOp::Mod && r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
     }

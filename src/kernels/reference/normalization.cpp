@@ -44,7 +44,8 @@ Statistics statistics(const Tensor& x, GroupOf&& group_of, std::int64_t groups, 
     const double d = in.at_offset(offset_of(idx, in.strides())) - s.mean[k];
     squares[k] += d * d;
   });
-  for (std::size_t k = 0; k < g; ++k) s.inv_std[k] = 1.0 / std::sqrt(squares[k] / count[k] + epsilon);
+  for (std::size_t k = 0; k < g; ++k)
+    s.inv_std[k] = 1.0 / std::sqrt(squares[k] / count[k] + epsilon);
   return s;
 }
 
@@ -118,8 +119,8 @@ Tensor group_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, std:
   REFOLD_CHECK(x.dim() >= 2, "{}: X must be at least 2-d [N, C, …], got [{}]", op,
                fmt::join(x.sizes(), ", "));
   const std::int64_t channels = x.size(1);
-  REFOLD_CHECK(groups > 0 && channels % groups == 0,
-               "{}: {} channels do not split into {} groups", op, channels, groups);
+  REFOLD_CHECK(groups > 0 && channels % groups == 0, "{}: {} channels do not split into {} groups",
+               op, channels, groups);
   for (const Tensor* t : {&scale, &bias})
     REFOLD_CHECK(t->numel() == channels && t->dim() == 1,
                  "{}: {} must be 1-d of length {} (X's channels), got [{}]", op,

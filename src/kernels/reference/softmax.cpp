@@ -42,7 +42,8 @@ void softmax_row(SoftmaxKind kind, const void* in, std::int64_t in_offset, std::
   for (const double v : scratch) sum += std::exp(v - m);
   for (std::int64_t k = 0; k < count; ++k) {
     const double x = scratch[static_cast<std::size_t>(k)];
-    const double y = kind == SoftmaxKind::LogSoftmax ? x - m - std::log(sum) : std::exp(x - m) / sum;
+    const double y =
+        kind == SoftmaxKind::LogSoftmax ? x - m - std::log(sum) : std::exp(x - m) / sum;
     store_from_float(out, dtype, out_offset + k * out_stride, round_to_dtype(y, dtype));
   }
 }
@@ -91,8 +92,8 @@ Tensor softmax_coerced_2d(const Tensor& input, std::int64_t axis, SoftmaxKind ki
   if (cols == 0) return output;
   std::vector<double> scratch;
   for (std::int64_t r = 0; r < rows; ++r)
-    softmax_row(kind, dense.data_ptr(), r * cols, 1, input.dtype(), output.data_ptr(), r * cols, 1, cols,
-                scratch);
+    softmax_row(kind, dense.data_ptr(), r * cols, 1, input.dtype(), output.data_ptr(), r * cols, 1,
+                cols, scratch);
   return output;
 }
 
