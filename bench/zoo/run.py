@@ -2,7 +2,7 @@
 """Runs refold on the model zoo written by bench/zoo/export.py and tabulates what works.
 
     $python bench/zoo/export.py                  # once (python=$(bench/zoo/setup.sh))
-    $python bench/zoo/run.py                     # every model, forms ts17 ts17bn dynamo dynamic
+    $python bench/zoo/run.py                     # every model, every form
     $python bench/zoo/run.py --only resnet18 --forms ts17,deploy --time
     options: --models DIR (bench/zoo/models)  --refold BIN  --work DIR  --timeout 300
              --time --threads 2 --runs 20 --rounds 5   --md FILE  --json FILE
@@ -43,7 +43,7 @@ import onnx
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-FORMS = ("ts17", "ts17bn", "dynamo", "dynamic")  # the default forms; "deploy" may be added
+FORMS = ("ts17", "ts17bn", "dynamo", "dynamic", "deploy")  # every form export.py writes
 REFOLD_WAIT_S = 30  # the binary may be rebuilt under us: wait this long when it is missing
 REFOLD_ATTEMPTS = 10
 

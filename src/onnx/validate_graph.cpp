@@ -20,8 +20,7 @@ std::string describe_node(const std::string& name, const ::onnx::NodeProto& node
 
 void check_newer_ir_fields(const ::onnx::NodeProto& node, const std::string& name) {
   constexpr int kOverloadField = 8;  // NodeProto.overload, IR 10
-  const google::protobuf::UnknownFieldSet& unknown =
-      node.GetReflection()->GetUnknownFields(node);
+  const google::protobuf::UnknownFieldSet& unknown = node.GetReflection()->GetUnknownFields(node);
   for (int i = 0; i < unknown.field_count(); ++i) {
     const google::protobuf::UnknownField& field = unknown.field(i);
     if (field.number() != kOverloadField) continue;
@@ -30,9 +29,10 @@ void check_newer_ir_fields(const ::onnx::NodeProto& node, const std::string& nam
             ? field.length_delimited()
             : std::string("?");
     if (overload.empty()) continue;
-    fail("{}: overload '{}' (IR 10 function overloads) is not supported; refold runs ai.onnx "
-         "ops, not model-local functions",
-         describe_node(name, node), overload);
+    fail(
+        "{}: overload '{}' (IR 10 function overloads) is not supported; refold runs ai.onnx "
+        "ops, not model-local functions",
+        describe_node(name, node), overload);
   }
 }
 
