@@ -1,5 +1,7 @@
 // refold optimize / run / test / bench, run as a user runs them, on the PyTorch-exported models
 // of tests/data/onnx/.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,7 +12,9 @@
 
 #include "refold/io/npy.h"
 #include "refold/onnx/onnx.h"
+#include "testing/builders.h"
 #include "testing/compare.h"
+#include "testing/onnx_builder.h"
 #include "testing/run_cli.h"
 
 namespace refold {
@@ -110,6 +114,49 @@ TEST(CliRun, NamesAMissingOrUnknownInput) {
   EXPECT_NE(run.output.find("--input extra: the model has no input of that name"),
             std::string::npos)
       << run.output;
+}
+
+// A model exported with dynamic batch and size (x [N, 4, H, W] → Conv 3×3 pad 1 → Relu):
+// optimized once, verified and run at the sizes --input-shape gives.
+TEST(CliInputShape, DynamicModelOptimizesOnceAndRunsAtAnySize) {
+  const fs::path dir = scratch("input_shape");
+  testing::OnnxBuilder b(17, 8);
+  Generator gen(5);
+  b.input("x", {"N", 4, "H", "W"}).output("y", {"N", 4, "H", "W"});
+  b.initializer("w", testing::uniform({4, 4, 3, 3}, 0.3, gen));
+  b.node("Conv", {"x", "w"}, {"c"}, "conv").attr_ints("pads", {1, 1, 1, 1});
+  b.node("Relu", {"c"}, {"y"}, "relu");
+  const std::string model = b.save(dir / "dynamic.onnx").string();
+  const std::string optimized = (dir / "opt.onnx").string();
+
+  CliRun run = run_cli("optimize " + model + " -o " + optimized + " --verify");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.output.find("input 'x': dim 2 is symbolic ('H'); give its size (--input-shape "
+                            "x=…) or data (--input)"),
+            std::string::npos)
+      << run.output;
+  run = run_cli("optimize " + model + " -o " + optimized + " --verify --input-shape x=2x4x9x7");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("verify:"), std::string::npos) << run.output;
+  for (const std::string shape : {"1x4x8x8", "3x4x5x11"}) {
+    run = run_cli("run " + optimized + " --input-shape x=" + shape + " -o " + dir.string());
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const Tensor y = io::load_npy(dir / "y.npy");
+    EXPECT_EQ(fmt::format("{}", fmt::join(y.sizes(), "x")), shape);
+  }
+  run = run_cli("bench " + model + " --input-shape x=1x4x16x16 --runs 1 --warmup 0");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+
+  for (const auto& [spec, message] : std::vector<std::pair<std::string, std::string>>{
+           {"x=1x5x8x8", "--input-shape x: dim 1 is 5, but the model declares 4"},
+           {"x=1x4x8", "--input-shape x: 3 dims given, the model declares 4"},
+           {"z=1x4x8x8", "--input-shape z: the model has no input of that name"},
+           {"x=1x4xhx8", "--input-shape 'x=1x4xhx8': 'h' is not a size (a number ≥ 0)"},
+           {"x", "--input-shape 'x': expected NAME=DxDx… (e.g. x=1x3x224x224)"}}) {
+    run = run_cli("run " + model + " --input-shape " + spec + " -o " + dir.string());
+    EXPECT_EQ(run.exit_code, 1) << spec;
+    EXPECT_NE(run.output.find(message), std::string::npos) << run.output;
+  }
 }
 
 TEST(CliTest, RunsTestFoldersAndCounts) {

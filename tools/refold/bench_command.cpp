@@ -107,7 +107,8 @@ int bench_command(const BenchArgs& args, std::FILE* out) {
     v.graph = onnx::load(args.model, args.load);
     passes::optimize(*v.graph, {v.disabled});
     if (inputs.empty())
-      inputs = random_inputs(*v.graph, std::max<std::int64_t>(args.batch, 1), args.batch > 0);
+      inputs = random_inputs(*v.graph, std::max<std::int64_t>(args.batch, 1), args.batch > 0,
+                             parse_input_shapes(args.input_shapes, *v.graph));
     if (dtype != DType::Float32) v.graph->to(dtype);
   }
   for (Tensor& t : inputs) t = t.to(dtype);

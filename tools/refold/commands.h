@@ -18,7 +18,8 @@ struct OptimizeArgs {
   bool verify = false;
   bool json = false;
   bool verbose = false;
-  std::vector<std::string> disable;  // pass names
+  std::vector<std::string> input_shapes;  // NAME=1x3x224x224, for --verify's random inputs
+  std::vector<std::string> disable;       // pass names
 };
 // `refold optimize IN.onnx -o OUT.onnx`: op counts before → after, the layout plan, and with
 // --verify the max error of OUT against IN on random inputs (exit 1 when out of tolerance).
@@ -27,7 +28,8 @@ int optimize_command(const OptimizeArgs& args, std::FILE* out);
 struct RunArgs {
   onnx::LoadOptions load;  // --max-memory
   std::string model;
-  std::vector<std::string> inputs;  // NAME=FILE (.npy or TensorProto .pb)
+  std::vector<std::string> inputs;        // NAME=FILE (.npy or TensorProto .pb)
+  std::vector<std::string> input_shapes;  // NAME=1x3x224x224: random data for inputs not given
   std::string output_dir;
   bool optimize = true;
 };
@@ -46,8 +48,9 @@ int test_command(const TestArgs& args, std::FILE* out);
 struct BenchArgs {
   onnx::LoadOptions load;  // --max-memory
   std::string model;
-  std::int64_t batch = 0;  // 0: the model's own (symbolic batch → 1)
-  int threads = 0;         // 0: refold's default
+  std::int64_t batch = 0;                 // 0: the model's own (symbolic batch → 1)
+  std::vector<std::string> input_shapes;  // NAME=1x3x224x224, overriding the declared shape
+  int threads = 0;                        // 0: refold's default
   std::string dtype = "f32";
   int runs = 20;
   int warmup = 3;

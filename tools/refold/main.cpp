@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
                    "reparameterize, activation-fusion, layout")
       ->delimiter(',');
   optimize->add_flag("--json", optimize_args.json, "Print the report as JSON");
+  optimize->add_option("--input-shape", optimize_args.input_shapes,
+                       "NAME=1x3x224x224: the shape --verify feeds (symbolic dims need one)");
   optimize->add_flag("-v,--verbose", optimize_args.verbose,
                      "Say what each pass did and why it declined");
 
@@ -38,6 +40,8 @@ int main(int argc, char** argv) {
   run->add_option("-i,--input", run_args.inputs, "NAME=FILE (.npy or TensorProto .pb)");
   run->add_option("-o,--output", run_args.output_dir, "Folder for <output>.npy files")->required();
   run->add_flag("!--no-optimize", run_args.optimize, "Run the model as imported");
+  run->add_option("--input-shape", run_args.input_shapes,
+                  "NAME=1x3x224x224: random N(0, 1) data of that shape for an input not given");
 
   TestArgs test_args;
   CLI::App* test = app.add_subcommand(
@@ -57,6 +61,8 @@ int main(int argc, char** argv) {
   bench->add_option("--runs", bench_args.runs, "Timed runs per variant (default 20)");
   bench->add_option("--warmup", bench_args.warmup, "Untimed runs first (default 3)");
   bench->add_flag("--json", bench_args.json, "Print the results as JSON");
+  bench->add_option("--input-shape", bench_args.input_shapes,
+                    "NAME=1x3x224x224: the input's shape (symbolic dims need one)");
   bench->add_option("--plot", bench_args.plot, "Draw the comparison as an SVG bar chart");
 
   for (auto [command, load] : {std::pair{optimize, &optimize_args.load},

@@ -4,13 +4,62 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "refold/error.h"
 
 namespace refold::cli {
 
+InputShapes parse_input_shapes(const std::vector<std::string>& specs, const graph::Graph& graph) {
+  InputShapes shapes;
+  for (const std::string& spec : specs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      throw Error(
+          fmt::format("--input-shape '{}': expected NAME=DxDx… (e.g. x=1x3x224x224)", spec));
+    const std::string name = spec.substr(0, eq);
+    Shape sizes;
+    std::size_t at = eq + 1;
+    while (at <= spec.size()) {
+      const std::size_t x = std::min(spec.find('x', at), spec.size());
+      const std::string dim = spec.substr(at, x - at);
+      std::size_t used = 0;
+      long long value = -1;
+      try {
+        value = std::stoll(dim, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != dim.size() || value < 0)
+        throw Error(
+            fmt::format("--input-shape '{}': '{}' is not a size (a number ≥ 0)", spec, dim));
+      sizes.push_back(value);
+      at = x + 1;
+    }
+    const auto input = std::find_if(graph.inputs.begin(), graph.inputs.end(),
+                                    [&](const graph::ValueInfo& v) { return v.name == name; });
+    if (input == graph.inputs.end())
+      throw Error(fmt::format("--input-shape {}: the model has no input of that name", name));
+    if (input->shape) {
+      if (input->shape->size() != sizes.size())
+        throw Error(fmt::format("--input-shape {}: {} dims given, the model declares {}", name,
+                                sizes.size(), input->shape->size()));
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        const graph::Dim& d = (*input->shape)[i];
+        if (d.is_static() && d.value != sizes[i])
+          throw Error(fmt::format("--input-shape {}: dim {} is {}, but the model declares {}", name,
+                                  i, sizes[i], d.value));
+      }
+    }
+    if (!shapes.emplace(name, std::move(sizes)).second)
+      throw Error(fmt::format("--input-shape {} given twice", name));
+  }
+  return shapes;
+}
+
 std::vector<Tensor> random_inputs(const graph::Graph& graph, std::int64_t batch,
-                                  bool override_batch, std::uint64_t seed) {
+                                  bool override_batch, const InputShapes& shapes,
+                                  std::uint64_t seed) {
   Generator gen(seed);
   std::vector<Tensor> result;
   for (const graph::ValueInfo& input : graph.inputs) {
@@ -18,9 +67,14 @@ std::vector<Tensor> random_inputs(const graph::Graph& graph, std::int64_t batch,
       throw Error(fmt::format("input '{}': element type {} needs real data (--input)", input.name,
                               input.elem_type));
     }
+    if (const auto given = shapes.find(input.name); given != shapes.end()) {
+      result.push_back(randn(given->second, {}, gen));
+      continue;
+    }
     if (!input.shape) {
-      throw Error(
-          fmt::format("input '{}' has no declared shape; give its data (--input)", input.name));
+      throw Error(fmt::format(
+          "input '{}' has no declared shape; give its shape (--input-shape) or data (--input)",
+          input.name));
     }
     Shape sizes;
     for (std::size_t i = 0; i < input.shape->size(); ++i) {
@@ -30,8 +84,10 @@ std::vector<Tensor> random_inputs(const graph::Graph& graph, std::int64_t batch,
       } else if (d.is_static()) {
         sizes.push_back(d.value);
       } else {
-        throw Error(fmt::format("input '{}': dim {} is symbolic ('{}'); give its data (--input)",
-                                input.name, i, d.param));
+        throw Error(fmt::format(
+            "input '{}': dim {} is symbolic ('{}'); give its size (--input-shape {}=…) or data "
+            "(--input)",
+            input.name, i, d.param, input.name));
       }
     }
     result.push_back(randn(sizes, {}, gen));

@@ -40,7 +40,7 @@ int optimize_command(const OptimizeArgs& args, std::FILE* out) {
   OutputDiff in_memory, written;
   std::vector<Tensor> inputs, expected;
   if (args.verify) {
-    inputs = random_inputs(*original, 1, false);
+    inputs = random_inputs(*original, 1, false, parse_input_shapes(args.input_shapes, *original));
     expected = original->run(inputs);
     in_memory = compare_outputs(graph->run(inputs), expected);
     if (!in_memory.within_model_tolerance()) {

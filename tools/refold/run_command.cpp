@@ -6,6 +6,7 @@
 #include <map>
 
 #include "commands.h"
+#include "model_inputs.h"
 #include "refold/error.h"
 #include "refold/io/npy.h"
 #include "refold/onnx/onnx.h"
@@ -47,10 +48,23 @@ int run_command(const RunArgs& args, std::FILE* out) {
       throw Error(fmt::format("--input '{}' given twice", spec.substr(0, eq)));
     }
   }
+  const InputShapes shapes = parse_input_shapes(args.input_shapes, *graph);
   std::vector<Tensor> feeds;
-  for (const graph::ValueInfo& input : graph->inputs) {
+  for (std::size_t i = 0; i < graph->inputs.size(); ++i) {
+    const graph::ValueInfo& input = graph->inputs[i];
     auto it = given.find(input.name);
-    if (it == given.end()) throw Error(fmt::format("missing --input {}=FILE", input.name));
+    if (it == given.end()) {
+      const auto shape = shapes.find(input.name);
+      if (shape == shapes.end())
+        throw Error(fmt::format("missing --input {}=FILE (or --input-shape {}=… for random data)",
+                                input.name, input.name));
+      // N(0, 1) data of that shape, seeded by the input's position.
+      Generator gen(i + 1);
+      feeds.push_back(randn(shape->second, {}, gen));
+      continue;
+    }
+    if (shapes.count(input.name) != 0)
+      throw Error(fmt::format("input {}: give --input or --input-shape, not both", input.name));
     feeds.push_back(read_input(it->second, input.elem_type));
     given.erase(it);
   }
