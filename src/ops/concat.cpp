@@ -75,15 +75,22 @@ std::vector<Tensor> Split::run(const std::vector<Tensor>& inputs) {
   }
   REFOLD_CHECK(total == size, "Split: split [{}] sums to {}, but axis {} has size {}",
                fmt::join(pieces, ", "), total, axis_, size);
+  const MemoryFormat format =
+      x.dim() == 4 && x.suggest_memory_format() == MemoryFormat::ChannelsLast
+          ? MemoryFormat::ChannelsLast
+          : MemoryFormat::Contiguous;
   std::vector<Tensor> outputs;
   std::int64_t start = 0;
   for (std::int64_t length : pieces) {
     Shape sizes = x.sizes();
     sizes[axis] = length;
-    // The piece as a view of x, copied in x's memory format.
+    // The piece as a view of x, copied into standard strides of x's memory format (a strided
+    // size-1 batch stride kept from the view made oneDNN's binary add wrong: bench/RESULTS.md).
     const Tensor view =
         x.as_strided(sizes, x.strides(), x.storage_offset() + start * x.strides()[axis]);
-    outputs.push_back(view.clone(MemoryFormat::Preserve));
+    Tensor piece = empty(sizes, {x.dtype(), format});
+    piece.copy_(view);
+    outputs.push_back(piece);
     start += length;
   }
   return outputs;

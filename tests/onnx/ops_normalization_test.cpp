@@ -9,6 +9,7 @@
 
 #include "kernels/native/layer_norm.h"
 #include "kernels/reference/onnx_ops.h"
+#include "refold/reference.h"
 #include "onnx/ops_tensor_helpers.h"
 #include "testing/builders.h"
 #include "testing/compare.h"
@@ -120,6 +121,26 @@ TEST(OnnxSplit, EveryFormAndLayout) {
   const std::vector<Tensor> four = uneven.run_all({x});
   EXPECT_EQ(four[0].size(1), 2);
   EXPECT_EQ(four[3].size(1), 0);  // ⌈6/4⌉ = 2: 2, 2, 2, 0
+}
+
+// yolov8n (dynamo export): Split's second piece, read by a Conv and an Add, gave a wrong Add
+// when the piece kept its view's strides ([1, 16, H, W] with the batch stride of 32 channels).
+// The pieces now have standard strides; the Add over them matches the reference.
+TEST(OnnxSplit, PiecesHaveStandardStridesAndAddCorrectly) {
+  Generator gen(13);
+  const Tensor x = uniform({1, 32, 20, 20}, 1.0, gen);
+  OpCase split("Split", {"x"}, {"a", "b"});
+  split.opset(18).integer("axis", 1).integer("num_outputs", 2);
+  const std::vector<Tensor> pieces = split.run_all({x});
+  EXPECT_EQ(pieces[1].strides(), (Shape{16 * 400, 400, 20, 1}));
+  const Tensor other = uniform({1, 16, 20, 20}, 1.0, gen);
+  OpCase add("Add", {"a", "b"});
+  EXPECT_TRUE(all_close(add.run({pieces[1], other}), reference::add(pieces[1], other),
+                        Tolerance::op_f32()));
+  // The same Add on the strided view itself (the layout the pieces used to have).
+  const Tensor view = x.as_strided({1, 16, 20, 20}, x.strides(), 16 * 400);
+  EXPECT_TRUE(all_close(add.run({view, other}), reference::add(view.contiguous(), other),
+                        Tolerance::op_f32()));
 }
 
 TEST(OnnxSmallOps, SoftmaxFamilyPReluModSizeDropoutCastLikeGlobalMaxPool) {
