@@ -103,8 +103,8 @@ def randomize_batchnorms(model, x, generator):
     """Random BatchNorm parameters and statistics, so that BN folding must get the numbers right.
 
     Statistics drawn out of thin air (mean ~ N(0, 0.1), var ~ U(0.5, 1.5)) let activations grow
-    block after block in a deep or multi-branch net (RepVGG-A0's output reached 1e4, MobileOne-S0's
-    1e16), where no tolerance means anything. So they are measured and then perturbed, in one
+    block after block in a deep or multi-branch net (RepVGG-A0's output reached 6e4, MobileOne-S0's
+    2e16), where no tolerance means anything. So they are measured and then perturbed, in one
     eval-mode forward on a batch of x and 7 more random inputs: just before each BN runs, its
     running statistics are set from its actual input (upstream BNs already final), then
     mean += N(0, 0.1)·std and var ·= U(0.5, 1.5) (var at least 1e-3: a channel dead on this batch

@@ -9,7 +9,8 @@
 
 For each model of the manifest and each exported form present (<name>.<form>.onnx):
   1. `refold optimize FILE -o WORK/<name>.<form>.opt.onnx --verify --json`: success, refold's
-     own verification (max error against the input model on random inputs), the first error line;
+     own verification (max error against the input model on random inputs), the first error line
+     (a file with symbolic input dims also gets --input-shape, the saved input's shape);
   2. `refold run` of the optimized file on the model's saved input (graph input name read from
      the file), compared with PyTorch's output: pass when max|diff| <= 1e-4 * max(1, max|golden|).
      When that fails (or optimize did), the original file is also run with --no-optimize, to tell
@@ -52,15 +53,16 @@ REFOLD_ATTEMPTS = 10
 # refold, in a subprocess
 
 class Refold:
-    def __init__(self, binary, timeout):
+    def __init__(self, binary, timeout, folders=()):
         self.binary = pathlib.Path(binary)
         self.timeout = timeout
+        self.folders = [f"{folder}/" for folder in folders]  # left out of error lines
 
     def __call__(self, *args):
         """Runs `refold ARGS`; returns dict(rc, stdout, stderr, seconds, error). rc is None when
         it timed out or could not start; error is the first error line (None on success)."""
         command = [str(self.binary), *map(str, args)]
-        for attempt in range(REFOLD_ATTEMPTS):
+        for _ in range(REFOLD_ATTEMPTS):
             if not self.binary.exists():  # being rebuilt
                 print(f"    {self.binary} missing, waiting {REFOLD_WAIT_S} s …", flush=True)
                 time.sleep(REFOLD_WAIT_S)
@@ -78,6 +80,8 @@ class Refold:
                 continue
             seconds = time.perf_counter() - start
             error = None if done.returncode == 0 else first_error_line(done)
+            for folder in self.folders if error else ():
+                error = error.replace(folder, "")
             return dict(rc=done.returncode, stdout=done.stdout, stderr=done.stderr,
                         seconds=round(seconds, 2), error=error)
         return dict(rc=None, stdout="", stderr="", seconds=0,
@@ -133,6 +137,19 @@ def op_counts(path):
         n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
         for n in model.graph.node)
     return dict(sorted(counts.items()))
+
+
+def input_shape_args(path, shape):
+    """`--input-shape NAME=1x3x224x224` (the saved input's shape) when the file's input has a
+    symbolic or unknown dim, which refold's optimize --verify and bench need; else nothing."""
+    model = onnx.load(str(path), load_external_data=False)
+    initializers = {t.name for t in model.graph.initializer}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        if any(not d.HasField("dim_value") for d in value.type.tensor_type.shape.dim):
+            return ["--input-shape", f"{value.name}={'x'.join(map(str, shape))}"]
+    return []
 
 
 def opset(path):
@@ -251,9 +268,11 @@ def check(refold, models_dir, work, name, entry, form):
     golden = np.load(models_dir / entry["golden"])
     record = dict(model=name, form=form, file=path.name, opset=opset(path))
 
-    done = refold("optimize", path, "-o", optimized, "--verify", "--json")
+    shape_args = input_shape_args(path, entry["input_shape"])
+    done = refold("optimize", path, "-o", optimized, "--verify", "--json", *shape_args)
     report = parse_json(done["stdout"]) or {}
     record["optimize"] = dict(ok=done["rc"] == 0 and optimized.exists(), error=done["error"],
+                              input_shape_args=shape_args or None,
                               seconds=done["seconds"], verify=report.get("verify"),
                               layout=report.get("layout"), passes=report.get("passes"),
                               stderr_tail=done["stderr"][-2000:] if done["error"] else None)
@@ -329,7 +348,8 @@ def time_form(refold, path, x, threads, runs, rounds, warmup=3):
             if engine == "refold":
                 if "refold" in errors:
                     continue
-                done = refold("bench", path, "--threads", threads, "--runs", per_round, "--json")
+                done = refold("bench", path, "--threads", threads, "--runs", per_round, "--json",
+                              *input_shape_args(path, x.shape))
                 report = parse_json(done["stdout"]) or {}
                 ms = report.get("optimized_nhwc_ms_median")
                 if done["error"] or ms is None:
@@ -422,6 +442,10 @@ def markdown(records, export_errors, header, timed):
                     f"({'pass' if noopt.get('ok') else 'FAIL'})"))
             if r.get("divergence") is not None:
                 lines.append("  - " + describe_divergence(r["divergence"]))
+    timing_errors = [f"- **{r['model']} {r['form']}** {engine}: `{error}`" for r in records
+                     for engine, error in r.get("timing", {}).get("errors", {}).items()]
+    if timing_errors:
+        lines += ["", "## Timing errors", "", *timing_errors]
     if export_errors:
         lines += ["", "## Export errors (bench/zoo/export.py)", ""]
         lines += [f"- **{name} {form}**: `{error}`" for (name, form), error in export_errors]
@@ -440,7 +464,28 @@ def markdown(records, export_errors, header, timed):
     if diffs:
         lines += ["", "## Op counts where refold's optimized graph differs from the reference",
                   "", *diffs]
+
+    larger = [r for r in records if r["op_counts"]["refold"] is not None
+              and r["op_counts"]["reference_form"] == "deploy"
+              and node_total(r["op_counts"]["refold"]) > node_total(r["op_counts"]["reference"])]
+    if larger:
+        lines += ["", "## Larger than the deploy form: why refold kept nodes (its optimize "
+                      "notes, names shortened, most frequent first)", ""]
+        for r in larger:
+            lines.append(f"- **{r['model']} {r['form']}**:")
+            lines += [f"  - {n}× `{note}`" for note, n in kept_reasons(r)[:6]]
     return "\n".join(lines) + "\n"
+
+
+def kept_reasons(record):
+    """refold's "kept …" notes of one optimize run, counted, with node names shortened to their
+    last path component and numbers made '#' ('/stem/Constant_output_0' → 'Constant_output_#')."""
+    def shorten(match):
+        return "'" + re.sub(r"\d+", "#", match.group(1)) + "'"
+    notes = [re.sub(r"'(?:[^'/]*/)*([^'/]*)'", shorten, note.splitlines()[0])
+             for p in record["optimize"].get("passes") or [] for note in p.get("notes", [])
+             if note.startswith("kept")]
+    return collections.Counter(notes).most_common()
 
 
 def main():
@@ -448,7 +493,7 @@ def main():
     parser.add_argument("--models", default=str(HERE / "models"), help="export.py's folder")
     parser.add_argument("--only", help="comma-separated model names (default: the manifest's)")
     parser.add_argument("--forms", default=",".join(FORMS),
-                        help="comma-separated forms among ts17, dynamo, dynamic, deploy")
+                        help="comma-separated, among ts17, ts17bn, dynamo, dynamic, deploy")
     parser.add_argument("--refold", default=str(ROOT / "build" / "tools" / "refold" / "refold"))
     parser.add_argument("--work", help="folder for refold's files (default: MODELS/refold)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per refold call")
@@ -467,7 +512,8 @@ def main():
     forms = [f.strip() for f in args.forms.split(",") if f.strip()]
     work = pathlib.Path(args.work) if args.work else models_dir / "refold"
     work.mkdir(parents=True, exist_ok=True)
-    refold = Refold(args.refold, args.timeout)
+    refold = Refold(args.refold, args.timeout,
+                    folders=(models_dir.resolve(), work.resolve(), models_dir, work))
 
     records, export_errors = [], []
     for name in names:
@@ -508,8 +554,8 @@ def main():
         f"torch {manifest['versions'].get('torch')}, timm {manifest['versions'].get('timm')}, "
         f"ultralytics {manifest['versions'].get('ultralytics')}; pass: max|diff| vs PyTorch "
         f"≤ 1e-4·max(1, max|golden|); verify: refold optimize --verify's own max error; "
-        f"nodes: op-type node counts of the exported file, refold's optimized file and, in "
-        f"parentheses, the deploy form (timm reparameterize_model / ultralytics fuse)."
+        f"nodes (Constant nodes not counted): the exported file, refold's optimized file and, "
+        f"in parentheses, the deploy form (timm reparameterize_model / ultralytics fuse)."
         + (f" Times: medians, {args.threads} threads, batch 1." if args.time else "")]
     table = markdown(records, export_errors, header, args.time)
     print()
