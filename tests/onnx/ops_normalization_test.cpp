@@ -9,8 +9,8 @@
 
 #include "kernels/native/layer_norm.h"
 #include "kernels/reference/onnx_ops.h"
-#include "refold/reference.h"
 #include "onnx/ops_tensor_helpers.h"
+#include "refold/reference.h"
 #include "testing/builders.h"
 #include "testing/compare.h"
 #include "testing/error_table.h"
