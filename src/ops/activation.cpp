@@ -144,14 +144,19 @@ nn::ModulePtr build_identity(const BuildContext& context) {
 
 // Dropout at inference is the identity; its optional mask output is all true. A training_mode
 // input that is a constant true is refused (refold runs inference only).
+// Dropout's training_mode input: a 1-element tensor that is not 0 asks for training.
+void check_not_training(const Tensor& training_mode) {
+  if (training_mode.defined() && training_mode.numel() == 1)
+    REFOLD_CHECK(*training_mode.to(DType::Int64).data<std::int64_t>() == 0,
+                 "unsupported: training_mode is true (refold runs inference only)");
+}
+
 class Dropout : public graph::Op {
  public:
   explicit Dropout(bool mask) : Op("Dropout"), mask_(mask) {}
   std::vector<Tensor> run(const std::vector<Tensor>& in) override {
     REFOLD_CHECK(!in.empty() && in[0].defined(), "Dropout: data is missing");
-    if (in.size() > 2 && in[2].defined() && in[2].numel() == 1)
-      REFOLD_CHECK(*in[2].to(DType::Int64).data<std::int64_t>() == 0,
-                   "Dropout: unsupported: training_mode is true (refold runs inference only)");
+    if (in.size() > 2) check_not_training(in[2]);
     if (!mask_) return {in[0]};
     return {in[0], full(in[0].sizes(), 1.0f, DType::Int64)};
   }
@@ -163,9 +168,7 @@ class Dropout : public graph::Op {
 nn::ModulePtr build_dropout(const BuildContext& context) {
   const graph::Node& node = context.node;
   check_arity(node, 1, 3, 2);
-  if (const auto training = constant_input(context, 2); training && training->numel() == 1)
-    REFOLD_CHECK(*training->to(DType::Int64).data<std::int64_t>() == 0,
-                 "unsupported: training_mode is true (refold runs inference only)");
+  if (const auto training = constant_input(context, 2)) check_not_training(*training);
   const bool mask = node.outputs.size() > 1 && !node.outputs[1].empty();
   if (!mask && node.inputs.size() <= 1) return std::make_shared<nn::Identity>();
   return std::make_shared<Dropout>(mask);

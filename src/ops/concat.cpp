@@ -75,22 +75,16 @@ std::vector<Tensor> Split::run(const std::vector<Tensor>& inputs) {
   }
   REFOLD_CHECK(total == size, "Split: split [{}] sums to {}, but axis {} has size {}",
                fmt::join(pieces, ", "), total, axis_, size);
-  const MemoryFormat format =
-      x.dim() == 4 && x.suggest_memory_format() == MemoryFormat::ChannelsLast
-          ? MemoryFormat::ChannelsLast
-          : MemoryFormat::Contiguous;
+  // Each piece is Slice's copy, in standard strides of x's format. (A piece that kept its
+  // view's strides — a size-1 batch dim with the whole input's stride — made a later Add of
+  // yolov8n wrong; which kernel mishandles such strides is not yet found.)
+  std::vector<reference::SliceDim> dims;
+  for (std::int64_t size_d : x.sizes()) dims.push_back({0, 1, size_d});
   std::vector<Tensor> outputs;
   std::int64_t start = 0;
   for (std::int64_t length : pieces) {
-    Shape sizes = x.sizes();
-    sizes[axis] = length;
-    // The piece as a view of x, copied into standard strides of x's memory format (a strided
-    // size-1 batch stride kept from the view made oneDNN's binary add wrong: bench/RESULTS.md).
-    const Tensor view =
-        x.as_strided(sizes, x.strides(), x.storage_offset() + start * x.strides()[axis]);
-    Tensor piece = empty(sizes, {x.dtype(), format});
-    piece.copy_(view);
-    outputs.push_back(piece);
+    dims[axis] = {start, 1, length};
+    outputs.push_back(reference::slice(x, dims));
     start += length;
   }
   return outputs;

@@ -103,6 +103,14 @@ class Lrn : public graph::Op {
   double alpha_, beta_, bias_;
 };
 
+// A required attribute that must be a positive integer (num_groups, LRN's size).
+std::int64_t required_positive(const graph::Node& node, const char* name) {
+  REFOLD_CHECK(node.attributes.has(name), "the {} attribute is required", name);
+  const std::int64_t value = node.attributes.get_int(name, 0);
+  REFOLD_CHECK(value > 0, "{} must be positive (got {})", name, value);
+  return value;
+}
+
 float read_epsilon(const graph::Node& node) {
   const float epsilon = node.attributes.get_float("epsilon", 1e-5f);
   REFOLD_CHECK(std::isfinite(epsilon) && epsilon >= 0.0f,
@@ -126,9 +134,7 @@ nn::ModulePtr build_layer_normalization(const BuildContext& context) {
 nn::ModulePtr build_group_normalization(const BuildContext& context) {
   const graph::Node& node = context.node;
   check_arity(node, 3, 3, 1);
-  REFOLD_CHECK(node.attributes.has("num_groups"), "the num_groups attribute is required");
-  const std::int64_t groups = node.attributes.get_int("num_groups", 0);
-  REFOLD_CHECK(groups > 0, "num_groups must be positive (got {})", groups);
+  const std::int64_t groups = required_positive(node, "num_groups");
   // Opset 21 made scale and bias per channel; 18 has them per group.
   return std::make_shared<GroupNormalization>("GroupNormalization", groups, read_epsilon(node),
                                               context.opset < 21);
@@ -143,9 +149,7 @@ nn::ModulePtr build_instance_normalization(const BuildContext& context) {
 nn::ModulePtr build_lrn(const BuildContext& context) {
   const graph::Node& node = context.node;
   check_arity(node, 1, 1, 1);
-  REFOLD_CHECK(node.attributes.has("size"), "the size attribute is required");
-  const std::int64_t size = node.attributes.get_int("size", 0);
-  REFOLD_CHECK(size > 0, "size must be positive (got {})", size);
+  const std::int64_t size = required_positive(node, "size");
   const float alpha = node.attributes.get_float("alpha", 1e-4f);
   const float beta = node.attributes.get_float("beta", 0.75f);
   const float bias = node.attributes.get_float("bias", 1.0f);
