@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/element_access.h"
+#include "kernels/reference/elementwise.h"
 #include "refold/reference.h"
 
 namespace refold::reference {
@@ -20,14 +21,7 @@ Tensor unary(const Tensor& input, const char* op, F f) {
   REFOLD_CHECK(dtype == DType::Float32 || dtype == DType::BFloat16,
                "{}: input has dtype {}; only float32 and bfloat16 are supported", op,
                dtype_name(dtype));
-  Tensor output = empty_like(input, {dtype, MemoryFormat::Preserve});
-  const FloatReader in(input);
-  const FloatWriter out(output);
-  for_each_index(input.sizes(), [&](const Shape& idx) {
-    const double x = in.at_offset(offset_of(idx, in.strides()));
-    out.set_offset(offset_of(idx, out.strides()), round_to_dtype(f(x), dtype));
-  });
-  return output;
+  return detail::map_floating(input, f);
 }
 
 // min(max(x, lo), hi), but NaN stays NaN (std::clamp's comparisons would return a bound).

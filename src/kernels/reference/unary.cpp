@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/element_access.h"
+#include "kernels/reference/elementwise.h"
 #include "kernels/reference/onnx_ops.h"
 
 namespace refold::reference {
@@ -122,8 +123,8 @@ std::string_view unary_name(UnaryOp op) {
 Tensor unary(const Tensor& x, UnaryOp op, double alpha, double beta) {
   const std::string_view name = unary_name(op);
   REFOLD_CHECK(x.defined(), "{}: input is undefined", name);
-  Tensor output = empty_like(x, {x.dtype(), MemoryFormat::Preserve});
   if (x.dtype() == DType::Int64) {
+    Tensor output = empty_like(x, {x.dtype(), MemoryFormat::Preserve});
     const std::int64_t* in = x.data<std::int64_t>();
     std::int64_t* out = output.data<std::int64_t>();
     for_each_index(x.sizes(), [&](const Shape& idx) {
@@ -131,13 +132,7 @@ Tensor unary(const Tensor& x, UnaryOp op, double alpha, double beta) {
     });
     return output;
   }
-  const FloatReader in(x);
-  const FloatWriter out(output);
-  for_each_index(x.sizes(), [&](const Shape& idx) {
-    const double y = apply(op, in.at_offset(offset_of(idx, in.strides())), alpha, beta);
-    out.set_offset(offset_of(idx, out.strides()), round_to_dtype(y, x.dtype()));
-  });
-  return output;
+  return detail::map_floating(x, [&](double v) { return apply(op, v, alpha, beta); });
 }
 
 }  // namespace refold::reference
