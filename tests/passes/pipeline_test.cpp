@@ -16,6 +16,7 @@ using testing::GraphBuilder;
 
 // One graph on which every pass has something to do:
 //   constant-folding  k = a + a feeds a Mul
+//   simplify          x · 1 in front of it
 //   dead-code         an Identity nobody reads
 //   bn-folding        conv0 → BN
 //   reparameterize    RepVGG block: BN(conv3×3(h)) + BN(conv1×1(h))
@@ -26,7 +27,8 @@ GraphBuilder build() {
   const auto x = b.input("x", {1, 4, 8, 8});
   const auto a = b.constant("a", testing::uniform({1, 4, 1, 1}, 1.0, b.generator()));
   const auto k = b.node("Add", {a, a}, {}, "k");
-  const auto scaled = b.node("Mul", {x, k}, {}, "scaled");
+  const auto one = b.constant("one", testing::values({1.0f}, {1}));
+  const auto scaled = b.node("Mul", {b.node("Mul", {x, one}, {}, "times_one"), k}, {}, "scaled");
   b.node("Identity", {scaled}, {}, "unused");
   const auto h =
       b.node("Relu", {b.bn(b.conv(scaled, 4, 8, 3, {.name = "conv0", .pads = testing::kPad1}), 8)},
@@ -41,7 +43,7 @@ GraphBuilder build() {
 
 TEST(Pipeline, PassNamesInOrder) {
   EXPECT_EQ(passes::pass_names(),
-            (std::vector<std::string>{"constant-folding", "dead-code", "bn-folding",
+            (std::vector<std::string>{"constant-folding", "simplify", "dead-code", "bn-folding",
                                       "reparameterize", "activation-fusion", "layout"}));
 }
 
@@ -55,7 +57,7 @@ TEST(Pipeline, UnknownDisabledNameListsTheValidOnes) {
   } catch (const Error& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("unknown pass 'bn-fold'"), std::string::npos) << m;
-    EXPECT_NE(m.find("constant-folding, dead-code, bn-folding, reparameterize, "
+    EXPECT_NE(m.find("constant-folding, simplify, dead-code, bn-folding, reparameterize, "
                      "activation-fusion, layout"),
               std::string::npos)
         << m;
@@ -70,7 +72,7 @@ TEST(Pipeline, AllPassesShrinkTheGraphAndKeepTheValues) {
   const passes::PipelineReport report = passes::optimize(b.graph());
   b.graph().verify();
   EXPECT_TRUE(testing::model_close(b.run({in})[0], expected));
-  ASSERT_EQ(report.passes.size(), 6u);
+  ASSERT_EQ(report.passes.size(), 7u);
   for (const passes::PassReport& p : report.passes) EXPECT_TRUE(p.changed) << p.pass;
   EXPECT_EQ(b.count("Conv"), 2) << b.graph().dump();
   EXPECT_EQ(b.count("BatchNormalization"), 0) << b.graph().dump();
@@ -131,14 +133,17 @@ TEST(Pipeline, DisablingEachPassLeavesItsWorkUndone) {
       EXPECT_FALSE(b.graph().find_node("k").has_value());
     }
     EXPECT_EQ(b.graph().find_node("unused").has_value(), name == "dead-code");
-    if (name == "bn-folding") {
-      EXPECT_EQ(b.count("BatchNormalization"), 1);  // bn0; the block's BNs fold with the block
-    } else {
-      EXPECT_EQ(b.count("BatchNormalization"), 0);
+    // x · 1 is simplify's alone to remove (later passes may absorb it otherwise).
+    for (const passes::PassReport& p : report.passes) {
+      if (p.pass != "simplify" || name == "simplify") continue;
+      const std::string first = p.notes.empty() ? "" : p.notes[0];
+      EXPECT_EQ(first.rfind("simplified Mul 'times_one'", 0), 0u) << first;
     }
+    // Conv → BN is the simplest linear region, so reparameterize folds what bn-folding (its
+    // fast first pass) leaves; without reparameterize, the block stays three convs.
+    EXPECT_EQ(b.count("BatchNormalization"), 0);
     EXPECT_EQ(b.count("Conv"), name == "reparameterize" ? 3 : 2) << b.graph().dump();
-    // Unfolded, bn0 stands between conv0 and its ReLU, which then cannot fuse.
-    const int relus = name == "activation-fusion" ? 2 : name == "bn-folding" ? 1 : 0;
+    const int relus = name == "activation-fusion" ? 2 : 0;
     EXPECT_EQ(b.count("Relu"), relus) << b.graph().dump();
     bool any_channels_last = false;
     for (const std::string& c : b.graph().constant_names()) {

@@ -90,8 +90,10 @@ int bench_command(const BenchArgs& args, std::FILE* out) {
   const DType dtype = args.dtype == "bf16" ? DType::BFloat16 : DType::Float32;
 
   // Each variant is the pipeline with some passes left out.
-  const std::set<std::string> all_but_layout{"constant-folding", "dead-code", "bn-folding",
-                                             "reparameterize", "activation-fusion"};
+  const std::set<std::string> all_but_layout{
+      "constant-folding", "simplify",       "dead-code",
+      "bn-folding",       "reparameterize", "activation-fusion",
+  };
   std::set<std::string> everything = all_but_layout;
   everything.insert("layout");
   std::vector<Variant> variants(4);

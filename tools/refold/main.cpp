@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
                      "Compare the output model with the input on random inputs");
   optimize
       ->add_option("--disable", optimize_args.disable,
-                   "Passes to skip: constant-folding, dead-code, bn-folding, "
+                   "Passes to skip: constant-folding, simplify, dead-code, bn-folding, "
                    "reparameterize, activation-fusion, layout")
       ->delimiter(',');
   optimize->add_flag("--json", optimize_args.json, "Print the report as JSON");

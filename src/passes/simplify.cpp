@@ -1,0 +1,422 @@
+// simplify: algebraic no-ops that exporters write, removed so that the pattern passes after it
+// (bn-folding, reparameterize, activation-fusion) see the ops they look for.
+//
+// Patterns and rewrites (x is the non-constant operand, y the node's output):
+//   Add(x, 0), Add(0, x), Sub(x, 0)      → Identity(x)   every element of the constant is ±0
+//   Mul(x, 1), Mul(1, x), Div(x, 1)      → Identity(x)   every element of the constant is 1
+//   Dropout(x) in inference              → Identity(x)   training_mode absent or a constant 0,
+//                                                         the mask output unused
+//   Transpose(x, p) with p[i] = i        → Identity(x)
+//   Transpose(Transpose(x, p1), p2) with p1[p2[i]] = i → Identity(x)
+//   Reshape(Reshape(x, s1), s2)          → Reshape(x, s2)  s2 constant, no 0 that copies a dim
+//   Pad(x, pads) with every pad 0        → Identity(x)
+// A rewritten node keeps its name and output; it becomes an Identity reading x (or, for the
+// Reshape pair, the outer Reshape reads x). The dead-code pass right after rewires every
+// reader of an Identity to x and drops what no longer feeds anything: the inner Transpose or
+// Reshape when nothing else reads it, the zero/one constants. (dead-code also removes the
+// Identity nodes of the model itself, so this pass does not touch them.)
+//
+// Why exact (same values bit for bit, same shape, same dtype):
+//   - x·1 = x and x/1 = x for every IEEE value (±0, subnormals, ±∞, NaN) and every int64.
+//   - x + 0 = x for every int64. In IEEE round-to-nearest, x + (−0) = x and x − (+0) = x for
+//     every x, signed zeros included; x + (+0) = x and x − (−0) = x for every x except x = −0,
+//     where the sum is +0. The rewrite accepts a zero of either sign, as ONNX Runtime and
+//     onnxsim do: where x = −0 the optimized graph yields −0 where the original yielded +0.
+//     The two compare equal, and they differ only in what a later op that looks at the sign
+//     of a zero (1/y, atan2, copysign) makes of them. (refold runs Sub as x + (−1·c): the same
+//     cases. It sets no flush-to-zero mode, so x + 0 keeps subnormals.)
+//   - Dropout at inference is the identity on its data output (ONNX Dropout-12 spec).
+//   - Transpose: output dim i is input dim p[i], so the pair moves dim p1[p2[i]] to i.
+//   - Reshape reads its input in row-major order and writes the same sequence; two of them in
+//     a row read x in row-major order, and so does the merged one. An s2 entry −1 is inferred
+//     from the element count, which the inner Reshape does not change; an entry 0 (without
+//     allowzero) copies a dim of the inner Reshape's output, so that case stays.
+//
+// Preconditions (otherwise the node stays and, for a candidate, a note says why):
+//   - Add/Sub/Mul/Div: the result must have x's shape and dtype. Broadcasting can enlarge it:
+//     x [4] + zeros [2, 4] is [2, 4]. So the constant c must have rank 0, or x's rank and dims
+//     must be known (a graph input's or value_info's declared shape, a constant, a Conv's
+//     output with a constant weight: its rank and channel count, or an element-wise op that
+//     keeps its input's shape) and every dim of c, aligned from the right, must be 1 or the
+//     known equal dim of x. x's dtype must be known (declared, a constant, a Conv's weight, or
+//     followed through ops that keep their input's dtype) and equal c's: a mixed-dtype Add is
+//     an error at run time, which an Identity would hide.
+//   - The output of a node that would become an Identity is not a graph output: dead-code
+//     keeps such an Identity (the output name is the graph's interface), so nothing is gained.
+//   - Transpose with no perm attribute reverses the dims: its permutation needs x's rank.
+//   - Fused nodes (parts not empty) and nodes of other domains are left alone.
+// A rewrite may turn an invalid run into a valid one (a Reshape pair whose inner shape does not
+// fit x, a Transpose pair whose perms do not match x's rank); valid runs are unchanged.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "passes/branch_nodes.h"
+#include "passes/passes.h"
+#include "refold/nn/basic.h"
+
+namespace refold::passes {
+namespace {
+
+using detail::describe;
+using detail::is_op;
+
+// How deep the shape and dtype queries follow producers.
+constexpr int kMaxProducerDepth = 64;
+
+// A shape as far as it is known: the rank, and each dim or −1 when it is not.
+using KnownShape = std::vector<std::int64_t>;
+
+std::optional<DType> dtype_of_elem_type(int elem_type) {
+  switch (elem_type) {
+    case 1:
+      return DType::Float32;
+    case 7:
+      return DType::Int64;
+    case 16:
+      return DType::BFloat16;
+    default:
+      return std::nullopt;
+  }
+}
+
+// The declared type of a graph input or an intermediate value (value_info), or null.
+const graph::ValueInfo* declared_value(const graph::Graph& graph, const std::string& value) {
+  for (const auto* list : {&graph.inputs, &graph.value_info}) {
+    for (const graph::ValueInfo& v : *list)
+      if (v.name == value) return &v;
+  }
+  return nullptr;
+}
+
+// Ops whose first output has the shape and dtype of their first input.
+bool keeps_shape_and_type(const graph::Node& node) {
+  static const char* const kOps[] = {
+      "Identity",    "Dropout",   "Relu", "LeakyRelu", "Sigmoid",
+      "HardSigmoid", "HardSwish", "Tanh", "Elu",       "Selu",
+      "Softplus",    "Clip",      "Neg",  "Abs",       "BatchNormalization"};
+  return std::any_of(std::begin(kOps), std::end(kOps),
+                     [&](const char* op) { return is_op(node, op); }) &&
+         !node.inputs.empty() && !node.inputs[0].empty();
+}
+
+// Ops whose first output has the dtype of their first input (and another shape).
+bool keeps_type(const graph::Node& node) {
+  static const char* const kOps[] = {"Transpose",         "Reshape",      "Flatten", "Squeeze",
+                                     "Unsqueeze",         "Pad",          "MaxPool", "AveragePool",
+                                     "GlobalAveragePool", "GlobalMaxPool"};
+  return std::any_of(std::begin(kOps), std::end(kOps),
+                     [&](const char* op) { return is_op(node, op); }) &&
+         !node.inputs.empty() && !node.inputs[0].empty();
+}
+
+bool is_conv_with_constant_weight(const graph::Graph& graph, const graph::Node& node) {
+  return (is_op(node, "Conv") || is_op(node, "ConvTranspose")) && node.inputs.size() >= 2 &&
+         detail::constant_value(graph, node.inputs[1]).has_value();
+}
+
+std::optional<KnownShape> known_shape(const graph::Graph& graph, const std::string& value,
+                                      int depth = 0) {
+  if (value.empty() || depth > kMaxProducerDepth) return std::nullopt;
+  if (const auto c = detail::constant_value(graph, value)) return c->sizes();
+  if (const graph::ValueInfo* info = declared_value(graph, value); info && info->shape) {
+    KnownShape shape;
+    for (const graph::Dim& d : *info->shape) shape.push_back(d.is_static() ? d.value : -1);
+    return shape;
+  }
+  const auto p = graph.producer(value);
+  if (!p) return std::nullopt;
+  const graph::Node& n = graph.nodes()[*p];
+  if (!n.parts.empty() || n.outputs.empty() || n.outputs[0] != value) return std::nullopt;
+  if (is_conv_with_constant_weight(graph, n)) {
+    // ONNX Conv/ConvTranspose: Y has the rank of W; Conv's Y has W[0] channels, ConvTranspose's
+    // W[1]·group.
+    const Tensor w = *detail::constant_value(graph, n.inputs[1]);
+    KnownShape shape(static_cast<std::size_t>(w.dim()), -1);
+    if (w.dim() < 2) return shape;
+    shape[1] = is_op(n, "Conv") ? w.size(0) : w.size(1) * n.attributes.get_int("group", 1);
+    return shape;
+  }
+  if (keeps_shape_and_type(n)) return known_shape(graph, n.inputs[0], depth + 1);
+  if (is_op(n, "Transpose") && n.inputs.size() == 1) {
+    // Output dim i is input dim perm[i].
+    const auto in = known_shape(graph, n.inputs[0], depth + 1);
+    if (!in) return std::nullopt;
+    std::vector<std::int64_t> perm;  // no perm attribute: the dims reversed
+    for (std::size_t i = in->size(); i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
+    if (n.attributes.has("perm")) perm = n.attributes.get_ints("perm");
+    if (perm.size() != in->size()) return std::nullopt;
+    KnownShape shape;
+    for (std::int64_t axis : perm) {
+      if (axis < 0 || axis >= static_cast<std::int64_t>(in->size())) return std::nullopt;
+      shape.push_back((*in)[static_cast<std::size_t>(axis)]);
+    }
+    return shape;
+  }
+  return std::nullopt;
+}
+
+std::optional<DType> known_dtype(const graph::Graph& graph, const std::string& value,
+                                 int depth = 0) {
+  if (value.empty() || depth > kMaxProducerDepth) return std::nullopt;
+  if (const auto c = detail::constant_value(graph, value)) return c->dtype();
+  if (const graph::ValueInfo* info = declared_value(graph, value))
+    return dtype_of_elem_type(info->elem_type);
+  const auto p = graph.producer(value);
+  if (!p) return std::nullopt;
+  const graph::Node& n = graph.nodes()[*p];
+  if (!n.parts.empty() || n.outputs.empty() || n.outputs[0] != value) return std::nullopt;
+  // ONNX Conv/ConvTranspose: X, W and Y share the type T.
+  if (is_conv_with_constant_weight(graph, n))
+    return detail::constant_value(graph, n.inputs[1])->dtype();
+  if (keeps_shape_and_type(n) || keeps_type(n)) return known_dtype(graph, n.inputs[0], depth + 1);
+  // ONNX Add/Sub/Mul/Div: A, B and C share the type T.
+  // A constant operand says it at once; else follow A only (one chain, not a tree, of queries).
+  if ((is_op(n, "Add") || is_op(n, "Sub") || is_op(n, "Mul") || is_op(n, "Div")) &&
+      n.inputs.size() == 2) {
+    for (const std::string& in : n.inputs)
+      if (const auto c = detail::constant_value(graph, in)) return c->dtype();
+    return known_dtype(graph, n.inputs[0], depth + 1);
+  }
+  return std::nullopt;
+}
+
+bool all_elements_equal(const Tensor& t, float v) {
+  const std::vector<float> values = t.to_vector();  // exact for bfloat16; int64 near 0 and 1 too
+  return std::all_of(values.begin(), values.end(), [&](float e) { return e == v; });
+}
+
+std::string shape_text(const KnownShape& shape) {
+  std::vector<std::string> dims;
+  for (std::int64_t d : shape) dims.push_back(d >= 0 ? std::to_string(d) : std::string("?"));
+  return fmt::format("[{}]", fmt::join(dims, ", "));
+}
+
+// Why op(x, c) might not have exactly x's shape and dtype, or "".
+std::string broadcast_problem(const graph::Graph& graph, const std::string& x, const Tensor& c) {
+  const std::optional<DType> xt = known_dtype(graph, x);
+  if (!xt) return fmt::format("the dtype of '{}' is not known", x);
+  if (*xt != c.dtype())
+    return fmt::format("'{}' is {} but the constant is {}", x, dtype_name(*xt),
+                       dtype_name(c.dtype()));
+  const Shape& cs = c.sizes();
+  if (cs.empty()) return {};  // a scalar broadcasts into any shape
+  const std::optional<KnownShape> xs = known_shape(graph, x);
+  if (!xs)
+    return fmt::format(
+        "the rank of '{}' is not known, and the constant of shape {} could "
+        "broadcast it to a larger shape",
+        x, shape_text(cs));
+  if (cs.size() > xs->size())
+    return fmt::format("the constant of shape {} broadcasts '{}' of shape {} to a higher rank",
+                       shape_text(cs), x, shape_text(*xs));
+  for (std::size_t k = 1; k <= cs.size(); ++k) {
+    const std::int64_t cd = cs[cs.size() - k], xd = (*xs)[xs->size() - k];
+    if (cd == 1 || cd == xd) continue;
+    return fmt::format(
+        "the constant of shape {} could broadcast '{}' of shape {} to a larger "
+        "shape (dim {} from the right)",
+        shape_text(cs), x, shape_text(*xs), k);
+  }
+  return {};
+}
+
+// A rewrite found for a node: it becomes Identity(source), or (Reshape pair) its first input
+// becomes source.
+struct NoOp {
+  std::string source;
+  std::string what;  // for the note and the node's origin: "x + 0", …
+  bool to_identity = true;
+};
+// Not a candidate / a candidate declined (the reason) / a rewrite.
+using Candidate = std::variant<std::monostate, std::string, NoOp>;
+
+// Add/Sub with a zero, Mul/Div with a one.
+Candidate match_arithmetic(const graph::Graph& graph, const graph::Node& node) {
+  const bool add = is_op(node, "Add"), sub = is_op(node, "Sub");
+  const bool mul = is_op(node, "Mul"), div = is_op(node, "Div");
+  if (!(add || sub || mul || div) || node.inputs.size() != 2 || node.outputs.size() != 1) return {};
+  const float neutral = add || sub ? 0.0f : 1.0f;
+  static const char* const kWhat[] = {"x + 0", "0 + x", "x - 0", "x * 1", "1 * x", "x / 1"};
+  std::string problem;
+  // The constant's position: the second input, or for Add/Mul the first.
+  for (std::size_t side : {std::size_t{1}, std::size_t{0}}) {
+    if (side == 0 && (sub || div)) break;
+    const std::string& x = node.inputs[1 - side];
+    if (x.empty()) continue;
+    const auto c = detail::constant_value(graph, node.inputs[side]);
+    if (!c || !all_elements_equal(*c, neutral)) continue;
+    if (std::string why = broadcast_problem(graph, x, *c); !why.empty()) {
+      if (problem.empty()) problem = why;
+      continue;
+    }
+    const int what = add ? (side == 1 ? 0 : 1) : sub ? 2 : mul ? (side == 1 ? 3 : 4) : 5;
+    return NoOp{x, kWhat[what]};
+  }
+  if (!problem.empty()) return problem;
+  return {};
+}
+
+Candidate match_dropout(const graph::Graph& graph, const graph::Node& node) {
+  if (!is_op(node, "Dropout") || node.inputs.empty() || node.inputs[0].empty() ||
+      node.outputs.empty())
+    return {};
+  if (node.inputs.size() > 2 && !node.inputs[2].empty()) {
+    const auto training = detail::constant_value(graph, node.inputs[2]);
+    if (!training)
+      return fmt::format("its training_mode '{}' is computed at run time", node.inputs[2]);
+    if (!all_elements_equal(*training, 0.0f))
+      return fmt::format("its training_mode '{}' is true", node.inputs[2]);
+  }
+  if (node.outputs.size() > 1 && !node.outputs[1].empty() &&
+      (!graph.consumers(node.outputs[1]).empty() || graph.is_graph_output(node.outputs[1])))
+    return fmt::format("its mask output '{}' is used", node.outputs[1]);
+  return NoOp{node.inputs[0], "inference Dropout"};
+}
+
+// A Transpose's permutation: the perm attribute, else the reversal of its input's dims.
+std::optional<std::vector<std::int64_t>> perm_of(const graph::Graph& graph,
+                                                 const graph::Node& node) {
+  if (node.attributes.has("perm")) return node.attributes.get_ints("perm");
+  const auto shape = known_shape(graph, node.inputs[0]);
+  if (!shape) return std::nullopt;
+  std::vector<std::int64_t> perm;
+  for (std::size_t i = shape->size(); i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
+  return perm;
+}
+
+bool is_identity_perm(const std::vector<std::int64_t>& perm) {
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<std::int64_t>(i)) return false;
+  return true;
+}
+
+bool is_plain_unary(const graph::Node& node, const char* op_type) {
+  return is_op(node, op_type) && node.parts.empty() && node.inputs.size() == 1 &&
+         !node.inputs[0].empty() && node.outputs.size() == 1;
+}
+
+Candidate match_transpose(const graph::Graph& graph, const graph::Node& node) {
+  if (!is_plain_unary(node, "Transpose")) return {};
+  const auto p2 = perm_of(graph, node);
+  if (p2 && is_identity_perm(*p2)) return NoOp{node.inputs[0], "Transpose by the identity"};
+  const auto p = graph.producer(node.inputs[0]);
+  if (!p || !is_plain_unary(graph.nodes()[*p], "Transpose")) return {};
+  const graph::Node& inner = graph.nodes()[*p];
+  const auto p1 = perm_of(graph, inner);
+  if (!p1 || !p2)
+    return fmt::format("the pair with {}: a perm is implied by a rank that is not known",
+                       describe(inner));
+  // Output dim i of the pair is dim p1[p2[i]] of the inner Transpose's input.
+  const auto n = static_cast<std::int64_t>(p1->size());
+  const bool compose = p1->size() == p2->size() &&
+                       std::all_of(p2->begin(), p2->end(), [&](auto i) { return i >= 0 && i < n; });
+  if (!compose)
+    return fmt::format("the pair with {}: perms [{}] and [{}] do not compose", describe(inner),
+                       fmt::join(*p1, ", "), fmt::join(*p2, ", "));
+  std::vector<std::int64_t> composed;
+  for (std::int64_t i : *p2) composed.push_back((*p1)[static_cast<std::size_t>(i)]);
+  if (!is_identity_perm(composed))
+    return fmt::format("the pair with {} permutes by [{}], not the identity", describe(inner),
+                       fmt::join(composed, ", "));
+  return NoOp{inner.inputs[0], fmt::format("undoes {}", describe(inner))};
+}
+
+Candidate match_reshape_pair(const graph::Graph& graph, const graph::Node& node) {
+  if (!is_op(node, "Reshape") || node.inputs.size() != 2 || node.inputs[0].empty() ||
+      node.outputs.size() != 1)
+    return {};
+  const auto p = graph.producer(node.inputs[0]);
+  if (!p) return {};
+  const graph::Node& inner = graph.nodes()[*p];
+  if (!is_op(inner, "Reshape") || !inner.parts.empty() || inner.inputs.empty() ||
+      inner.inputs[0].empty())
+    return {};
+  const std::string pair = fmt::format("the pair with {}", describe(inner));
+  const auto shape = detail::constant_value(graph, node.inputs[1]);
+  if (!shape)
+    return fmt::format("{}: its shape '{}' is computed at run time", pair, node.inputs[1]);
+  if (shape->dtype() != DType::Int64 || shape->dim() > 1)
+    return fmt::format("{}: its shape '{}' is not a 1-d int64 tensor", pair, node.inputs[1]);
+  const std::vector<float> dims = shape->to_vector();  // only compared with 0
+  const bool copies = std::any_of(dims.begin(), dims.end(), [](float d) { return d == 0; });
+  if (copies && node.attributes.get_int("allowzero", 0) == 0)
+    return fmt::format("{}: its shape '{}' copies a dim (0) of {}'s output", pair, node.inputs[1],
+                       describe(inner));
+  return NoOp{inner.inputs[0], fmt::format("merged with {}", describe(inner)), false};
+}
+
+Candidate match_zero_pad(const graph::Graph& graph, const graph::Node& node) {
+  if (!is_op(node, "Pad") || node.inputs.size() < 2 || node.inputs[0].empty() ||
+      node.outputs.size() != 1)
+    return {};
+  const auto pads = detail::constant_value(graph, node.inputs[1]);
+  if (!pads || pads->numel() == 0 || !all_elements_equal(*pads, 0.0f)) return {};
+  return NoOp{node.inputs[0], "Pad by zeros"};
+}
+
+Candidate match_no_op(const graph::Graph& graph, const graph::Node& node) {
+  if (!node.parts.empty() || node.outputs.empty() || node.outputs[0].empty()) return {};
+  using Matcher = Candidate (*)(const graph::Graph&, const graph::Node&);
+  static constexpr Matcher kMatchers[] = {match_arithmetic, match_dropout, match_transpose,
+                                          match_reshape_pair, match_zero_pad};
+  for (Matcher match : kMatchers) {
+    Candidate c = match(graph, node);
+    if (!std::holds_alternative<std::monostate>(c)) return c;
+  }
+  return {};
+}
+
+void apply_no_op(graph::Graph& graph, std::size_t index, const NoOp& no_op) {
+  graph::Node& node = graph.node(index);
+  node.origin = fmt::format("{} ({})", describe(node), no_op.what);
+  node.source = -1;  // no longer the imported node: export writes it anew
+  if (!no_op.to_identity) {
+    node.inputs[0] = no_op.source;
+    return;
+  }
+  node.op_type = "Identity";
+  node.domain.clear();
+  node.attributes = {};
+  node.inputs = {no_op.source};
+  node.outputs.resize(1);  // a Dropout's unused mask goes
+  graph.set_module(index, std::make_shared<nn::Identity>());
+}
+
+}  // namespace
+
+PassReport simplify_algebra(graph::Graph& graph) {
+  PassReport report{"simplify", false, {}};
+  for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
+    const graph::Node& node = graph.nodes()[i];
+    const Candidate c = match_no_op(graph, node);
+    if (const auto* why = std::get_if<std::string>(&c)) {
+      report.notes.push_back(fmt::format("kept {}: {}", describe(node), *why));
+      continue;
+    }
+    const auto* no_op = std::get_if<NoOp>(&c);
+    if (!no_op) continue;
+    if (no_op->to_identity && graph.is_graph_output(node.outputs[0])) {
+      report.notes.push_back(fmt::format("kept {} ({}): its output '{}' is a graph output",
+                                         describe(node), no_op->what, node.outputs[0]));
+      continue;
+    }
+    const std::string note =
+        no_op->to_identity
+            ? fmt::format("{} ({}) → Identity of '{}'", describe(node), no_op->what, no_op->source)
+            : fmt::format("{} ({}) now reads '{}'", describe(node), no_op->what, no_op->source);
+    report.notes.push_back("simplified " + note);
+    apply_no_op(graph, i, *no_op);
+    report.changed = true;
+  }
+  graph.verify();
+  return report;
+}
+
+}  // namespace refold::passes
