@@ -129,7 +129,8 @@ std::optional<Tensor> constant_value(const graph::Graph& graph, const std::strin
 
 // ONNX Pad: opset 11+ takes pads [x1_begin, x2_begin, …, x1_end, …] and the value as inputs
 // (and from opset 18 `axes`); older opsets take them as attributes `pads` and `value`.
-std::variant<Pads2d, std::string> zero_pad_of(const graph::Graph& graph, const graph::Node& node) {
+std::variant<ConstantPad, std::string> constant_pad_of(const graph::Graph& graph,
+                                                       const graph::Node& node) {
   const std::string who = describe(node);
   if (node.attributes.get_string("mode", "constant") != "constant")
     return fmt::format("{} is not in constant mode", who);
@@ -150,15 +151,14 @@ std::variant<Pads2d, std::string> zero_pad_of(const graph::Graph& graph, const g
   } else {
     value = {node.attributes.get_float("value", 0.0f)};
   }
-  if (value.size() != 1 || value[0] != 0)
-    return fmt::format("{} pads with a value other than 0", who);
+  if (value.size() != 1) return fmt::format("{} pads with {} values", who, value.size());
   if (pads.size() != 8) return fmt::format("{} does not pad a 4-d tensor", who);
   if (pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0)
     return fmt::format("{} pads the batch or channel axis", who);
   for (float v : pads)
     if (v < 0) return fmt::format("{} crops (negative pads)", who);
   const auto i = [&](std::size_t k) { return static_cast<std::int64_t>(pads[k]); };
-  return Pads2d{i(2), i(3), i(6), i(7)};
+  return ConstantPad{{i(2), i(3), i(6), i(7)}, value[0]};
 }
 
 // ONNX Slice: opset 10+ takes starts, ends, axes, steps as inputs, older opsets starts, ends,

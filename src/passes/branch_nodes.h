@@ -50,9 +50,14 @@ std::string single_use_problem(const graph::Graph& graph, const std::string& val
 // Constant node writing it (Constant nodes stay nodes until constant folding).
 std::optional<Tensor> constant_value(const graph::Graph& graph, const std::string& name);
 
-// A Pad of a 4-d NCHW tensor with zeros, in constant mode, by constant non-negative amounts on
-// H and W only: its spatial pads, or why it is not one.
-std::variant<Pads2d, std::string> zero_pad_of(const graph::Graph& graph, const graph::Node& node);
+// A Pad of a 4-d NCHW tensor in constant mode, by constant non-negative amounts on H and W
+// only, with a constant scalar value: its spatial pads and value, or why it is not one.
+struct ConstantPad {
+  Pads2d pads;
+  double value = 0;
+};
+std::variant<ConstantPad, std::string> constant_pad_of(const graph::Graph& graph,
+                                                       const graph::Node& node);
 
 // A Slice of a 4-d NCHW tensor that crops H and W by constant amounts from each border
 // (starts ≥ 0, ends < 0 or "to the end", steps 1): the crop as negative pads, or why not.

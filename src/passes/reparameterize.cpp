@@ -1,36 +1,39 @@
-// reparameterize: parallel branches over one input, summed by an Add tree, become one Conv
-// (RepVGG, ACNet, DBB, MobileOne, QARepVGG, YOLO RepConv) — the graph face of
-// refold/reparam/kernel_algebra.h, whose functions do all the arithmetic (in double).
+// reparameterize: every linear region of the graph over one input becomes one Conv — RepVGG,
+// ACNet, DBB, MobileOne, QARepVGG, RepConv, RepGhost, FastViT's RepMixer, RepViT's RepVggDw
+// and any block written another way, by one rule rather than a list of block shapes.
 //
-// Pattern (branch kinds in passes/branch_match.h), e.g. RepVGG as PyTorch exports it:
-//   y = Add(Add(Conv3×3(x), Conv1×1(x)), BatchNormalization(x))    [→ BatchNormalization]
-// Rewrite:
-//   y = Conv3×3'(x)                                  (the last Add's / trailing BN's name)
-// Convolution is linear in its kernel, so branches reading the same input pixels add up:
-//   Σ_n conv(x; W_n, b_n) = conv(x; Σ_n W_n, Σ_n b_n)
-// after each branch is written as a kernel of the largest size K: a BN folds into its conv
-// (W·s, (b − μ)·s + β), a k×k kernel is zero-padded centered into K, the identity is a 1 at
-// the centre tap per group, AveragePool is 1/(kh·kw) on the channel itself, and 1×1 → K×K in
-// series is W[o, c] = Σ_m W2[o, m]·W1[m, c]. A BN after the sum folds into the result.
+// A linear step is a node whose output is an affine map of one 4-d value (or a sum of them):
+//   Conv (constant weights, any kernel, stride, dilation, groups, with or without bias),
+//   BatchNormalization (inference), AveragePool (counting its padding), Pad with a constant,
+//   a cropping Slice, Add/Sub/Mul/Div by a constant per channel or per tensor, Neg, Identity,
+//   and Add/Sub/Sum of linear values.
+// A region is what a root's value depends on through linear steps, back to its boundary: the
+// values that are not written by a linear step, are graph inputs or outputs, are read more
+// than once (a fan-out: the input of a block, which stays), or were cut (below). Its inputs
+// dominate the root — every path from the rest of the graph into the region passes through
+// them — so the region's value is
+//   root = Σ_inputs conv(x_i; W_i, geometry_i) + c          (reparam/conv_map.h)
+// with c a per-channel constant: what the region writes where every x_i is zero. Walking the
+// region in order composes each step into that form (conv ∘ conv, per-channel affine, sums),
+// exactly or not at all:
+//   - a zero padding (a Pad, a conv's or a pool's own padding) after the region's value so
+//     far is exact only where that value is 1×1 and its constant part is 0 there: the merged
+//     conv pads x with zeros, which the region would have turned into c, not 0 (DBB's
+//     BNAndPad pads with c itself, which is exact);
+//   - a sum of maps over one input needs one stride and equal output sizes (conv_map.h);
+//   - a sum of different inputs goes on only through pointwise steps (they may broadcast).
+// When a step is not exact, the value it reads is cut — made a boundary — and the region
+// starts again from there: the part after the cut merges on its own, and so may the part
+// before it, as another region.
+// A region is rewritten as one Conv per input (an input whose map is the identity is read
+// as it is) and an Add between them, the constant c as the first conv's bias — only when that
+// has fewer nodes and no more multiply-adds per output pixel than the region (a 3×3 then a
+// channel-expanding 1×1 stays two convs). Each region that holds a sum of two branches or more
+// and cannot merge whole is noted under -v with the reason ("branch mismatch: …").
 //
-// A branch's window on x sums the paddings along it: a Pad(0) by q before a conv with padding
-// p is the conv with p + q; a Slice cropping c is p − c (a negative padding, which only the
-// branch may have: it must center in the merged conv like any other). When the whole Add tree
-// cannot merge, its inner sub-trees are tried: ((conv3×3(x) + conv1×1(x)) + z) merges the
-// inner Add and keeps the outer one.
-//
-// Preconditions (docs/reliability.md F24; anything else declines with "branch mismatch: …"):
-//   - equal stride, groups, in- and out-channels; equal dilation on every axis a kernel spans;
-//   - every branch's window centered in K: P − p = d·(K − k)/2 on each side, and P ≥ 0;
-//   - identity and AveragePool: C_in == C_out, identity stride 1; AveragePool counting the
-//     padding (or unpadded), no ceil_mode or divisor;
-//   - 1×1 → K×K: the 1×1 has stride 1; its own padding is fine (it writes its bias b1 there,
-//     the value the merged conv assumes), but zeros written after it (a Pad, the K×K's
-//     padding) are exact only where b1 = 0 — DBB's BNAndPad writes b1 instead, which a plain
-//     ONNX Conv does not;
-//   - a crop is not followed by zero padding on the same side (that would read 0 where x has
-//     pixels);
-//   - constant weights, plain modules, every intermediate value read once by the pattern.
+// Preconditions (docs/reliability.md F24): constant parameters, plain modules (a conv with a
+// fused activation is not linear), BN in inference mode; every value inside a region is read
+// once, by the region, and is not a graph output, so erasing it loses nothing.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -41,486 +44,750 @@
 #include <vector>
 
 #include "core/check.h"
-#include "passes/branch_match.h"
+#include "ops/op.h"
 #include "passes/branch_nodes.h"
 #include "passes/passes.h"
 #include "refold/error.h"
 #include "refold/reparam/module_kernels.h"
+#include "reparam/conv_map.h"
 
 namespace refold::passes {
 namespace {
 
-using detail::Branch;
-using detail::BranchKind;
 using detail::describe;
+using detail::is_op;
+using reparam::ConvMap;
 
-// What a branch looks like once its modules are read: the window it applies to x.
-struct Window {
-  Size2d kernel = 1;
-  Size2d stride = 1;
-  Pads2d pads;  // on x: the head's, the Pad's and the core's, summed
-  Size2d dilation = 1;
-  bool zero_pad_after_head = false;  // a Pad or the core pads the 1×1 head's output with 0
+// ---- what a node does, read from the graph ----------------------------------------------------
+
+// A constant that broadcasts along the channel axis of a 4-d value without enlarging it: a
+// scalar, [1], [C, 1, 1] or [1, C, 1, 1]. Its values (1 or C of them).
+std::optional<std::vector<double>> per_channel_values(const Tensor& t) {
+  if (t.dtype() != DType::Float32 || t.dim() > 4 || t.numel() == 0) return std::nullopt;
+  for (std::int64_t d = 0; d < t.dim(); ++d) {
+    const bool channel_axis = d == t.dim() - 3;
+    if (!channel_axis && t.size(d) != 1) return std::nullopt;
+  }
+  const std::vector<float> v = t.to_vector();
+  return std::vector<double>(v.begin(), v.end());
+}
+
+// The operand of `node` at `i` as a per-channel constant, if it is one.
+std::optional<std::vector<double>> constant_operand(const graph::Graph& g, const graph::Node& n,
+                                                    std::size_t i) {
+  const auto t = detail::constant_value(g, n.inputs[i]);
+  if (!t) return std::nullopt;
+  return per_channel_values(*t);
+}
+
+enum class StepKind { Affine, Sum, Conv, AvgPool, Border };
+
+// One node as a linear step: the region values it reads and what it does to them.
+struct Step {
+  StepKind kind = StepKind::Affine;
+  std::vector<std::string> operands;  // the non-constant inputs it reads
+  // Affine: y = x·scale + shift, each of 1 or C values. Sum: y = Σ sign_i·x_i + shift.
+  std::vector<double> scale{1.0}, shift{0.0}, signs;
+  // Conv and AvgPool: the map (channels of an AvgPool are filled in at evaluation) and bias.
+  ConvMap map;
+  std::vector<double> bias;
+  Pads2d border;  // Border: a Pad (value `pad_value`) or a crop (negative pads)
+  double pad_value = 0;
 };
 
-// The shared geometry of the merged conv.
-struct Target {
-  std::int64_t in_channels = 0, out_channels = 0, groups = 1;
-  Size2d stride = 1, dilation = 1, kernel = 1;
-  Pads2d pads;
-  DType dtype = DType::Float32;
-  MemoryFormat weight_format = MemoryFormat::Contiguous;
-  std::string name;  // the node the merged conv is named after
+std::vector<double> negated(std::vector<double> v) {
+  for (double& x : v) x = -x;
+  return v;
+}
+
+// An elementwise Add/Sub/Mul/Div with one constant operand, or Add/Sub/Sum of values.
+std::variant<Step, std::string> arithmetic_step(const graph::Graph& g, const graph::Node& n) {
+  Step s;
+  if (is_op(n, "Sum")) {
+    s.kind = StepKind::Sum;
+    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+      if (const auto c = constant_operand(g, n, i)) {
+        if (s.shift.size() == 1 && c->size() != 1) s.shift.assign(c->size(), s.shift[0]);
+        if (c->size() != 1 && c->size() != s.shift.size())
+          return fmt::format("{}: constants of different channel counts", describe(n));
+        for (std::size_t k = 0; k < s.shift.size(); ++k) s.shift[k] += (*c)[c->size() == 1 ? 0 : k];
+        continue;
+      }
+      s.operands.push_back(n.inputs[i]);
+      s.signs.push_back(1.0);
+    }
+    if (s.operands.empty()) return fmt::format("{} sums constants only", describe(n));
+    return s;
+  }
+  if (n.inputs.size() != 2) return fmt::format("{} does not have two inputs", describe(n));
+  const auto c0 = constant_operand(g, n, 0), c1 = constant_operand(g, n, 1);
+  const bool add = is_op(n, "Add"), sub = is_op(n, "Sub");
+  if (!c0 && !c1) {
+    if (!add && !sub) return fmt::format("{} multiplies two values", describe(n));
+    if (detail::constant_value(g, n.inputs[0]) || detail::constant_value(g, n.inputs[1]))
+      return fmt::format("{}: the constant does not broadcast per channel", describe(n));
+    s.kind = StepKind::Sum;
+    s.operands = n.inputs;
+    s.signs = {1.0, sub ? -1.0 : 1.0};
+    return s;
+  }
+  if (c0 && c1) return fmt::format("{} has two constant inputs", describe(n));
+  // c0: the value is input 1.
+  const std::vector<double>& c = c0 ? *c0 : *c1;
+  s.operands = {n.inputs[c0 ? 1 : 0]};
+  if (add) {
+    s.shift = c;
+  } else if (sub) {
+    s.shift = c0 ? c : negated(c);
+    if (c0) s.scale = {-1.0};
+  } else if (is_op(n, "Mul")) {
+    s.scale = c;
+  } else {  // Div
+    if (c0) return fmt::format("{} divides by the value", describe(n));
+    s.scale = c;
+    for (double& v : s.scale) {
+      if (v == 0) return fmt::format("{} divides by 0", describe(n));
+      v = 1.0 / v;
+    }
+  }
+  return s;
+}
+
+// The node as a linear step, or why it is not one. Without `values` a Conv's map and bias are
+// left empty (what a step is costs nothing to ask; what it computes is read for a region).
+std::variant<Step, std::string> read_step(const graph::Graph& g, const graph::Node& n,
+                                          bool values = true) {
+  if (n.outputs.size() != 1 && !is_op(n, "BatchNormalization") && !is_op(n, "Dropout"))
+    return fmt::format("{} has {} outputs", describe(n), n.outputs.size());
+  if (n.inputs.empty() || n.inputs[0].empty()) return fmt::format("{} has no input", describe(n));
+  Step s;
+  s.operands = {n.inputs[0]};
+  if (is_op(n, "Add") || is_op(n, "Sub") || is_op(n, "Mul") || is_op(n, "Div") || is_op(n, "Sum")) {
+    if (!n.parts.empty()) return fmt::format("{} is a fused node", describe(n));
+    return arithmetic_step(g, n);
+  }
+  if (is_op(n, "Neg")) {
+    s.scale = {-1.0};
+    return s;
+  }
+  if (is_op(n, "Identity") || is_op(n, "Dropout")) {
+    if (n.inputs.size() > 1 || n.outputs.size() > 1)
+      return fmt::format("{} has a mask or training input", describe(n));
+    return s;
+  }
+  if (is_op(n, "BatchNormalization")) {
+    if (std::string why = detail::batch_norm_problem(g, n); !why.empty()) return why;
+    // BN in inference is per-channel affine: the identity with BN folded in (kernel algebra).
+    const auto bn = detail::batch_norm_module(n);
+    const std::int64_t c = bn->options().num_features();
+    try {
+      const reparam::ConvKernel k = reparam::fold_batch_norm(
+          reparam::identity_kernel(c, c, {1, 1}, bn->running_mean().dtype()),
+          reparam::params_of(*bn));
+      const std::vector<float> w = k.weight.to_vector(), b = k.bias.to_vector();
+      s.scale.assign(w.begin(), w.end());
+      s.shift.assign(b.begin(), b.end());
+    } catch (const Error& e) {
+      return fmt::format("{}: {}", describe(n), e.message());
+    }
+    return s;
+  }
+  if (is_op(n, "Conv")) {
+    if (std::string why = detail::conv_problem(g, n); !why.empty()) return why;
+    s.kind = StepKind::Conv;
+    if (!values) return s;
+    const auto conv = detail::conv_module(n);
+    const nn::Conv2dOptions& o = conv->options();
+    const reparam::ConvKernel k = reparam::kernel_of(*conv);
+    s.map = reparam::conv_map(k, o.stride(), o.padding().resolve(k.kernel_size(), o.dilation()),
+                              o.dilation());
+    if (k.bias.defined()) {
+      const std::vector<float> b = k.bias.to_vector();
+      s.bias.assign(b.begin(), b.end());
+    }
+    return s;
+  }
+  if (is_op(n, "AveragePool")) {
+    const auto pool = detail::avg_pool_module(n);
+    if (!pool) return fmt::format("{} is not run by a plain AvgPool2d module", describe(n));
+    const nn::AvgPool2dOptions& o = pool->options();
+    const Pads2d p = {o.padding().h, o.padding().w, o.padding().h, o.padding().w};
+    if (o.ceil_mode() || o.divisor_override() || (!o.count_include_pad() && p != Pads2d{}))
+      return fmt::format(
+          "{}: only an AveragePool without ceil_mode or divisor, counting its "
+          "padding, is a conv",
+          describe(n));
+    s.kind = StepKind::AvgPool;
+    s.map.kernel = o.kernel_size();
+    s.map.stride = o.stride();
+    s.map.pads = p;
+    return s;
+  }
+  if (is_op(n, "Pad") || is_op(n, "Slice")) {
+    s.kind = StepKind::Border;
+    if (is_op(n, "Slice")) {
+      auto crop = detail::crop_of(g, n);
+      if (auto* why = std::get_if<std::string>(&crop)) return *why;
+      s.border = std::get<Pads2d>(crop);
+      return s;
+    }
+    auto pad = detail::constant_pad_of(g, n);
+    if (auto* why = std::get_if<std::string>(&pad)) return *why;
+    s.border = std::get<detail::ConstantPad>(pad).pads;
+    s.pad_value = std::get<detail::ConstantPad>(pad).value;
+    return s;
+  }
+  return fmt::format("{} is not linear", describe(n));
+}
+
+// ---- the value of a region: Σ conv(x_i) + c -------------------------------------------------
+
+struct Term {
+  std::string input;
+  ConvMap map;
 };
 
-const graph::Node& at(const graph::Graph& g, const Branch& b, std::size_t pos) {
-  return g.nodes()[b.chain[pos]];
+struct Expr {
+  std::vector<Term> terms;  // one per input
+  std::vector<double> constant;
+  std::int64_t channels = 0;
+  int branches = 1;  // paths from the inputs summed into it
+};
+
+// A step that cannot be made exact, and the value to cut in front of it.
+struct Failure {
+  std::string why;
+  std::vector<std::string> cut;
+};
+
+bool all_zero(const std::vector<double>& v) {
+  return std::all_of(v.begin(), v.end(), [](double x) { return x == 0.0; });
 }
 
-std::shared_ptr<nn::Conv2d> core_conv(const graph::Graph& g, const Branch& b) {
-  return b.conv ? detail::conv_module(at(g, b, *b.conv)) : nullptr;
-}
-std::shared_ptr<nn::Conv2d> head_conv(const graph::Graph& g, const Branch& b) {
-  return b.first_conv ? detail::conv_module(at(g, b, *b.first_conv)) : nullptr;
-}
-bool has_conv(const Branch& b) { return b.conv || b.first_conv; }
-
-Pads2d operator+(const Pads2d& a, const Pads2d& b) {
-  return {a.top + b.top, a.left + b.left, a.bottom + b.bottom, a.right + b.right};
+// `v` (1 or `channels` values) as `channels` values; throws when it has another length.
+std::vector<double> per_channel(const std::vector<double>& v, std::int64_t channels,
+                                const graph::Node& n) {
+  if (v.size() == 1) return std::vector<double>(static_cast<std::size_t>(channels), v[0]);
+  if (static_cast<std::int64_t>(v.size()) != channels)
+    fail("{} applies {} per-channel values to {} channels", describe(n), v.size(), channels);
+  return v;
 }
 
-// A border step: a zero Pad (positive pads) or a cropping Slice (negative pads).
-std::variant<Pads2d, std::string> border_of(const graph::Graph& g, const graph::Node& n) {
-  return detail::is_op(n, "Pad") ? detail::zero_pad_of(g, n) : detail::crop_of(g, n);
+bool is_plain_identity(const ConvMap& m) {
+  return m.pointwise() && m.pads == Pads2d{} && m.groups == m.in_channels &&
+         m.in_channels == m.out_channels &&
+         std::all_of(m.weight.begin(), m.weight.end(), [](double w) { return w == 1.0; });
 }
 
-// The modules along the chain are the plain ones over constants, and every value inside the
-// branch (and the leaf) is read once, by the next node of the pattern.
-std::string chain_problem(const graph::Graph& g, const Branch& b) {
-  for (std::size_t i = 0; i < b.chain.size(); ++i) {
-    const graph::Node& n = g.nodes()[b.chain[i]];
-    std::string why;
-    if (detail::is_op(n, "Conv")) {
-      why = detail::conv_problem(g, n);
-    } else if (detail::is_op(n, "BatchNormalization")) {
-      why = detail::batch_norm_problem(g, n);
-    } else if (detail::is_op(n, "Pad") || detail::is_op(n, "Slice")) {
-      const auto pads = border_of(g, n);
-      if (const auto* reason = std::get_if<std::string>(&pads)) why = *reason;
-    } else if (!detail::avg_pool_module(n)) {
-      why = fmt::format("{} is not run by a plain AvgPool2d module", describe(n));
-    }
-    if (!why.empty()) return why;
-    const std::size_t next = i + 1 < b.chain.size() ? b.chain[i + 1] : b.add;
-    if (std::string use = detail::single_use_problem(g, n.outputs[0], next); !use.empty())
-      return fmt::format("the output of {} {}", describe(n), use);
-  }
-  return {};
-}
-
-std::string size_text(Size2d s) { return fmt::format("{}x{}", s.h, s.w); }
-
-// Reads the branch's window on x and checks what must agree with the target: stride, groups,
-// channels, and the rules of each step.
-std::variant<Window, std::string> window_of(const graph::Graph& g, const Branch& b,
-                                            const Target& t) {
-  Window w;
-  const auto mismatch = [&](const std::string& why) -> std::string {
-    return fmt::format("{}: {}",
-                       b.chain.empty() ? fmt::format("identity branch '{}'", b.leaf)
-                                       : describe(g.nodes()[b.chain.front()]),
-                       why);
-  };
-  // The spatial core: a conv, an average pool, or nothing (identity).
-  Pads2d core_pads;
-  std::int64_t in = t.in_channels, out = t.in_channels, groups = t.groups;
-  if (const auto c = core_conv(g, b)) {
-    const nn::Conv2dOptions& o = c->options();
-    w.kernel = o.kernel_size();
-    w.stride = o.stride();
-    w.dilation = o.dilation();
-    core_pads = o.padding().resolve(w.kernel, w.dilation);
-    in = o.in_channels();
-    out = o.out_channels();
-    groups = o.groups();
-  } else if (b.pool) {
-    const nn::AvgPool2dOptions& o = detail::avg_pool_module(at(g, b, *b.pool))->options();
-    w.kernel = o.kernel_size();
-    w.stride = o.stride();
-    core_pads = {o.padding().h, o.padding().w, o.padding().h, o.padding().w};
-    if (o.ceil_mode() || o.divisor_override() || (!o.count_include_pad() && core_pads != Pads2d{}))
-      return mismatch(
-          "only an AveragePool without ceil_mode or divisor, counting its padding, is a conv");
-  }
-  // conv(crop_c(x), p) reads what conv(x, p − c) reads, unless it pads the cropped side with
-  // zeros where x has pixels; conv(pad_q(x), p) is conv(x, p + q).
-  Pads2d border;
-  if (b.pad) border = std::get<Pads2d>(border_of(g, at(g, b, *b.pad)));
-  const auto cropped_then_padded = [](std::int64_t c, std::int64_t p) { return c < 0 && p > 0; };
-  if (cropped_then_padded(border.top, core_pads.top) ||
-      cropped_then_padded(border.left, core_pads.left) ||
-      cropped_then_padded(border.bottom, core_pads.bottom) ||
-      cropped_then_padded(border.right, core_pads.right))
-    return mismatch(fmt::format("{} crops what {} then pads with zeros", describe(at(g, b, *b.pad)),
-                                describe(at(g, b, b.conv ? *b.conv : *b.pool))));
-  w.pads = core_pads + border;
-  const bool zeros_written = core_pads != Pads2d{} || border.top > 0 || border.left > 0 ||
-                             border.bottom > 0 || border.right > 0;
-  if (const auto f = head_conv(g, b)) {
-    // x → 1×1 (stride 1) → …: the head's own padding reads x's zero border as its bias, which
-    // is what the merged conv assumes; zeros written after it (Pad, the core's padding) are not.
-    const nn::Conv2dOptions& fo = f->options();
-    const Pads2d fp = fo.padding().resolve(fo.kernel_size(), fo.dilation());
-    if (fo.kernel_size() != Size2d(1, 1) || fo.stride() != Size2d(1, 1))
-      return mismatch(fmt::format(
-          "the first conv of a 1x1 -> KxK branch must be 1x1 with stride 1 (got {}, stride {})",
-          size_text(fo.kernel_size()), size_text(fo.stride())));
-    w.zero_pad_after_head = zeros_written;
-    w.pads = w.pads + fp;
-    if (b.conv && fo.groups() != groups)
-      return mismatch(
-          fmt::format("groups differ inside the branch ({} then {})", fo.groups(), groups));
-    if (!b.conv) {
-      out = fo.out_channels();
-      groups = fo.groups();
-    }
-    in = fo.in_channels();
-  }
-  if (!has_conv(b) && t.in_channels != t.out_channels)
-    return mismatch(fmt::format("{} needs in_channels == out_channels (got {} and {})",
-                                b.pool ? "AveragePool" : "identity", t.in_channels,
-                                t.out_channels));
-  if (groups != t.groups) return mismatch(fmt::format("groups {} vs {}", groups, t.groups));
-  if (out != t.out_channels)
-    return mismatch(fmt::format("out_channels {} vs {}", out, t.out_channels));
-  if (in != t.in_channels) return mismatch(fmt::format("in_channels {} vs {}", in, t.in_channels));
-  if (w.stride != t.stride)
-    return mismatch(fmt::format("stride {} vs {}", size_text(w.stride), size_text(t.stride)));
-  return w;
-}
-
-reparam::ConvKernel folded(const graph::Graph& g, const Branch& b, std::optional<std::size_t> bn,
-                           reparam::ConvKernel k) {
-  if (!bn) return k;
-  return reparam::fold_batch_norm(k, reparam::params_of(*detail::batch_norm_module(at(g, b, *bn))));
-}
-
-// The branch as a K×K kernel of the target (throws refold::Error; "branch mismatch: …" for
-// a geometry the algebra cannot make exact).
-reparam::ConvKernel kernel_of_branch(const graph::Graph& g, const Branch& b, const Window& w,
-                                     const Target& t) {
-  const auto head = head_conv(g, b);
-  reparam::ConvKernel k;
-  if (const auto c = core_conv(g, b)) {
-    k = reparam::kernel_of(*c);
-  } else if (b.pool) {
-    // Over the channels it reads: the head's outputs, or x's.
-    k = head ? reparam::avg_pool_kernel(head->options().out_channels(), head->options().groups(),
-                                        w.kernel, t.dtype)
-             : reparam::avg_pool_kernel(t.out_channels, t.groups, w.kernel, t.dtype);
-  } else {
-    k = reparam::identity_kernel(t.out_channels, t.groups, {1, 1}, t.dtype);
-  }
-  if (head) {
-    // W[o, c] = Σ_m W2[o, m]·W1[m, c], b = b2 + Σ W2·b1 (merge_sequential_1x1_kxk): exact when
-    // every pixel the core reads outside x's interior holds b1, the head's response to zero.
-    const reparam::ConvKernel first = folded(g, b, b.first_bn, reparam::kernel_of(*head));
-    if (w.zero_pad_after_head && first.bias.defined()) {
-      const std::vector<float> b1 = first.bias.to_vector();
-      if (std::any_of(b1.begin(), b1.end(), [](float v) { return v != 0; }))
-        refold::fail(
-            "branch mismatch: {} pads with zeros after {}, whose output for a zero input (its "
-            "bias) is not zero, so merging the 1x1 -> KxK branch would change the border",
-            describe(at(g, b,
-                        b.pad    ? *b.pad
-                        : b.conv ? *b.conv
-                                 : *b.pool)),
-            describe(at(g, b, *b.first_conv)));
-    }
-    k = reparam::merge_sequential_1x1_kxk(first, k);
-  }
-  return reparam::pad_kernel_to(folded(g, b, b.bn, std::move(k)), t.kernel);
-}
-
-std::string branch_text(const graph::Graph& g, const Branch& b) {
-  if (b.chain.empty()) return fmt::format("'{}'", b.input);
-  std::string out;
-  for (std::size_t i : b.chain) out += (out.empty() ? "" : " -> ") + describe(g.nodes()[i]);
-  return out;
-}
-
-class TreeMerger {
+class RegionMerger {
  public:
-  TreeMerger(graph::Graph& graph, PassReport& report) : g_(graph), report_(report) {}
+  RegionMerger(graph::Graph& graph, PassReport& report) : g_(graph), report_(report) {}
 
-  // Tries the tree rooted at the Add `root` and, when it cannot merge as a whole, the
-  // sub-trees under it: in ((conv3×3(x) + conv1×1(x)) + z) the block is the inner Add. Returns
-  // where the scan resumes (the merged conv, or the root when only sub-trees merged).
-  std::optional<std::size_t> run(std::size_t root) {
-    if (const auto merged = merge_tree(root, /*whole=*/true)) return merged;
-    const std::string root_name = g_.nodes()[root].name;
-    if (!merge_subtrees(root)) return std::nullopt;
-    return g_.find_node(root_name);
+  // One scan over the graph, rewriting every region it can; true when it changed the graph or
+  // cut a value (so another scan may find more).
+  bool scan() {
+    bool progress = false;
+    for (std::size_t i = 0; i < g_.nodes().size(); ++i) {
+      if (!is_root(i)) continue;
+      const std::size_t cuts_before = cuts_.size();
+      if (const auto at = merge(i)) {
+        i = *at;
+        progress = true;
+      }
+      if (cuts_.size() != cuts_before) progress = true;
+    }
+    return progress;
   }
 
  private:
-  // The Adds directly under `add` in its tree, by name (indices move as sub-trees merge).
-  std::vector<std::string> inner_children(std::size_t add) const {
-    std::vector<std::string> children;
-    for (const std::string& in : g_.nodes()[add].inputs) {
-      const auto p = g_.producer(in);
-      if (p && detail::is_binary_add(g_.nodes()[*p]) && detail::is_inner_add(g_, *p))
-        children.push_back(g_.nodes()[*p].name);
-    }
-    return children;
+  // Whether node i is a linear step; remembered by name until the graph changes.
+  bool linear(std::size_t i) const {
+    const graph::Node& n = g_.nodes()[i];
+    const auto it = linear_.find(n.name);
+    if (it != linear_.end()) return it->second;
+    const bool is = std::holds_alternative<Step>(read_step(g_, n, /*values=*/false));
+    linear_.emplace(n.name, is);
+    return is;
   }
 
-  bool merge_subtrees(std::size_t add) {
-    bool changed = false;
-    for (const std::string& name : inner_children(add)) {
-      const auto child = g_.find_node(name);
-      if (!child) continue;
-      if (merge_tree(*child, /*whole=*/false) || merge_subtrees(*child)) changed = true;
+  // Reads of `v` by all nodes (a node reading it twice counts twice).
+  std::size_t reads(const std::string& v) const {
+    std::size_t n = 0;
+    for (std::size_t c : g_.consumers(v)) {
+      const auto& ins = g_.nodes()[c].inputs;
+      n += static_cast<std::size_t>(std::count(ins.begin(), ins.end(), v));
     }
-    return changed;
+    return n;
   }
 
-  // Merges the tree rooted at `root` (a whole tree may take a BN after it; a sub-tree feeds
-  // an Add) and returns the merged conv's index. Only a whole tree's decline is noted: a
-  // sub-tree is a second chance, its reasons are the whole tree's.
-  std::optional<std::size_t> merge_tree(std::size_t root, bool whole) {
-    tree_ = detail::collect_add_tree(g_, root);
-    if (!choose_branches()) return std::nullopt;
-    if (std::string why = check(); !why.empty()) {
-      if (whole) decline(why);
-      return std::nullopt;
-    }
-    reparam::ConvKernel merged;
-    try {
-      std::vector<reparam::ConvKernel> kernels;
-      for (std::size_t i = 0; i < branches_.size(); ++i)
-        kernels.push_back(kernel_of_branch(g_, branches_[i], windows_[i], target_));
-      merged = reparam::sum_branches(kernels);
-    } catch (const Error& e) {
-      if (whole) decline(e.message());
-      return std::nullopt;
-    }
-    const std::optional<std::size_t> post = whole ? fold_post_batch_norm(merged) : std::nullopt;
-    return replace(merged, post);
+  // A value the region stops at.
+  bool boundary(const std::string& v) const {
+    const auto p = g_.producer(v);
+    return !p || cuts_.count(v) != 0 || g_.is_graph_output(v) || reads(v) != 1 || !linear(*p);
   }
 
-  // Reads every leaf as a branch of the input most leaves share. False (silently) when fewer
-  // than two leaves share one with a conv among them: an ordinary residual Add, not a block.
-  bool choose_branches() {
-    std::vector<std::vector<Branch>> readings;
-    std::map<std::string, int> votes;
-    std::map<std::string, bool> has_conv;
-    std::vector<std::string> order;
-    for (std::size_t i = 0; i < tree_.leaves.size(); ++i) {
-      readings.push_back(detail::interpret_leaf(g_, tree_.leaves[i], tree_.leaf_adds[i]));
-      std::set<std::string> seen;
-      for (const Branch& b : readings.back()) {
-        if (b.kind == BranchKind::Conv || b.kind == BranchKind::Sequential)
-          has_conv[b.input] = true;
-        if (!seen.insert(b.input).second) continue;
-        if (votes[b.input]++ == 0) order.push_back(b.input);
-      }
-    }
-    std::string best;
-    for (const std::string& x : order) {
-      if (!has_conv[x]) continue;
-      if (best.empty() || votes[x] > votes[best]) best = x;
-    }
-    if (best.empty() || votes[best] < 2) return false;
-    input_ = best;
-    branches_.clear();
-    missing_.clear();
-    for (std::size_t i = 0; i < readings.size(); ++i) {
-      const auto it = std::find_if(readings[i].begin(), readings[i].end(),
-                                   [&](const Branch& b) { return b.input == input_; });
-      if (it == readings[i].end()) {
-        missing_.push_back(tree_.leaves[i]);
-      } else {
-        branches_.push_back(*it);
-      }
-    }
-    return true;
+  // A linear node whose output is a boundary: the end of a region.
+  bool is_root(std::size_t i) const {
+    const graph::Node& n = g_.nodes()[i];
+    if (n.outputs.empty() || !linear(i)) return false;
+    const std::string& out = n.outputs[0];
+    if (cuts_.count(out) != 0 || g_.is_graph_output(out) || reads(out) != 1) return true;
+    return !linear(g_.consumers(out).at(0));
   }
 
-  std::string check() {
-    if (!missing_.empty())
-      return fmt::format("'{}' is not a conv, pooling or identity branch of '{}'", missing_.front(),
-                         input_);
-    for (const Branch& b : branches_) {
-      if (std::string why = chain_problem(g_, b); !why.empty()) return why;
-    }
-    // The target geometry from the first branch with a conv; the others must agree with it.
-    const auto lead = std::find_if(branches_.begin(), branches_.end(), has_conv);
-    if (lead == branches_.end()) return fmt::format("no branch of '{}' has a conv", input_);
-    const auto core = core_conv(g_, *lead), head = head_conv(g_, *lead);
-    const nn::Conv2d& named = core ? *core : *head;
-    target_ = {};
-    target_.out_channels = named.options().out_channels();
-    target_.in_channels = (head ? *head : *core).options().in_channels();
-    target_.groups = named.options().groups();
-    target_.stride = core ? core->options().stride()
-                          : detail::avg_pool_module(at(g_, *lead, *lead->pool))->options().stride();
-    target_.dtype = named.weight().dtype();
-    target_.weight_format = named.weight().suggest_memory_format();
-    target_.name = at(g_, *lead, lead->conv ? *lead->conv : *lead->first_conv).name;
-    // Dilation: the one of every branch whose kernel spans the axis (must agree); a 1-tap axis
-    // reads the same pixel under any dilation.
-    target_.dilation = core ? core->options().dilation() : Size2d(1, 1);
-    windows_.clear();
-    bool set_h = false, set_w = false;
-    for (const Branch& b : branches_) {
-      auto w = window_of(g_, b, target_);
-      if (auto* why = std::get_if<std::string>(&w)) return *why;
-      const Window& win = std::get<Window>(w);
-      const std::string who =
-          b.chain.empty() ? fmt::format("'{}'", b.leaf) : describe(g_.nodes()[b.chain.front()]);
-      if (win.kernel.h > 1) {
-        if (set_h && win.dilation.h != target_.dilation.h)
-          return fmt::format("{}: dilation {} vs {}", who, win.dilation.h, target_.dilation.h);
-        target_.dilation.h = win.dilation.h;
-        set_h = true;
+  struct Region {
+    std::vector<std::size_t> nodes;   // in graph order; the root last
+    std::vector<std::string> inputs;  // in the order first met
+    std::map<std::size_t, Step> steps;
+  };
+
+  Region collect(std::size_t root) const {
+    Region r;
+    std::vector<std::size_t> stack{root};
+    std::set<std::size_t> seen{root};
+    while (!stack.empty()) {
+      const std::size_t i = stack.back();
+      stack.pop_back();
+      Step s = std::get<Step>(read_step(g_, g_.nodes()[i]));
+      for (const std::string& v : s.operands) {
+        if (boundary(v)) {
+          if (std::find(r.inputs.begin(), r.inputs.end(), v) == r.inputs.end())
+            r.inputs.push_back(v);
+        } else if (const std::size_t p = *g_.producer(v); seen.insert(p).second) {
+          stack.push_back(p);
+        }
       }
-      if (win.kernel.w > 1) {
-        if (set_w && win.dilation.w != target_.dilation.w)
-          return fmt::format("{}: dilation {} vs {}", who, win.dilation.w, target_.dilation.w);
-        target_.dilation.w = win.dilation.w;
-        set_w = true;
-      }
-      target_.kernel = {std::max(target_.kernel.h, win.kernel.h),
-                        std::max(target_.kernel.w, win.kernel.w)};
-      windows_.push_back(win);
+      r.steps.emplace(i, std::move(s));
     }
-    // Target padding from the lead branch: P = p + d·(K − k)/2 on each side.
-    const Window& lw = windows_[static_cast<std::size_t>(lead - branches_.begin())];
-    const std::int64_t dh = target_.kernel.h - lw.kernel.h, dw = target_.kernel.w - lw.kernel.w;
-    if (dh % 2 != 0 || dw % 2 != 0)
-      return fmt::format("{} ({}) cannot be centered in {}", describe(g_.nodes()[lead->chain[0]]),
-                         size_text(lw.kernel), size_text(target_.kernel));
-    const std::int64_t ph = target_.dilation.h * dh / 2, pw = target_.dilation.w * dw / 2;
-    target_.pads = {lw.pads.top + ph, lw.pads.left + pw, lw.pads.bottom + ph, lw.pads.right + pw};
-    // check_branch_alignment compares P − p per side; a cropped branch has p < 0, so both
-    // sides are shifted by the same amount first, which leaves every P − p as it is.
-    std::int64_t shift = 0;
-    for (const Window& w : windows_)
-      for (std::int64_t v : {w.pads.top, w.pads.left, w.pads.bottom, w.pads.right})
-        shift = std::max(shift, -v);
-    const auto shifted = [&](const Pads2d& p) {
-      return Padding2d::asymmetric(p.top + shift, p.left + shift, p.bottom + shift,
-                                   p.right + shift);
-    };
-    for (std::size_t i = 0; i < branches_.size(); ++i) {
+    r.nodes.assign(seen.begin(), seen.end());
+    return r;
+  }
+
+  // The channel count of every region value, from the steps that fix it (a conv's weight, a
+  // BN's or a constant's length) through those that keep it; empty where unknown.
+  std::map<std::string, std::int64_t> channels_of(const Region& r) const {
+    std::map<std::string, std::int64_t> ch;
+    for (bool changed = true; changed;) {
+      changed = false;
+      const auto set = [&](const std::string& v, std::int64_t c) {
+        if (c > 0 && ch.emplace(v, c).second) changed = true;
+      };
+      for (std::size_t i : r.nodes) {
+        const Step& s = r.steps.at(i);
+        const std::string& out = g_.nodes()[i].outputs[0];
+        if (s.kind == StepKind::Conv) {
+          set(s.operands[0], s.map.in_channels);
+          set(out, s.map.out_channels);
+          continue;
+        }
+        // Every other step keeps the channel count: its operands and output agree.
+        for (const auto* vec : {&s.scale, &s.shift})
+          if (vec->size() > 1) set(out, static_cast<std::int64_t>(vec->size()));
+        std::int64_t known = ch.count(out) ? ch[out] : 0;
+        for (const std::string& v : s.operands)
+          if (ch.count(v)) known = ch[v];
+        if (known == 0) continue;
+        set(out, known);
+        for (const std::string& v : s.operands) set(v, known);
+      }
+    }
+    return ch;
+  }
+
+  // `v` is written 4-d: by a Conv with a 4-d weight or a 2-d pool, or by an activation or BN
+  // of such a value.
+  bool written_4d(const std::string& v, int depth) const {
+    const auto p = g_.producer(v);
+    if (!p || depth > 16) return false;
+    const graph::Node& n = g_.nodes()[*p];
+    if (n.inputs.empty()) return false;
+    if (is_op(n, "Conv")) {
+      const auto w = detail::constant_value(g_, n.inputs.size() > 1 ? n.inputs[1] : "");
+      return w && w->dim() == 4;
+    }
+    if (is_op(n, "AveragePool") || is_op(n, "MaxPool"))
+      return n.attributes.get_ints("kernel_shape").size() == 2;
+    static const std::set<std::string> keeps_shape = {
+        "Relu",     "Sigmoid", "Clip",    "LeakyRelu", "HardSigmoid", "HardSwish",
+        "Tanh",     "Elu",     "Selu",    "Gelu",      "Softplus",    "BatchNormalization",
+        "Identity", "Mish",    "Dropout", "PRelu"};
+    return ops::is_ai_onnx(n) && keeps_shape.count(n.op_type) != 0 &&
+           written_4d(n.inputs[0], depth + 1);
+  }
+
+  // x is 4-d: it is written so, a Conv, AveragePool, Pad or Slice of the region reads it (each
+  // needs 4-d), or the graph declares it so.
+  bool proven_4d(const Region& r, const std::string& x) const {
+    if (written_4d(x, 0)) return true;
+    for (std::size_t i : r.nodes) {
+      const Step& s = r.steps.at(i);
+      if (s.kind != StepKind::Affine && s.kind != StepKind::Sum &&
+          std::find(s.operands.begin(), s.operands.end(), x) != s.operands.end())
+        return true;
+    }
+    for (const auto* list : {&g_.inputs, &g_.value_info})
+      for (const graph::ValueInfo& v : *list)
+        if (v.name == x && v.shape && v.shape->size() == 4) return true;
+    return false;
+  }
+
+  // The region's value at each step, in graph order; a Failure at the first step that is not
+  // exact.
+  using Values = std::map<std::string, Expr>;  // every value of the region, the inputs' too
+  std::variant<Values, Failure> evaluate(const Region& r,
+                                         const std::map<std::string, std::int64_t>& ch) const {
+    std::map<std::string, Expr> values;
+    for (const std::string& x : r.inputs) {
+      Expr e;
+      e.channels = ch.at(x);
+      e.terms.push_back({x, reparam::identity_map(e.channels)});
+      e.constant.assign(static_cast<std::size_t>(e.channels), 0.0);
+      values.emplace(x, std::move(e));
+    }
+    for (std::size_t i : r.nodes) {
+      const graph::Node& n = g_.nodes()[i];
+      const Step& s = r.steps.at(i);
       try {
-        reparam::check_branch_alignment(windows_[i].kernel, shifted(windows_[i].pads),
-                                        target_.kernel, shifted(target_.pads), target_.dilation);
+        Expr out = apply(n, s, values);
+        values[n.outputs[0]] = std::move(out);
       } catch (const Error& e) {
-        return fmt::format("{}: {}", branch_text(g_, branches_[i]), e.message());
+        // The step's operands inside the region become boundaries (the inputs already are).
+        std::vector<std::string> cut;
+        for (const std::string& v : s.operands)
+          if (std::find(r.inputs.begin(), r.inputs.end(), v) == r.inputs.end()) cut.push_back(v);
+        std::string why = without_prefix(e.message());
+        if (why.rfind(describe(n), 0) != 0) why = describe(n) + ": " + why;
+        return Failure{why, cut};
       }
     }
-    const Pads2d& P = target_.pads;
-    if (P.top < 0 || P.left < 0 || P.bottom < 0 || P.right < 0)
-      return fmt::format("the merged {} conv would need negative padding ({}, {}, {}, {})",
-                         size_text(target_.kernel), P.top, P.left, P.bottom, P.right);
-    return {};
+    return values;
   }
 
-  // QARepVGG: a BN reading the sum folds into the merged kernel. Returns the BN's index when
-  // folded; a BN that cannot fold stays after the merged conv, with a note.
-  std::optional<std::size_t> fold_post_batch_norm(reparam::ConvKernel& merged) {
-    const std::string& out = g_.nodes()[tree_.root].outputs[0];
-    const std::vector<std::size_t> users = g_.consumers(out);
-    if (users.size() != 1 || !detail::is_op(g_.nodes()[users[0]], "BatchNormalization"))
-      return std::nullopt;
-    const graph::Node& bn = g_.nodes()[users[0]];
-    std::string why = detail::batch_norm_problem(g_, bn);
-    if (why.empty()) why = detail::single_use_problem(g_, out, users[0]);
-    if (why.empty()) {
-      try {
-        merged =
-            reparam::fold_batch_norm(merged, reparam::params_of(*detail::batch_norm_module(bn)));
-        return users[0];
-      } catch (const Error& e) {
-        why = e.message();
+  static Expr apply(const graph::Node& n, const Step& s,
+                    const std::map<std::string, Expr>& values) {
+    const Expr& a = values.at(s.operands[0]);
+    switch (s.kind) {
+      case StepKind::Affine: {
+        Expr e = a;
+        const std::vector<double> scale = per_channel(s.scale, e.channels, n);
+        const std::vector<double> shift = per_channel(s.shift, e.channels, n);
+        for (Term& t : e.terms) t.map = reparam::scaled(t.map, scale);
+        for (std::size_t c = 0; c < e.constant.size(); ++c)
+          e.constant[c] = e.constant[c] * scale[c] + shift[c];
+        return e;
+      }
+      case StepKind::Sum: {
+        Expr e = a;
+        e.terms.clear();
+        e.branches = 0;
+        e.constant = per_channel(s.shift, a.channels, n);
+        for (std::size_t k = 0; k < s.operands.size(); ++k) {
+          const Expr& v = values.at(s.operands[k]);
+          if (v.channels != e.channels)
+            fail("{} sums {} and {} channels", describe(n), e.channels, v.channels);
+          const std::vector<double> sign(static_cast<std::size_t>(v.channels), s.signs[k]);
+          for (const Term& t : v.terms) {
+            const ConvMap m = reparam::scaled(t.map, sign);
+            const auto same = std::find_if(e.terms.begin(), e.terms.end(),
+                                           [&](const Term& u) { return u.input == t.input; });
+            if (same == e.terms.end()) {
+              e.terms.push_back({t.input, m});
+            } else {
+              try {
+                same->map = reparam::plus(same->map, m);
+              } catch (const Error& err) {
+                fail("{}: {}", describe(n), without_prefix(err.message()));
+              }
+            }
+          }
+          for (std::size_t c = 0; c < e.constant.size(); ++c)
+            e.constant[c] += s.signs[k] * v.constant[c];
+          e.branches += v.branches;
+        }
+        return e;
+      }
+      case StepKind::Conv:
+      case StepKind::AvgPool: {
+        ConvMap m = s.map;
+        if (s.kind == StepKind::AvgPool)
+          m = reparam::avg_pool_map(a.channels, m.kernel, m.stride, m.pads);
+        if (m.in_channels != a.channels)
+          fail("{} reads {} channels, the region gives {}", describe(n), m.in_channels, a.channels);
+        check_spatial(n, a, m.pads, 0.0, !m.pointwise() || m.pads != Pads2d{});
+        Expr e;
+        e.channels = m.out_channels;
+        e.branches = a.branches;
+        for (const Term& t : a.terms) e.terms.push_back({t.input, reparam::then(t.map, m)});
+        // Where x is zero the region is the constant c, and the conv reads c at every tap
+        // (it pads with zeros only where c is 0): b + Σ_taps W·c.
+        e.constant = reparam::apply_to_constant(m, a.constant);
+        for (std::size_t o = 0; o < s.bias.size(); ++o) e.constant[o] += s.bias[o];
+        return e;
+      }
+      case StepKind::Border: {
+        check_spatial(n, a, s.border, s.pad_value, true);
+        Expr e = a;
+        for (Term& t : e.terms) t.map = reparam::padded(t.map, s.border);
+        return e;
       }
     }
+    return a;
+  }
+
+  // A step that moves pixels (a conv or pool with a window, a stride or padding, a pad or a
+  // crop) applies to one input only (a sum of several may broadcast one of them), and wherever
+  // it pads, the region's constant part must be what it pads with.
+  static void check_spatial(const graph::Node& n, const Expr& a, const Pads2d& pads, double value,
+                            bool moves_pixels) {
+    if (moves_pixels && a.terms.size() != 1)
+      fail("{} is applied to a sum of {} different inputs", describe(n), a.terms.size());
+    const bool pads_any = pads.top > 0 || pads.left > 0 || pads.bottom > 0 || pads.right > 0;
+    if (!pads_any) return;
+    for (std::size_t c = 0; c < a.constant.size(); ++c)
+      if (a.constant[c] != value)
+        fail(
+            "{} pads with {} where the merged conv would read {} (channel {} of what the region "
+            "computes for a zero input)",
+            describe(n), value, a.constant[c], c);
+  }
+
+  // The cost model, per pixel of the root's output: a node's multiply-adds plus
+  // kWriteCost for each value it writes (a pass over memory costs about as much as that many
+  // multiply-adds on the CPUs refold targets), so two small convs and their Add may become one
+  // larger conv, and a conv never grows into one that does much more arithmetic.
+  static constexpr double kWriteCost = 16;
+  struct Cost {
+    double region = 0, merged = 0;
+  };
+
+  Cost cost(const Region& r, const Expr& root, const Values& values) const {
+    Cost c;
+    for (const Term& t : root.terms)
+      if (!is_plain_identity(t.map))
+        c.merged += t.map.macs() + kWriteCost * static_cast<double>(t.map.out_channels);
+    c.merged += kWriteCost * static_cast<double>(root.channels * (root.terms.size() - 1));
+    for (std::size_t i : r.nodes) {
+      const Step& s = r.steps.at(i);
+      // The node's pixels per root pixel: the strides from its input to the root's output
+      // that come after it.
+      const Expr& e = values.at(g_.nodes()[i].outputs[0]);
+      double pixels = 1;
+      if (e.terms.size() == 1) {
+        const auto in_root = std::find_if(root.terms.begin(), root.terms.end(), [&](const Term& t) {
+          return t.input == e.terms[0].input;
+        });
+        const Size2d at = e.terms[0].map.stride, end = in_root->map.stride;
+        pixels = static_cast<double>(end.h * end.w) / static_cast<double>(at.h * at.w);
+      }
+      const double channels = static_cast<double>(e.channels);
+      c.region += pixels * (kWriteCost * channels +
+                            (s.kind == StepKind::Conv ? s.map.macs()
+                             : s.kind == StepKind::AvgPool
+                                 ? channels * static_cast<double>(s.map.kernel.h * s.map.kernel.w)
+                                 : channels));
+    }
+    return c;
+  }
+
+  // Tries the region ending at node `root`; returns the index after which the scan goes on
+  // when it rewrote the graph.
+  std::optional<std::size_t> merge(std::size_t root) {
+    const std::string root_name = g_.nodes()[root].name;
+    std::string first_failure;
+    for (;;) {
+      const Region r = collect(root);
+      if (r.nodes.size() < 2) return std::nullopt;
+      const bool has_conv = std::any_of(r.nodes.begin(), r.nodes.end(), [&](std::size_t i) {
+        const StepKind k = r.steps.at(i).kind;
+        return k == StepKind::Conv || k == StepKind::AvgPool;
+      });
+      if (!has_conv) return std::nullopt;
+      const auto ch = channels_of(r);
+      for (const std::string& x : r.inputs)
+        if (!ch.count(x)) return std::nullopt;
+      auto value = evaluate(r, ch);
+      if (auto* f = std::get_if<Failure>(&value)) {
+        if (first_failure.empty()) first_failure = f->why;
+        if (branches_in(r) >= 2 && noted_.insert(root_name).second)
+          note_kept(root, r, first_failure);
+        if (f->cut.empty()) return std::nullopt;
+        for (const std::string& v : f->cut) cuts_.insert(v);
+        continue;
+      }
+      const Values& values = std::get<Values>(value);
+      const Expr& result = values.at(g_.nodes()[root].outputs[0]);
+      if (result.terms.size() > 1 && branches_in(r) >= 2) note_apart(root, r);
+      return rewrite(root, r, result, values);
+    }
+  }
+
+  int branches_in(const Region& r) const {
+    int sums = 0;
+    for (std::size_t i : r.nodes)
+      if (r.steps.at(i).kind == StepKind::Sum) ++sums;
+    return sums == 0 ? 1 : sums + 1;
+  }
+
+  void note_kept(std::size_t root, const Region& r, const std::string& why) {
     report_.notes.push_back(
-        fmt::format("kept {} after the merged branches of '{}': {}", describe(bn), input_, why));
-    return std::nullopt;
+        fmt::format("kept the region ending at {} over '{}' as it is: branch mismatch: {}",
+                    describe(g_.nodes()[root]), fmt::join(r.inputs, "', '"), without_prefix(why)));
   }
 
-  std::size_t replace(const reparam::ConvKernel& merged, std::optional<std::size_t> post) {
-    std::vector<std::size_t> erase = tree_.adds;
-    for (const Branch& b : branches_) erase.insert(erase.end(), b.chain.begin(), b.chain.end());
-    if (post) erase.push_back(*post);
-    std::sort(erase.begin(), erase.end());
-    const std::size_t anchor = post ? *post : tree_.root;
-
-    auto geometry = nn::Conv2dOptions(target_.in_channels, target_.out_channels, target_.kernel)
-                        .stride(target_.stride)
-                        .padding(Padding2d::asymmetric(target_.pads.top, target_.pads.left,
-                                                       target_.pads.bottom, target_.pads.right))
-                        .dilation(target_.dilation)
-                        .groups(target_.groups);
-    auto module = reparam::make_conv2d(merged, geometry, target_.weight_format);
-
-    graph::Node node;
-    node.name = target_.name;  // free once the branches are erased
-    node.op_type = "Conv";
-    node.module = module;
-    node.attributes = detail::conv_attributes(*module);
-    node.outputs = {g_.nodes()[anchor].outputs[0]};
-    std::string merged_names;
-    for (std::size_t i : erase)
-      merged_names += (merged_names.empty() ? "" : " + ") + g_.nodes()[i].name;
-    node.origin = "reparameterized " + merged_names;
-    node.inputs = detail::add_parameter_constants(
-        g_, input_, g_.unique_name(target_.name + "_reparam"), module->weight(), module->bias());
-
-    std::string listing;
-    for (const Branch& b : branches_) listing += (listing.empty() ? "" : ", ") + branch_text(g_, b);
-    report_.notes.push_back(fmt::format("merged {} branches of '{}' into one {} Conv '{}': {}{}",
-                                        branches_.size(), input_, size_text(target_.kernel),
-                                        node.name, listing,
-                                        post ? ", then " + describe(g_.nodes()[*post]) : ""));
-    report_.changed = true;
-    return detail::replace_nodes(g_, erase, anchor, std::move(node));
+  // A block whose sum reads another input: why each input that a linear node writes (a
+  // branch the user may have expected to merge) is a boundary of the region.
+  void note_apart(std::size_t root, const Region& r) {
+    static const std::set<std::string> maybe_linear = {
+        "Conv", "BatchNormalization", "AveragePool", "Pad", "Slice", "Add", "Sub", "Mul", "Div",
+        "Sum"};
+    for (const std::string& v : r.inputs) {
+      const auto p = g_.producer(v);
+      if (!p || maybe_linear.count(g_.nodes()[*p].op_type) == 0) continue;
+      std::string why;
+      if (g_.is_graph_output(v)) {
+        why = fmt::format("'{}' is a graph output", v);
+      } else if (const std::size_t n = reads(v); n != 1) {
+        std::string readers;
+        for (std::size_t c : g_.consumers(v))
+          readers += (readers.empty() ? "" : ", ") + describe(g_.nodes()[c]);
+        why = fmt::format("'{}' has {} consumers ({})", v, n, readers);
+      } else if (const auto step = read_step(g_, g_.nodes()[*p], false);
+                 const auto* reason = std::get_if<std::string>(&step)) {
+        why = *reason;
+      } else {
+        continue;  // a cut: its reason is noted with its region
+      }
+      report_.notes.push_back(fmt::format(
+          "kept the branch through '{}' out of the region ending at {}: branch mismatch: {}", v,
+          describe(g_.nodes()[root]), why));
+    }
   }
 
-  void decline(const std::string& why) {
-    report_.notes.push_back(fmt::format("kept the Add tree {} over '{}': branch mismatch: {}",
-                                        describe(g_.nodes()[tree_.root]), input_,
-                                        strip_prefix(why)));
-  }
-
-  // The algebra's own "branch mismatch: " prefix is not repeated.
-  static std::string strip_prefix(const std::string& why) {
+  static std::string without_prefix(const std::string& why) {
     static const std::string prefix = "branch mismatch: ";
     return why.rfind(prefix, 0) == 0 ? why.substr(prefix.size()) : why;
   }
 
+  std::optional<std::size_t> rewrite(std::size_t root, const Region& r, Expr value,
+                                     const Values& values) {
+    // The conv the merged one is named after and takes its dtype and weight layout from.
+    const auto lead = std::find_if(r.nodes.begin(), r.nodes.end(), [&](std::size_t i) {
+      return r.steps.at(i).kind == StepKind::Conv;
+    });
+    std::vector<Term> convs;
+    std::vector<std::string> plain;
+    for (Term& t : value.terms) {
+      if (is_plain_identity(t.map)) {
+        plain.push_back(t.input);
+      } else {
+        t.map = reparam::compact_groups(t.map);
+        convs.push_back(t);
+      }
+    }
+    const std::size_t new_nodes = convs.size() + value.terms.size() - 1;
+    if (convs.empty() || new_nodes >= r.nodes.size()) return std::nullopt;
+    const Cost c = cost(r, value, values);
+    const std::string root_name = g_.nodes()[root].name;
+    if (c.merged > c.region) {
+      if (noted_.insert(root_name).second)
+        note_kept(root, r,
+                  fmt::format("one conv would cost {} multiply-adds per output pixel, the region "
+                              "{}",
+                              c.merged, c.region));
+      return std::nullopt;
+    }
+    for (const Term& t : convs) {
+      if (!proven_4d(r, t.input)) return std::nullopt;  // a conv needs 4-d; x may broadcast
+      const Pads2d& p = t.map.pads;
+      if (p.top < 0 || p.left < 0 || p.bottom < 0 || p.right < 0) {
+        if (noted_.insert(root_name).second)
+          note_kept(root, r,
+                    fmt::format("the merged conv over '{}' would need negative padding ({})",
+                                t.input, reparam::geometry_text(t.map)));
+        return std::nullopt;
+      }
+    }
+    const graph::Node* lead_node = lead == r.nodes.end() ? nullptr : &g_.nodes()[*lead];
+    const auto lead_conv = lead_node ? detail::conv_module(*lead_node) : nullptr;
+    const DType dtype = lead_conv ? lead_conv->weight().dtype() : DType::Float32;
+    const MemoryFormat format =
+        lead_conv ? lead_conv->weight().suggest_memory_format() : MemoryFormat::Contiguous;
+    const std::string base = lead_node ? lead_node->name : root_name;
+    const std::string out = g_.nodes()[root].outputs[0];
+
+    std::string listing;
+    for (std::size_t i : r.nodes)
+      listing += (listing.empty() ? "" : ", ") + describe(g_.nodes()[i]);
+    std::vector<graph::Node> made;
+    std::vector<std::string> sums = plain;
+    for (std::size_t k = 0; k < convs.size(); ++k) {
+      const ConvMap& m = convs[k].map;
+      const bool last = convs.size() == 1 && plain.empty();  // no Add after it
+      auto geometry =
+          nn::Conv2dOptions(m.in_channels, m.out_channels, m.kernel)
+              .stride(m.stride)
+              .padding(Padding2d::asymmetric(m.pads.top, m.pads.left, m.pads.bottom, m.pads.right))
+              .dilation(m.dilation)
+              .groups(m.groups);
+      const std::vector<double> bias =
+          k == 0 && !all_zero(value.constant) ? value.constant : std::vector<double>{};
+      auto module = reparam::make_conv2d(reparam::to_kernel(m, bias, dtype), geometry, format);
+      graph::Node node;
+      node.name = k == 0 ? base : g_.unique_name(base + "_" + std::to_string(k));
+      node.op_type = "Conv";
+      node.module = module;
+      node.attributes = detail::conv_attributes(*module);
+      node.outputs = {last ? out : g_.unique_name(out + "_" + std::to_string(k))};
+      node.inputs = detail::add_parameter_constants(
+          g_, convs[k].input, g_.unique_name(base + "_reparam"), module->weight(), module->bias());
+      sums.push_back(node.outputs[0]);
+      made.push_back(std::move(node));
+    }
+    // The sum of the parts, the last Add writing the root's value.
+    for (std::size_t k = 1; k < sums.size(); ++k) {
+      graph::Node add;
+      // The last Add takes the root's name, free once the region is erased.
+      add.name =
+          k + 1 == sums.size() ? root_name : g_.unique_name(root_name + "_" + std::to_string(k));
+      add.op_type = "Add";
+      add.inputs = {k == 1 ? sums[0] : made.back().outputs[0], sums[k]};
+      add.outputs = {k + 1 == sums.size() ? out : g_.unique_name(out + "_sum" + std::to_string(k))};
+      add.module = ops::build_module({add, g_, 17});
+      made.push_back(std::move(add));
+    }
+    for (graph::Node& n : made) n.origin = "reparameterized " + listing;
+    report_.notes.push_back(fmt::format(
+        "{} {} branch{} of '{}' into {}: {}", value.branches >= 2 ? "merged" : "folded",
+        value.branches, value.branches == 1 ? "" : "es", fmt::join(r.inputs, "', '"),
+        convs.size() == 1 && plain.empty()
+            ? fmt::format("one {}x{} Conv '{}'", convs[0].map.kernel.h, convs[0].map.kernel.w,
+                          made[0].name)
+            : fmt::format("{} Conv and {} Add", convs.size(), made.size() - convs.size()),
+        listing));
+    report_.changed = true;
+    linear_.clear();
+    graph::Node last = std::move(made.back());
+    made.pop_back();
+    std::size_t at = detail::replace_nodes(g_, r.nodes, root, std::move(last));
+    for (graph::Node& n : made) g_.insert_node(at++, std::move(n));
+    return at;
+  }
+
   graph::Graph& g_;
   PassReport& report_;
-  detail::AddTree tree_;
-  std::string input_;
-  std::vector<Branch> branches_;
-  std::vector<std::string> missing_;
-  std::vector<Window> windows_;
-  Target target_;
+  std::set<std::string> cuts_;
+  mutable std::map<std::string, bool> linear_;
+  std::set<std::string> noted_;
 };
 
 }  // namespace
 
 PassReport reparameterize_branches(graph::Graph& graph) {
   PassReport report{"reparameterize", false, {}};
-  TreeMerger merger(graph, report);
-  for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
-    if (!detail::is_binary_add(graph.nodes()[i]) || detail::is_inner_add(graph, i)) continue;
-    // The merged conv replaces nodes at and before i; the scan goes on after it.
-    if (const auto merged = merger.run(i)) i = *merged;
+  RegionMerger merger(graph, report);
+  // A scan merges what it can and cuts where a step is not exact; the parts a cut leaves are
+  // regions of the next scan. Each scan cuts at least one more value or stops.
+  for (int scans = 0; scans < 64 && merger.scan(); ++scans) {
   }
   graph.verify();
   return report;
