@@ -426,6 +426,8 @@ def markdown(records, export_errors, header, timed):
                       fmt(q.get("refold/openvino"), ".2f")]
         lines.append("| " + " | ".join(cells) + " |")
 
+    lines += reparam_target(records)
+
     failures = [r for r in records if status(r) != "pass"]
     if failures:
         lines += ["", "## Failures (first error line of refold's stderr)", ""]
@@ -475,6 +477,35 @@ def markdown(records, export_errors, header, timed):
             lines.append(f"- **{r['model']} {r['form']}**:")
             lines += [f"  - {n}× `{note}`" for note, n in kept_reasons(r)[:6]]
     return "\n".join(lines) + "\n"
+
+
+TARGET_OPS = ("Conv", "BatchNormalization", "Add", "Sub", "Mul")
+
+
+def reparam_target(records):
+    """The re-parameterization target (issue 14): on every model with a deploy form, each
+    training form's optimized graph has no more Conv, BatchNormalization, Add, Sub or Mul nodes
+    than the deploy form."""
+    rows = [r for r in records if r["op_counts"]["reference_form"] == "deploy"
+            and r["form"] != "deploy" and r["op_counts"]["refold"] is not None]
+    if not rows:
+        return []
+    short = {"BatchNormalization": "BN"}
+    head = ["model", "form"] + [f"{short.get(op, op)}: train → refold (deploy)" for op in TARGET_OPS]
+    lines = ["", "## Re-parameterization: op counts against the deploy form", "",
+             "Training form → refold's optimized graph (the authors' deploy form); **bold** where "
+             "refold has more than the deploy form.", "",
+             "| " + " | ".join(head + ["≤ deploy"]) + " |", "|" + "|".join("---" for _ in head) + "|---|"]
+    for r in rows:
+        ops = r["op_counts"]
+        cells, ok = [r["model"], r["form"]], True
+        for op in TARGET_OPS:
+            train, mine, deploy = (ops[k].get(op, 0) for k in ("original", "refold", "reference"))
+            more = mine > deploy
+            ok = ok and not more
+            cells.append(f"{train} → {'**' if more else ''}{mine}{'**' if more else ''} ({deploy})")
+        lines.append("| " + " | ".join(cells + ["yes" if ok else "no"]) + " |")
+    return lines
 
 
 def kept_reasons(record):

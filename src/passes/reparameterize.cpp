@@ -434,9 +434,17 @@ class RegionMerger {
   // The region's value at each step, in graph order; a Failure at the first step that is not
   // exact.
   using Values = std::map<std::string, Expr>;  // every value of the region, the inputs' too
-  std::variant<Values, Failure> evaluate(const Region& r,
-                                         const std::map<std::string, std::int64_t>& ch) const {
-    std::map<std::string, Expr> values;
+  struct Evaluated {
+    Values values;
+    // The values a conv or pool reads whose composition with it costs more multiply-adds than
+    // the two apart (a depthwise window into a dense conv): where to cut when the whole region
+    // would cost more than it does now.
+    std::set<std::string> costly;
+  };
+  std::variant<Evaluated, Failure> evaluate(const Region& r,
+                                            const std::map<std::string, std::int64_t>& ch) const {
+    Values values;
+    std::set<std::string> costly;
     for (const std::string& x : r.inputs) {
       Expr e;
       e.channels = ch.at(x);
@@ -448,7 +456,7 @@ class RegionMerger {
       const graph::Node& n = g_.nodes()[i];
       const Step& s = r.steps.at(i);
       try {
-        Expr out = apply(n, s, values);
+        Expr out = apply(n, s, values, costly);
         values[n.outputs[0]] = std::move(out);
       } catch (const Error& e) {
         // The step's operands inside the region become boundaries (the inputs already are).
@@ -460,11 +468,11 @@ class RegionMerger {
         return Failure{why, cut};
       }
     }
-    return values;
+    return Evaluated{std::move(values), std::move(costly)};
   }
 
-  static Expr apply(const graph::Node& n, const Step& s,
-                    const std::map<std::string, Expr>& values) {
+  static Expr apply(const graph::Node& n, const Step& s, const Values& values,
+                    std::set<std::string>& costly) {
     const Expr& a = values.at(s.operands[0]);
     switch (s.kind) {
       case StepKind::Affine: {
@@ -517,7 +525,12 @@ class RegionMerger {
         Expr e;
         e.channels = m.out_channels;
         e.branches = a.branches;
-        for (const Term& t : a.terms) e.terms.push_back({t.input, reparam::then(t.map, m)});
+        for (const Term& t : a.terms) {
+          e.terms.push_back({t.input, reparam::then(t.map, m)});
+          const double apart =
+              t.map.macs() * static_cast<double>(m.stride.h * m.stride.w) + m.macs();
+          if (e.terms.back().map.macs() > apart) costly.insert(s.operands[0]);
+        }
         // Where x is zero the region is the constant c, and the conv reads c at every tap
         // (it pads with zeros only where c is 0): b + Σ_taps W·c.
         e.constant = reparam::apply_to_constant(m, a.constant);
@@ -614,10 +627,17 @@ class RegionMerger {
         for (const std::string& v : f->cut) cuts_.insert(v);
         continue;
       }
-      const Values& values = std::get<Values>(value);
+      Evaluated& done = std::get<Evaluated>(value);
+      const Values& values = done.values;
       const Expr& result = values.at(g_.nodes()[root].outputs[0]);
-      if (result.terms.size() > 1 && branches_in(r) >= 2) note_apart(root, r);
-      return rewrite(root, r, result, values);
+      const auto at = rewrite(root, r, result, values, done.costly);
+      if (at || !retry_) {
+        if (!at && result.terms.size() > 1 && branches_in(r) >= 2 &&
+            noted_.insert(root_name + "#apart").second)
+          note_apart(root, r);
+        return at;
+      }
+      retry_ = false;  // cut where a composition cost more than its parts; try again
     }
   }
 
@@ -630,7 +650,7 @@ class RegionMerger {
 
   void note_kept(std::size_t root, const Region& r, const std::string& why) {
     report_.notes.push_back(
-        fmt::format("kept the region ending at {} over '{}' as it is: branch mismatch: {}",
+        fmt::format("did not merge the region ending at {} over '{}' whole: branch mismatch: {}",
                     describe(g_.nodes()[root]), fmt::join(r.inputs, "', '"), without_prefix(why)));
   }
 
@@ -669,7 +689,7 @@ class RegionMerger {
   }
 
   std::optional<std::size_t> rewrite(std::size_t root, const Region& r, Expr value,
-                                     const Values& values) {
+                                     const Values& values, const std::set<std::string>& costly) {
     // The conv the merged one is named after and takes its dtype and weight layout from.
     const auto lead = std::find_if(r.nodes.begin(), r.nodes.end(), [&](std::size_t i) {
       return r.steps.at(i).kind == StepKind::Conv;
@@ -689,6 +709,12 @@ class RegionMerger {
     const Cost c = cost(r, value, values);
     const std::string root_name = g_.nodes()[root].name;
     if (c.merged > c.region) {
+      bool cut = false;
+      for (const std::string& v : costly) cut = cuts_.insert(v).second || cut;
+      if (cut) {
+        retry_ = true;
+        return std::nullopt;
+      }
       if (noted_.insert(root_name).second)
         note_kept(root, r,
                   fmt::format("one conv would cost {} multiply-adds per output pixel, the region "
@@ -776,6 +802,7 @@ class RegionMerger {
   graph::Graph& g_;
   PassReport& report_;
   std::set<std::string> cuts_;
+  bool retry_ = false;  // rewrite() cut the region; merge() reads it again
   mutable std::map<std::string, bool> linear_;
   std::set<std::string> noted_;
 };
