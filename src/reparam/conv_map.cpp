@@ -64,7 +64,7 @@ AxisPlan plan_axis(const char* axis, std::int64_t ka, std::int64_t da, std::int6
 }
 
 // Adds `src` into `dst` (same channels and groups) with src's tap (i, j) at dst's
-// ((off_h + i·step_h)/d_h, (off_w + j·step_w)/d_w).
+// ((off_h + i·D_src)/D_dst, (off_w + j·D_src)/D_dst) per axis.
 void accumulate(ConvMap& dst, const ConvMap& src, std::int64_t off_h, std::int64_t off_w) {
   const std::int64_t per_group = dst.in_channels / dst.groups;
   for (std::int64_t o = 0; o < dst.out_channels; ++o)
@@ -75,23 +75,16 @@ void accumulate(ConvMap& dst, const ConvMap& src, std::int64_t off_h, std::int64
                  (off_w + j * src.dilation.w) / dst.dilation.w) += src.at(o, c, i, j);
 }
 
-// The window of b ∘ a: tap ai of a and tap bi of b read x at ai·D + bi·d2·S (per axis), on the
-// grid gcd(D, d2·S) of the taps that exist.
-void composed_window(const ConvMap& a, const ConvMap& b, Size2d& kernel, Size2d& dilation) {
-  const std::int64_t step_h = b.dilation.h * a.stride.h, step_w = b.dilation.w * a.stride.w;
-  dilation = {gcd_of({a.kernel.h > 1 ? a.dilation.h : 0, b.kernel.h > 1 ? step_h : 0}),
-              gcd_of({a.kernel.w > 1 ? a.dilation.w : 0, b.kernel.w > 1 ? step_w : 0})};
-  kernel = {((a.kernel.h - 1) * a.dilation.h + (b.kernel.h - 1) * step_h) / dilation.h + 1,
-            ((a.kernel.w - 1) * a.dilation.w + (b.kernel.w - 1) * step_w) / dilation.w + 1};
-}
-
 }  // namespace
 
+std::size_t ConvMap::index(std::int64_t o, std::int64_t c, std::int64_t i, std::int64_t j) const {
+  return size_of(((o * (in_channels / groups) + c) * kernel.h + i) * kernel.w + j);
+}
 double& ConvMap::at(std::int64_t o, std::int64_t c, std::int64_t i, std::int64_t j) {
-  return weight[size_of(((o * (in_channels / groups) + c) * kernel.h + i) * kernel.w + j)];
+  return weight[index(o, c, i, j)];
 }
 double ConvMap::at(std::int64_t o, std::int64_t c, std::int64_t i, std::int64_t j) const {
-  return weight[size_of(((o * (in_channels / groups) + c) * kernel.h + i) * kernel.w + j)];
+  return weight[index(o, c, i, j)];
 }
 
 ConvMap identity_map(std::int64_t channels) {
@@ -207,8 +200,7 @@ ConvMap then(const ConvMap& first, const ConvMap& second) {
                second.in_channels);
   const ConvMap f = second.pads == Pads2d{} ? first : padded(first, second.pads);
   if (is_channel_scale(second) && second.stride == Size2d(1, 1)) {
-    std::vector<double> scale(second.weight.begin(), second.weight.end());
-    return scaled(f, scale);
+    return scaled(f, second.weight);  // depthwise 1×1: its weights are the per-channel scales
   }
   ConvMap out;
   out.out_channels = second.out_channels;
@@ -236,9 +228,14 @@ ConvMap then(const ConvMap& first, const ConvMap& second) {
   const ConvMap& a = f;
   const ConvMap& b = second;
   const std::int64_t g = std::gcd(a.groups, b.groups);
+  // Tap ai of a and tap bi of b read x at ai·D + bi·d2·S (per axis), on the grid
+  // gcd(D, d2·S) of the taps that exist.
   const std::int64_t step_h = b.dilation.h * a.stride.h, step_w = b.dilation.w * a.stride.w;
-  Size2d kernel = 1;
-  composed_window(a, b, kernel, out.dilation);
+  out.dilation = {gcd_of({a.kernel.h > 1 ? a.dilation.h : 0, b.kernel.h > 1 ? step_h : 0}),
+                  gcd_of({a.kernel.w > 1 ? a.dilation.w : 0, b.kernel.w > 1 ? step_w : 0})};
+  const Size2d kernel = {
+      ((a.kernel.h - 1) * a.dilation.h + (b.kernel.h - 1) * step_h) / out.dilation.h + 1,
+      ((a.kernel.w - 1) * a.dilation.w + (b.kernel.w - 1) * step_w) / out.dilation.w + 1};
   out = zeros_like_geometry(out, g, kernel);
   const std::int64_t b_mid = b.in_channels / b.groups, b_out = b.out_channels / b.groups;
   const std::int64_t a_in = a.in_channels / a.groups, a_out = a.out_channels / a.groups;

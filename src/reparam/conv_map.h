@@ -49,6 +49,8 @@ struct ConvMap {
     return static_cast<double>(out_channels) * static_cast<double>(in_channels / groups) *
            static_cast<double>(kernel.h * kernel.w);
   }
+  // Where W[o, c, i, j] (c local to its group) is in `weight`.
+  std::size_t index(std::int64_t o, std::int64_t c, std::int64_t i, std::int64_t j) const;
   double& at(std::int64_t o, std::int64_t c, std::int64_t i, std::int64_t j);
   double at(std::int64_t o, std::int64_t c, std::int64_t i, std::int64_t j) const;
 };
