@@ -46,6 +46,7 @@
 #include "core/check.h"
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
+#include "passes/known_values.h"
 #include "passes/passes.h"
 #include "refold/error.h"
 #include "refold/reparam/module_kernels.h"
@@ -394,40 +395,17 @@ class RegionMerger {
     return ch;
   }
 
-  // `v` is written 4-d: by a Conv with a 4-d weight or a 2-d pool, or by an activation or BN
-  // of such a value.
-  bool written_4d(const std::string& v, int depth) const {
-    const auto p = g_.producer(v);
-    if (!p || depth > 16) return false;
-    const graph::Node& n = g_.nodes()[*p];
-    if (n.inputs.empty()) return false;
-    if (is_op(n, "Conv")) {
-      const auto w = detail::constant_value(g_, n.inputs.size() > 1 ? n.inputs[1] : "");
-      return w && w->dim() == 4;
-    }
-    if (is_op(n, "AveragePool") || is_op(n, "MaxPool"))
-      return n.attributes.get_ints("kernel_shape").size() == 2;
-    static const std::set<std::string> keeps_shape = {
-        "Relu",     "Sigmoid", "Clip",    "LeakyRelu", "HardSigmoid", "HardSwish",
-        "Tanh",     "Elu",     "Selu",    "Gelu",      "Softplus",    "BatchNormalization",
-        "Identity", "Mish",    "Dropout", "PRelu"};
-    return ops::is_ai_onnx(n) && keeps_shape.count(n.op_type) != 0 &&
-           written_4d(n.inputs[0], depth + 1);
-  }
-
-  // x is 4-d: it is written so, a Conv, AveragePool, Pad or Slice of the region reads it (each
-  // needs 4-d), or the graph declares it so.
+  // x is 4-d: its shape is known so (declared, or written by a Conv with a 4-d weight, a 2-d
+  // pool, or an op that keeps such a shape), or a Conv, AveragePool, Pad or Slice of the region
+  // reads it (each needs 4-d).
   bool proven_4d(const Region& r, const std::string& x) const {
-    if (written_4d(x, 0)) return true;
+    if (const auto shape = detail::known_shape(g_, x); shape && shape->size() == 4) return true;
     for (std::size_t i : r.nodes) {
       const Step& s = r.steps.at(i);
       if (s.kind != StepKind::Affine && s.kind != StepKind::Sum &&
           std::find(s.operands.begin(), s.operands.end(), x) != s.operands.end())
         return true;
     }
-    for (const auto* list : {&g_.inputs, &g_.value_info})
-      for (const graph::ValueInfo& v : *list)
-        if (v.name == x && v.shape && v.shape->size() == 4) return true;
     return false;
   }
 
