@@ -53,7 +53,7 @@ PROBE = re.compile(r'execve\("[^"]*", \["[^"]*", "(--help|--version|-v|-V)"\]')
 # objects of a real build belong to it.
 CONFIGURATIONS = [
     ("demo", "build", ["scripts/build.sh", "cli", "{dir}", "--configure-only"],
-     re.compile(r"^(CMakeFiles/refold\.dir|tools/refold/CMakeFiles/refold_cli\.dir)/")),
+     re.compile(r"^(CMakeFiles/refold\.dir|tools/refold/CMakeFiles/refold_cli(_commands)?\.dir)/")),
     ("tests", "test", ["scripts/build.sh", "all", "{dir}", "--configure-only"], re.compile("")),
     ("sanitizer", "test", ["scripts/sanitize.sh", "{dir}", "--configure-only"], None),
 ]

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -123,6 +124,7 @@ class Tensor {
 
  private:
   friend Tensor empty_strided(const Shape&, const Shape&, DType);
+  friend Tensor from_blob(void*, const Shape&, const Shape&, DType, std::function<void()>);
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
   const TensorImpl& impl() const;
   void check_dtype_for(std::size_t size, DType expected) const;
@@ -145,6 +147,12 @@ class Tensor {
 Tensor empty(const Shape& sizes, TensorOptions options = {});
 Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype = DType::Float32);
 Tensor empty_like(const Tensor& like, TensorOptions options);  // Preserve: like's layout
+// A tensor over memory refold did not allocate (a NumPy array, a DLPack tensor), without a
+// copy: element (i0, i1, …) at data + Σ i_k · strides[k] elements (strides ≥ 0). Not counted
+// against the memory limit; `release` (may be empty) runs when the last view of it goes. The
+// memory must stay valid until then; refold never writes into a tensor it is given as input.
+Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, DType dtype,
+                 std::function<void()> release = {});
 Tensor zeros(const Shape& sizes, TensorOptions options = {});
 Tensor ones(const Shape& sizes, TensorOptions options = {});
 Tensor full(const Shape& sizes, float value, TensorOptions options = {});

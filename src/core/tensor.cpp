@@ -34,7 +34,14 @@ Storage::Storage(std::size_t nbytes) : nbytes_(nbytes) {
   }
 }
 
+Storage::Storage(std::byte* borrowed, std::size_t nbytes, std::function<void()> release)
+    : data_(borrowed), nbytes_(nbytes), release_(std::move(release)), borrowed_(true) {}
+
 Storage::~Storage() {
+  if (borrowed_) {
+    if (release_) release_();
+    return;
+  }
   std::free(data_);
   detail::count_free(nbytes_);
 }
@@ -127,24 +134,27 @@ std::int64_t wrap_dim(std::int64_t dim, std::int64_t rank, const char* what) {
   return wrapped;
 }
 
-std::shared_ptr<TensorImpl> make_impl(const Shape& sizes, const Shape& strides, DType dtype) {
+// The bytes a tensor of these sizes and strides spans: 1 + Σ (size_i − 1) · stride_i elements.
+std::int64_t extent_bytes(TensorImpl& impl, const Shape& sizes, const Shape& strides, DType dtype) {
   REFOLD_CHECK(sizes.size() == strides.size(), "tensor: {} sizes but {} strides", sizes.size(),
                strides.size());
-  auto impl = std::make_shared<TensorImpl>();
-  impl->numel = checked_numel(sizes, "tensor");
-  // Storage must reach the furthest element: 1 + sum (size_i − 1) · stride_i.
-  std::int64_t extent = impl->numel == 0 ? 0 : 1;
-  for (std::size_t i = 0; i < sizes.size() && impl->numel > 0; ++i) {
+  impl.numel = checked_numel(sizes, "tensor");
+  std::int64_t extent = impl.numel == 0 ? 0 : 1;
+  for (std::size_t i = 0; i < sizes.size() && impl.numel > 0; ++i) {
     REFOLD_CHECK(strides[i] >= 0, "tensor: negative stride {} in dimension {}", strides[i], i);
     extent = checked_add(extent, checked_mul(sizes[i] - 1, strides[i], "tensor"), "tensor");
   }
-  const std::int64_t nbytes =
-      checked_mul(extent, static_cast<std::int64_t>(element_size(dtype)), "tensor");
+  impl.sizes = sizes;
+  impl.strides = strides;
+  impl.dtype = dtype;
+  return checked_mul(extent, static_cast<std::int64_t>(element_size(dtype)), "tensor");
+}
+
+std::shared_ptr<TensorImpl> make_impl(const Shape& sizes, const Shape& strides, DType dtype) {
+  auto impl = std::make_shared<TensorImpl>();
+  const std::int64_t nbytes = extent_bytes(*impl, sizes, strides, dtype);
   detail::check_memory_limit(static_cast<std::size_t>(nbytes), dtype, sizes);
   impl->storage = std::make_shared<Storage>(static_cast<std::size_t>(nbytes));
-  impl->sizes = sizes;
-  impl->strides = strides;
-  impl->dtype = dtype;
   return impl;
 }
 
@@ -569,6 +579,17 @@ void Tensor::set_data(const Tensor& other) {
 
 Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype) {
   return Tensor(make_impl(sizes, strides, dtype));
+}
+
+Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, DType dtype,
+                 std::function<void()> release) {
+  REFOLD_CHECK(data != nullptr || checked_numel(sizes, "from_blob") == 0,
+               "from_blob: null data for {} elements", checked_numel(sizes, "from_blob"));
+  auto impl = std::make_shared<TensorImpl>();
+  const std::int64_t nbytes = extent_bytes(*impl, sizes, strides, dtype);
+  impl->storage = std::make_shared<Storage>(static_cast<std::byte*>(data),
+                                            static_cast<std::size_t>(nbytes), std::move(release));
+  return Tensor(std::move(impl));
 }
 
 Tensor empty(const Shape& sizes, TensorOptions options) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "refold/memory.h"
@@ -25,6 +26,8 @@ void count_free(std::size_t nbytes);
 class Storage {
  public:
   explicit Storage(std::size_t nbytes);
+  // Memory refold did not allocate (from_blob): not counted, not freed; `release` runs instead.
+  Storage(std::byte* borrowed, std::size_t nbytes, std::function<void()> release);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -40,6 +43,8 @@ class Storage {
  private:
   std::byte* data_ = nullptr;
   std::size_t nbytes_ = 0;
+  std::function<void()> release_;  // set only for borrowed memory
+  bool borrowed_ = false;
   std::atomic<std::uint64_t> version_{next_tensor_version()};
 };
 

@@ -7,32 +7,18 @@
 #include <unordered_map>
 
 #include "core/check.h"
-#include "kernels/verbose.h"
+#include "graph/plan.h"
 #include "refold/graph/op.h"
 
 namespace refold::graph {
 
-namespace {
-
-// Module children may not contain '.', ONNX node names often do ("/stage1/rbr_dense/Conv").
-std::string child_name_for(const std::string& node_name) {
+std::string module_child_name(const std::string& node_name) {
   std::string name = node_name;
   std::replace(name.begin(), name.end(), '.', '_');
   return name;
 }
 
-// The ONNX element type a refold dtype is declared as.
-int elem_type_of(DType dtype) {
-  switch (dtype) {
-    case DType::Float32:
-      return 1;
-    case DType::Int64:
-      return 7;
-    case DType::BFloat16:
-      return 16;
-  }
-  return 0;
-}
+namespace {
 
 std::string join(const std::vector<std::string>& names) {
   std::string out;
@@ -117,7 +103,7 @@ Node& Graph::insert_node(std::size_t index, Node node) {
   REFOLD_CHECK(node_names_.count(node.name) == 0, "Graph: node name '{}' is taken", node.name);
   REFOLD_CHECK(node.module != nullptr, "Graph: node '{}' ({}) has no module", node.name,
                node.op_type);
-  const std::string child = child_name_for(node.name);
+  const std::string child = module_child_name(node.name);
   REFOLD_CHECK(!this->child(child), "Graph: node '{}' maps to module name '{}', which is taken",
                node.name, child);
   register_module(child, node.module);
@@ -133,7 +119,7 @@ Node& Graph::insert_node(std::size_t index, Node node) {
 
 void Graph::erase_node(std::size_t index) {
   Node& n = node(index);
-  unregister_module(child_name_for(n.name));
+  unregister_module(module_child_name(n.name));
   node_names_.erase(n.name);
   index_.reset();
   nodes_.erase(nodes_.begin() + static_cast<std::ptrdiff_t>(index));
@@ -142,7 +128,7 @@ void Graph::erase_node(std::size_t index) {
 void Graph::set_module(std::size_t index, nn::ModulePtr module) {
   Node& n = node(index);
   REFOLD_CHECK(module != nullptr, "Graph: set_module on node '{}' given a null module", n.name);
-  replace_child(child_name_for(n.name), module);
+  replace_child(module_child_name(n.name), module);
   n.module = std::move(module);
 }
 
@@ -303,130 +289,8 @@ std::string Graph::dump() const {
 
 // ---- running ----
 
-namespace {
-
-void check_input(const ValueInfo& declared, const Tensor& given, std::size_t position) {
-  REFOLD_CHECK(given.defined(), "Graph: input {} ('{}') is undefined", position, declared.name);
-  // The element types refold holds in a wider one (refold/onnx/onnx.h, tensor files): every
-  // integer type and bool as int64, float16 as float32.
-  int declared_type = declared.elem_type;
-  switch (declared_type) {
-    case 2:
-    case 3:
-    case 4:
-    case 5:
-    case 6:
-    case 9:
-    case 12:
-    case 13:  // (u)int8/16/32, bool, uint32/64
-      declared_type = 7;
-      break;
-    case 10:  // float16
-      declared_type = 1;
-      break;
-    default:
-      break;
-  }
-  const int given_type = elem_type_of(given.dtype());
-  REFOLD_CHECK(declared_type == given_type,
-               "Graph: input '{}' is declared with element type {}, given {} ({})", declared.name,
-               declared.elem_type, given_type, given.description());
-  if (!declared.shape) return;
-  const auto& dims = *declared.shape;
-  const Shape& sizes = given.sizes();
-  bool ok = dims.size() == sizes.size();
-  for (std::size_t i = 0; ok && i < dims.size(); ++i) {
-    ok = !dims[i].is_static() || dims[i].value == sizes[i];
-  }
-  if (ok) return;
-  std::string want;
-  for (const Dim& d : dims) {
-    if (!want.empty()) want += ", ";
-    want += d.is_static() ? std::to_string(d.value) : (d.param.empty() ? "?" : d.param);
-  }
-  fail("Graph: input '{}' is declared [{}], given {}", declared.name, want, given.description());
-}
-
-}  // namespace
-
 std::vector<Tensor> Graph::run(const std::vector<Tensor>& feeds, const NodeObserver& observe) {
-  REFOLD_CHECK(feeds.size() == inputs.size(), "Graph: {} inputs given, the graph takes {}",
-               feeds.size(), inputs.size());
-  std::unordered_map<std::string, Tensor> values;
-  for (std::size_t i = 0; i < feeds.size(); ++i) {
-    check_input(inputs[i], feeds[i], i);
-    values[inputs[i].name] = feeds[i];
-  }
-  auto lookup = [&](const std::string& name) -> Tensor {
-    if (name.empty()) return {};
-    if (auto it = values.find(name); it != values.end()) return it->second;
-    if (is_constant(name)) return constant(name);
-    fail("Graph: value '{}' is read before it is computed", name);
-  };
-
-  // The last node reading each value: after it runs the value is dropped (graph outputs stay).
-  std::unordered_map<std::string, std::size_t> last_use;
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    for (const std::string& in : nodes_[i].inputs) last_use[in] = i;
-  }
-  for (const ValueInfo& v : outputs) last_use.erase(v.name);
-
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    const Node& n = nodes_[i];
-    // REFOLD_VERBOSE=1: every node, then the dispatch lines of the kernels it calls.
-    if (verbose())
-      log_verbose(fmt::format("node '{}' ({}) runs {}", n.name, n.op_type, n.module->type_name()));
-    std::vector<Tensor> results;
-    if (auto* op = dynamic_cast<Op*>(n.module.get())) {
-      std::vector<Tensor> args;
-      args.reserve(n.inputs.size());
-      for (const std::string& in : n.inputs) {
-        Tensor t = lookup(in);
-        // The memory-format rule of Module::operator(), for every input of an Op.
-        if (!op->accepts_channels_last() && t.defined() && !t.is_contiguous()) t = t.contiguous();
-        args.push_back(std::move(t));
-      }
-      try {
-        results = op->run(args);
-      } catch (const Error& e) {
-        throw e.with_context(fmt::format("{} '{}'", n.op_type, n.name));
-      }
-    } else {
-      REFOLD_CHECK(!n.inputs.empty(), "Graph: node '{}' ({}) has no input", n.name, n.op_type);
-      try {
-        results.push_back((*n.module)(lookup(n.inputs[0])));
-      } catch (const Error& e) {
-        // The module named itself ("MaxPool2d 'MaxPool_0': …"); name the node and its op type
-        // instead, as for an Op ("MaxPool 'MaxPool_0' (MaxPool2d): …"), keeping any deeper
-        // module path the message holds.
-        const std::string type = n.module->type_name();
-        const std::string own = fmt::format("{} '{}': ", type, child_name_for(n.name));
-        std::string text = e.what();
-        if (text.rfind(own, 0) == 0) text.erase(0, own.size());
-        throw Error(text).with_context(fmt::format("{} '{}' ({})", n.op_type, n.name, type));
-      }
-    }
-    REFOLD_CHECK(results.size() >= n.outputs.size(),
-                 "Graph: node '{}' ({}) gave {} outputs, expected {}", n.name, n.op_type,
-                 results.size(), n.outputs.size());
-    if (observe) {
-      std::vector<Tensor> read;
-      for (const std::string& in : n.inputs) read.push_back(lookup(in));
-      observe(n, read, results);
-    }
-    for (std::size_t k = 0; k < n.outputs.size(); ++k) {
-      if (!n.outputs[k].empty()) values[n.outputs[k]] = std::move(results[k]);
-    }
-    for (const std::string& in : n.inputs) {
-      auto it = last_use.find(in);
-      if (it != last_use.end() && it->second == i) values.erase(in);
-    }
-  }
-
-  std::vector<Tensor> result;
-  result.reserve(outputs.size());
-  for (const ValueInfo& v : outputs) result.push_back(lookup(v.name));
-  return result;
+  return ExecutionPlan(*this).run(feeds, observe);
 }
 
 Tensor Graph::forward(const Tensor& input) {

@@ -45,18 +45,22 @@ std::int64_t node_flops(const Node& node, const std::vector<Tensor>& inputs,
 }
 
 RunProfile profile(Graph& graph, const std::vector<Tensor>& inputs) {
+  return profile([&](const Graph::NodeObserver& observe) { return graph.run(inputs, observe); });
+}
+
+RunProfile profile(const std::function<std::vector<Tensor>(const Graph::NodeObserver&)>& run) {
   using Clock = std::chrono::steady_clock;
   RunProfile result;
   auto last = Clock::now();
-  result.outputs = graph.run(inputs, [&](const Node& node, const std::vector<Tensor>& read,
-                                         const std::vector<Tensor>& wrote) {
-    const auto now = Clock::now();
-    NodeProfile p{node.name, node.op_type, node_flops(node, read, wrote),
-                  std::chrono::duration<double, std::milli>(now - last).count()};
-    result.flops = checked_add(result.flops, p.flops, "profile: FLOP total");
-    result.nodes.push_back(std::move(p));
-    last = Clock::now();
-  });
+  result.outputs =
+      run([&](const Node& node, const std::vector<Tensor>& read, const std::vector<Tensor>& wrote) {
+        const auto now = Clock::now();
+        NodeProfile p{node.name, node.op_type, node_flops(node, read, wrote),
+                      std::chrono::duration<double, std::milli>(now - last).count()};
+        result.flops = checked_add(result.flops, p.flops, "profile: FLOP total");
+        result.nodes.push_back(std::move(p));
+        last = Clock::now();
+      });
   return result;
 }
 

@@ -66,12 +66,14 @@ void copy_header(const ::onnx::ModelProto& from, ::onnx::ModelProto& to) {
 
 class Exporter {
  public:
+  // `file`: where the model goes; empty for bytes in memory (external data is then embedded).
   Exporter(const graph::Graph& g, const fs::path& file) : g_(g), src_(g.source.get()) {
     if (src_ == nullptr) return;
     const auto& graph = src_->model.graph();
     for (int i = 0; i < graph.initializer_size(); ++i)
       initializer_index_[graph.initializer(i).name()] = i;
     // Copying an external-data reference is safe only into the folder it resolves against.
+    if (file.empty()) return;
     std::error_code ec;
     fs::path dir = file.parent_path();
     if (dir.empty()) dir = ".";
@@ -230,16 +232,29 @@ class Exporter {
 
 }  // namespace
 
+namespace {
+
+std::string serialize(const graph::Graph& graph, const fs::path& file) {
+  std::string bytes;
+  const ::onnx::ModelProto model = Exporter(graph, file).run();
+  const std::size_t size = model.ByteSizeLong();
+  REFOLD_CHECK(size <= kMaxProtoBytes,
+               "the model would be {} bytes, over protobuf's 2 GiB limit (external data is not "
+               "written yet)",
+               size);
+  REFOLD_CHECK(model.SerializeToString(&bytes), "protobuf serialization failed");
+  return bytes;
+}
+
+}  // namespace
+
+std::string save_to_bytes(const graph::Graph& graph) { return serialize(graph, {}); }
+
 void save(const graph::Graph& graph, const fs::path& file) {
+  REFOLD_CHECK(!file.empty(), "save: no file name given");
   std::string bytes;
   try {
-    const ::onnx::ModelProto model = Exporter(graph, file).run();
-    const std::size_t size = model.ByteSizeLong();
-    REFOLD_CHECK(size <= kMaxProtoBytes,
-                 "the model would be {} bytes, over protobuf's 2 GiB limit (external data is not "
-                 "written yet)",
-                 size);
-    REFOLD_CHECK(model.SerializeToString(&bytes), "protobuf serialization failed");
+    bytes = serialize(graph, file);
   } catch (const Error& e) {
     throw Error(fmt::format("{}: {}", file.string(), e.what()));
   }

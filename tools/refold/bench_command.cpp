@@ -14,10 +14,10 @@
 #include <set>
 
 #include "commands.h"
-#include "model_inputs.h"
 #include "refold/error.h"
 #include "refold/graph/profile.h"
 #include "refold/memory.h"
+#include "refold/model_inputs.h"
 #include "refold/onnx/onnx.h"
 #include "refold/passes/pipeline.h"
 #include "refold/threads.h"

@@ -11,6 +11,10 @@
 
 namespace refold::cli {
 
+// The whole CLI: parses argv (argv[0] is the program name), runs the command, prints errors as
+// "refold: error: …" on stderr; returns the exit code.
+int main(int argc, char** argv);
+
 struct OptimizeArgs {
   onnx::LoadOptions load;  // --max-memory
   std::string input;

@@ -6,9 +6,9 @@
 #include <map>
 
 #include "commands.h"
-#include "model_inputs.h"
 #include "refold/error.h"
 #include "refold/io/npy.h"
+#include "refold/model_inputs.h"
 #include "refold/onnx/onnx.h"
 #include "refold/passes/pipeline.h"
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,8 @@ std::int64_t node_flops(const Node& node, const std::vector<Tensor>& inputs,
 
 // Runs the graph once, timing each node.
 RunProfile profile(Graph& graph, const std::vector<Tensor>& inputs);
+// The same over any way of running a graph that reports each node (refold::Session::profile):
+// `run` runs it once, calling the observer it is given after each node.
+RunProfile profile(const std::function<std::vector<Tensor>(const Graph::NodeObserver&)>& run);
 
 }  // namespace refold::graph

@@ -46,6 +46,8 @@ std::shared_ptr<graph::Graph> load_from_memory(std::span<const std::byte> bytes,
                                                const std::filesystem::path& base_dir = {},
                                                const LoadOptions& options = {});
 void save(const graph::Graph& graph, const std::filesystem::path& file);
+// The bytes save() would write, every tensor embedded (no external-data reference).
+std::string save_to_bytes(const graph::Graph& graph);
 
 // One TensorProto (.pb), as the ONNX test folders store inputs and outputs. Element types as
 // for initializers (integers and bool → int64, FLOAT16 → float32) except BFLOAT16, which stays

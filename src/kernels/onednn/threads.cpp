@@ -21,6 +21,8 @@ namespace {
 
 // 0 = not set by set_num_threads(): use the default.
 std::atomic<int> g_requested{0};
+// 0 = no ThreadCountScope on this thread.
+thread_local int t_scoped = 0;
 
 // Reads one integer from a sysfs file; -1 if it cannot.
 long read_sysfs_int(const std::string& path) {
@@ -49,9 +51,17 @@ void set_num_threads(int n) {
 }
 
 int get_num_threads() {
+  if (t_scoped > 0) return t_scoped;
   const int requested = g_requested.load(std::memory_order_relaxed);
   return requested > 0 ? requested : default_num_threads();
 }
+
+ThreadCountScope::ThreadCountScope(int n) : previous_(t_scoped) {
+  REFOLD_CHECK(n >= 0, "ThreadCountScope: n ({}) must be >= 0 (0: the process-wide setting)", n);
+  if (n > 0) t_scoped = n;
+}
+
+ThreadCountScope::~ThreadCountScope() { t_scoped = previous_; }
 
 namespace onednn {
 

@@ -1,4 +1,4 @@
-#include "model_inputs.h"
+#include "refold/model_inputs.h"
 
 #include <fmt/format.h>
 
@@ -8,9 +8,32 @@
 
 #include "refold/error.h"
 
-namespace refold::cli {
+namespace refold {
 
-InputShapes parse_input_shapes(const std::vector<std::string>& specs, const graph::Graph& graph) {
+void check_input_shapes(const InputShapes& shapes, const graph::Graph& graph,
+                        const std::string& what) {
+  for (const auto& [name, sizes] : shapes) {
+    const auto input = std::find_if(graph.inputs.begin(), graph.inputs.end(),
+                                    [&](const graph::ValueInfo& v) { return v.name == name; });
+    if (input == graph.inputs.end())
+      throw Error(fmt::format("{} {}: the model has no input of that name", what, name));
+    if (!input->shape) continue;
+    if (input->shape->size() != sizes.size())
+      throw Error(fmt::format("{} {}: {} dims given, the model declares {}", what, name,
+                              sizes.size(), input->shape->size()));
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      const graph::Dim& d = (*input->shape)[i];
+      if (sizes[i] < 0)
+        throw Error(
+            fmt::format("{} {}: dim {} is {}, not a size (a number ≥ 0)", what, name, i, sizes[i]));
+      if (d.is_static() && d.value != sizes[i])
+        throw Error(fmt::format("{} {}: dim {} is {}, but the model declares {}", what, name, i,
+                                sizes[i], d.value));
+    }
+  }
+}
+
+InputShapes parse_input_shapes(const std::vector<std::string>& specs) {
   InputShapes shapes;
   for (const std::string& spec : specs) {
     const auto eq = spec.find('=');
@@ -36,24 +59,15 @@ InputShapes parse_input_shapes(const std::vector<std::string>& specs, const grap
       sizes.push_back(value);
       at = x + 1;
     }
-    const auto input = std::find_if(graph.inputs.begin(), graph.inputs.end(),
-                                    [&](const graph::ValueInfo& v) { return v.name == name; });
-    if (input == graph.inputs.end())
-      throw Error(fmt::format("--input-shape {}: the model has no input of that name", name));
-    if (input->shape) {
-      if (input->shape->size() != sizes.size())
-        throw Error(fmt::format("--input-shape {}: {} dims given, the model declares {}", name,
-                                sizes.size(), input->shape->size()));
-      for (std::size_t i = 0; i < sizes.size(); ++i) {
-        const graph::Dim& d = (*input->shape)[i];
-        if (d.is_static() && d.value != sizes[i])
-          throw Error(fmt::format("--input-shape {}: dim {} is {}, but the model declares {}", name,
-                                  i, sizes[i], d.value));
-      }
-    }
     if (!shapes.emplace(name, std::move(sizes)).second)
       throw Error(fmt::format("--input-shape {} given twice", name));
   }
+  return shapes;
+}
+
+InputShapes parse_input_shapes(const std::vector<std::string>& specs, const graph::Graph& graph) {
+  InputShapes shapes = parse_input_shapes(specs);
+  check_input_shapes(shapes, graph);
   return shapes;
 }
 
@@ -96,7 +110,7 @@ std::vector<Tensor> random_inputs(const graph::Graph& graph, std::int64_t batch,
 }
 
 bool OutputDiff::within_model_tolerance() const {
-  return max_abs <= 1e-4 * std::max(1.0, reference_max_abs);
+  return max_abs <= kModelTolerance * std::max(1.0, reference_max_abs);
 }
 
 OutputDiff compare_outputs(const std::vector<Tensor>& actual,
@@ -123,4 +137,4 @@ OutputDiff compare_outputs(const std::vector<Tensor>& actual,
   return diff;
 }
 
-}  // namespace refold::cli
+}  // namespace refold

@@ -1,5 +1,7 @@
-// Inputs for a graph the user gave no data for: deterministic random tensors of the declared
-// shapes, and the comparison of two runs' outputs.
+// refold::model_inputs — inputs for a graph the user gave no data for (deterministic random
+// tensors of the declared or given shapes), and the comparison of two runs' outputs under the
+// model tolerance of docs/testing.md. The CLI's --input-shape, refold::optimize_model's
+// verification and refold::Session's input checks share them.
 #pragma once
 
 #include <cstdint>
@@ -10,12 +12,18 @@
 #include "refold/graph/graph.h"
 #include "refold/tensor.h"
 
-namespace refold::cli {
+namespace refold {
 
-// --input-shape NAME=1x3x224x224 (repeatable), parsed and checked against the model: the name
-// is a graph input, the rank is the declared one, and each static declared dim is kept (a
-// symbolic dim takes any size). Errors name the input, the dim and both values.
+// Shapes given for graph inputs, by name (symbolic dims resolved).
 using InputShapes = std::map<std::string, Shape>;
+// Checks `shapes` against the model: each name is a graph input, the rank is the declared one,
+// and each static declared dim is kept (a symbolic dim takes any size). Errors name the input,
+// the dim and both values, prefixed by `what` ("--input-shape", "input_shapes").
+void check_input_shapes(const InputShapes& shapes, const graph::Graph& graph,
+                        const std::string& what = "--input-shape");
+// --input-shape NAME=1x3x224x224 (repeatable), parsed; the second form also checks them against
+// the model (check_input_shapes).
+InputShapes parse_input_shapes(const std::vector<std::string>& specs);
 InputShapes parse_input_shapes(const std::vector<std::string>& specs, const graph::Graph& graph);
 
 // One tensor per graph input: N(0, 1) float32 from a generator seeded with `seed`, of the shape
@@ -31,8 +39,10 @@ std::vector<Tensor> random_inputs(const graph::Graph& graph, std::int64_t batch,
 struct OutputDiff {
   double max_abs = 0;
   double reference_max_abs = 0;
+  static constexpr double kModelTolerance = 1e-4;
+  static constexpr const char* kModelToleranceText = "1e-4 * max(1, max|ref|)";
   bool within_model_tolerance() const;
 };
 OutputDiff compare_outputs(const std::vector<Tensor>& actual, const std::vector<Tensor>& reference);
 
-}  // namespace refold::cli
+}  // namespace refold

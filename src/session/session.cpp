@@ -1,0 +1,144 @@
+#include "refold/session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "graph/plan.h"
+#include "refold/threads.h"
+
+namespace refold {
+
+struct Session::Compiled {
+  explicit Compiled(const graph::Graph& graph) : plan(graph) {}
+  graph::ExecutionPlan plan;
+};
+
+namespace {
+
+OptimizeOptions optimize_options(const SessionOptions& options) {
+  OptimizeOptions o;
+  o.verify = options.verify;
+  o.input_shapes = options.input_shapes;
+  o.disabled = options.disabled;
+  o.load = options.load;
+  return o;
+}
+
+void check_threads(int threads) {
+  REFOLD_CHECK(threads >= 0, "Session: threads ({}) must be >= 1, or 0 for refold's default",
+               threads);
+}
+
+}  // namespace
+
+Session::Session(const std::filesystem::path& model, const SessionOptions& options)
+    : threads_(options.threads) {
+  check_threads(threads_);
+  if (options.optimize) {
+    OptimizedModel m = optimize_model(model, {}, optimize_options(options));
+    graph_ = std::move(m.graph);
+    report_ = std::move(m.report);
+  } else {
+    graph_ = onnx::load(model, options.load);
+    report_.input = model.string();
+  }
+  compile();
+}
+
+Session::Session(std::span<const std::byte> model, const std::string& name,
+                 const SessionOptions& options)
+    : threads_(options.threads) {
+  check_threads(threads_);
+  if (options.optimize) {
+    OptimizedModel m = optimize_model(model, name, {}, optimize_options(options));
+    graph_ = std::move(m.graph);
+    report_ = std::move(m.report);
+  } else {
+    graph_ = onnx::load_from_memory(model, name, {}, options.load);
+    report_.input = name;
+  }
+  compile();
+}
+
+Session::Session(std::shared_ptr<graph::Graph> graph, const SessionOptions& options)
+    : graph_(std::move(graph)), threads_(options.threads) {
+  check_threads(threads_);
+  REFOLD_CHECK(graph_ != nullptr, "Session: no graph given");
+  REFOLD_CHECK(!options.verify,
+               "Session: verify needs the model as a file or bytes (the graph given has no "
+               "unoptimized copy to compare with)");
+  if (options.optimize) {
+    passes::PipelineOptions pipeline;
+    pipeline.disabled = options.disabled;
+    report_.pipeline = passes::optimize(*graph_, pipeline);
+    report_.layout = passes::current_layout(*graph_);
+  }
+  compile();
+}
+
+Session::~Session() = default;
+
+void Session::compile() {
+  graph_->verify();
+  compiled_ = std::make_unique<const Compiled>(*graph_);
+}
+
+const std::vector<graph::ValueInfo>& Session::inputs() const { return graph_->inputs; }
+const std::vector<graph::ValueInfo>& Session::outputs() const { return graph_->outputs; }
+
+std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) const {
+  const ThreadCountScope threads(threads_);
+  return compiled_->plan.run(inputs);
+}
+
+graph::RunProfile Session::profile(const std::vector<Tensor>& inputs) const {
+  const ThreadCountScope threads(threads_);
+  return graph::profile([&](const graph::Graph::NodeObserver& observe) {
+    return compiled_->plan.run(inputs, observe);
+  });
+}
+
+std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs,
+                                 const std::vector<std::string>& outputs) const {
+  std::vector<Tensor> feeds;
+  feeds.reserve(graph_->inputs.size());
+  for (const graph::ValueInfo& v : graph_->inputs) {
+    const auto it = inputs.find(v.name);
+    REFOLD_CHECK(it != inputs.end(), "Session: input '{}' is not given", v.name);
+    feeds.push_back(it->second);
+  }
+  for (const auto& [name, tensor] : inputs) {
+    REFOLD_CHECK(graph_->is_graph_input(name), "Session: the model has no input '{}' (inputs: {})",
+                 name, fmt::join(input_names(), ", "));
+  }
+  // Where each requested output is, checked before anything runs.
+  std::vector<std::size_t> picked;
+  for (const std::string& name : outputs) {
+    const auto it = std::find_if(graph_->outputs.begin(), graph_->outputs.end(),
+                                 [&](const graph::ValueInfo& v) { return v.name == name; });
+    REFOLD_CHECK(it != graph_->outputs.end(), "Session: the model has no output '{}' (outputs: {})",
+                 name, fmt::join(output_names(), ", "));
+    picked.push_back(static_cast<std::size_t>(it - graph_->outputs.begin()));
+  }
+  std::vector<Tensor> all = run(feeds);
+  if (outputs.empty()) return all;
+  std::vector<Tensor> result;
+  for (std::size_t i : picked) result.push_back(all[i]);
+  return result;
+}
+
+std::vector<std::string> Session::input_names() const {
+  std::vector<std::string> names;
+  for (const graph::ValueInfo& v : graph_->inputs) names.push_back(v.name);
+  return names;
+}
+
+std::vector<std::string> Session::output_names() const {
+  std::vector<std::string> names;
+  for (const graph::ValueInfo& v : graph_->outputs) names.push_back(v.name);
+  return names;
+}
+
+}  // namespace refold
