@@ -3,8 +3,8 @@
 # everything is present; uses sudo when not root.
 #   scripts/install-deps.sh [build|test|torch] [--list]
 #     build   the library and the `refold` CLI (scripts/demo.sh)
-#     test    build + what scripts/test.sh needs (default)
-#     torch   test + Debian's python3-torch, to regenerate the test goldens (tests/data/)
+#     test    build + what scripts/test.sh needs (default), Python package and torch included
+#     torch   test + python3-onnx, to regenerate the test goldens (tests/data/)
 #     --list  print the group's packages, one a line, and install nothing
 # Packages are installed without their Recommends, so every package the build uses is named here,
 # also the ones another package's CMake config pulls in (scripts/check-deps.py checks that).
@@ -31,10 +31,12 @@ if [[ "$group" != build ]]; then
              libonnx-testdata                            # ONNX backend conformance tests
              clang-format                                # scripts/check-format.sh
              clang libclang-rt-14-dev libomp-14-dev      # ASan/UBSan build, libFuzzer
-             python3 strace)                             # scripts/check-deps.py
+             python3 strace                              # scripts/check-deps.py
+             python3-dev python3-venv python3-numpy      # the Python package (pip install .)
+             python3-pytest python3-torch)               # its tests (scripts/python-tests.sh)
 fi
 if [[ "$group" == torch ]]; then
-  packages+=(python3-torch python3-onnx python3-numpy)
+  packages+=(python3-onnx)
 fi
 
 if ((list_only)); then
