@@ -15,6 +15,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -328,6 +329,22 @@ class PySession {
     return result;
   }
 
+  // For bench/python_overhead.py: `runs` calls of the C++ Session::run on inputs converted once,
+  // each timed in C++ (seconds), to set against Session.run's time from Python.
+  std::vector<double> time_native(nb::handle inputs, int runs) const {
+    const std::shared_ptr<const refold::Session> session = live_ptr();
+    const std::vector<Tensor> feeds = feeds_from(inputs);
+    std::vector<double> seconds;
+    nb::gil_scoped_release release;
+    for (int i = 0; i < runs; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      session->run(feeds);
+      seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return seconds;
+  }
+
   nb::list inputs() const { return value_infos(live().inputs()); }
   nb::list outputs() const { return value_infos(live().outputs()); }
   std::optional<int> threads() const {
@@ -555,6 +572,7 @@ NB_MODULE(_refold, m) {
            "What optimization did, as a dict (refold.OptimizeReport.to_dict()).")
       .def("report_text", &PySession::report_text, "verbose"_a = false,
            "What optimization did, as `refold optimize` prints it.")
+      .def("_time_native", &PySession::time_native, "inputs"_a, "runs"_a)
       .def("close", &PySession::close, "Frees the model; any later call raises refold.Error.")
       .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
       .def("__exit__", [](PySession& s, nb::args) { s.close(); });
