@@ -319,11 +319,26 @@ class PySession {
       d["op_type"] = n.op_type;
       d["flops"] = n.flops;
       d["ms"] = n.milliseconds;
+      d["bytes"] = n.bytes;
+      d["layout_in"] = n.layout_in;
+      d["layout_out"] = n.layout_out;
+      d["implementations"] = n.implementations;
       total += n.milliseconds;
       nodes.append(d);
     }
+    nb::list types;
+    for (const auto& t : refold::graph::by_op_type(p)) {
+      nb::dict d;
+      d["op_type"] = t.op_type;
+      d["nodes"] = t.nodes;
+      d["ms"] = t.milliseconds;
+      d["flops"] = t.flops;
+      d["bytes"] = t.bytes;
+      types.append(d);
+    }
     nb::dict result;
     result["nodes"] = nodes;
+    result["op_types"] = types;
     result["flops"] = p.flops;
     result["ms"] = total;
     return result;
@@ -559,8 +574,9 @@ NB_MODULE(_refold, m) {
            "anything with __dlpack__ (a CPU torch tensor, either memory format): float32 and "
            "int64 are read without a copy. Returns a list of NumPy arrays.")
       .def("profile", &PySession::profile, "inputs"_a,
-           "Runs once and times each node: {'nodes': [{'name', 'op_type', 'flops', 'ms'}], "
-           "'flops', 'ms'}.")
+           "Runs once and times each node: {'nodes': [{'name', 'op_type', 'ms', 'flops', "
+           "'bytes', 'layout_in', 'layout_out', 'implementations'}], 'op_types': [{'op_type', "
+           "'nodes', 'ms', 'flops', 'bytes'}] (longest first), 'flops', 'ms'}.")
       .def_prop_ro("inputs", &PySession::inputs,
                    "The model's inputs: ValueInfo(name, shape, dtype); a symbolic dim is its "
                    "name, an unknown one None.")

@@ -1,8 +1,13 @@
 #include "refold/graph/profile.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <chrono>
 
+#include "core/check.h"
 #include "core/checked_math.h"
+#include "kernels/verbose.h"
 
 namespace refold::graph {
 
@@ -48,19 +53,80 @@ RunProfile profile(Graph& graph, const std::vector<Tensor>& inputs) {
   return profile([&](const Graph::NodeObserver& observe) { return graph.run(inputs, observe); });
 }
 
+namespace {
+
+std::string layout_of(const std::vector<Tensor>& values) {
+  if (values.empty() || !values[0].defined()) return "";
+  const Tensor& t = values[0];
+  if (t.dim() != 4) return fmt::format("{}-d", t.dim());
+  return t.suggest_memory_format() == MemoryFormat::ChannelsLast ? "NHWC" : "NCHW";
+}
+
+std::int64_t bytes_of(const std::vector<Tensor>& values) {
+  std::int64_t total = 0;
+  for (const Tensor& t : values) {
+    if (t.defined()) total += t.numel() * static_cast<std::int64_t>(t.element_size());
+  }
+  return total;
+}
+
+}  // namespace
+
 RunProfile profile(const std::function<std::vector<Tensor>(const Graph::NodeObserver&)>& run) {
   using Clock = std::chrono::steady_clock;
   RunProfile result;
+  DispatchLog dispatches;  // what each node's kernels chose, taken after each node
   auto last = Clock::now();
   result.outputs =
       run([&](const Node& node, const std::vector<Tensor>& read, const std::vector<Tensor>& wrote) {
         const auto now = Clock::now();
-        NodeProfile p{node.name, node.op_type, node_flops(node, read, wrote),
-                      std::chrono::duration<double, std::milli>(now - last).count()};
+        NodeProfile p;
+        p.name = node.name;
+        p.op_type = node.op_type;
+        p.flops = node_flops(node, read, wrote);
+        p.milliseconds = std::chrono::duration<double, std::milli>(now - last).count();
+        p.bytes = bytes_of(read) + bytes_of(wrote);
+        p.layout_in = layout_of(read);
+        p.layout_out = layout_of(wrote);
+        p.implementations = dispatches.take();
         result.flops = checked_add(result.flops, p.flops, "profile: FLOP total");
         result.nodes.push_back(std::move(p));
         last = Clock::now();
       });
+  return result;
+}
+
+std::vector<OpTypeProfile> by_op_type(const RunProfile& profile) {
+  std::vector<OpTypeProfile> types;
+  for (const NodeProfile& n : profile.nodes) {
+    auto it = std::find_if(types.begin(), types.end(),
+                           [&](const OpTypeProfile& t) { return t.op_type == n.op_type; });
+    if (it == types.end()) it = types.insert(types.end(), OpTypeProfile{n.op_type});
+    ++it->nodes;
+    it->milliseconds += n.milliseconds;
+    it->flops += n.flops;
+    it->bytes += n.bytes;
+  }
+  std::stable_sort(types.begin(), types.end(), [](const OpTypeProfile& a, const OpTypeProfile& b) {
+    return a.milliseconds > b.milliseconds;
+  });
+  return types;
+}
+
+RunProfile median_profile(const std::vector<RunProfile>& profiles) {
+  REFOLD_CHECK(!profiles.empty(), "median_profile: no profiles");
+  RunProfile result = profiles[0];
+  std::vector<double> times(profiles.size());
+  for (std::size_t i = 0; i < result.nodes.size(); ++i) {
+    for (std::size_t k = 0; k < profiles.size(); ++k) {
+      REFOLD_CHECK(profiles[k].nodes.size() == result.nodes.size() &&
+                       profiles[k].nodes[i].name == result.nodes[i].name,
+                   "median_profile: profile {} is of another graph", k);
+      times[k] = profiles[k].nodes[i].milliseconds;
+    }
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    result.nodes[i].milliseconds = times[times.size() / 2];
+  }
   return result;
 }
 

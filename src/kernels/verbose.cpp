@@ -19,7 +19,23 @@ void write_line(const std::string& line) {
   std::fflush(stderr);
 }
 
+thread_local DispatchLog* t_log = nullptr;
+thread_local std::string t_detail;
+
 }  // namespace
+
+DispatchLog::DispatchLog() : previous_(t_log) { t_log = this; }
+DispatchLog::~DispatchLog() { t_log = previous_; }
+
+std::vector<std::string> DispatchLog::take() {
+  std::vector<std::string> out;
+  out.swap(entries_);
+  return out;
+}
+
+void note_dispatch_detail(std::string_view detail) {
+  if (verbose() || t_log != nullptr) t_detail.assign(detail);
+}
 
 bool verbose() {
   static const bool on = [] {
@@ -30,9 +46,16 @@ bool verbose() {
 }
 
 void log_dispatch(std::string_view op, std::string_view impl, std::string_view reason) {
+  if (!verbose() && t_log == nullptr) return;
+  std::string chosen(impl);
+  if (!t_detail.empty()) {
+    if (impl == "onednn") chosen.append(" ").append(t_detail);
+    t_detail.clear();
+  }
+  if (t_log != nullptr) t_log->record(std::string(op) + ": " + chosen);
   if (!verbose()) return;
   std::string line = "refold: ";
-  line.append(op).append(" -> ").append(impl);
+  line.append(op).append(" -> ").append(chosen);
   if (!reason.empty()) line.append(" (").append(reason).append(")");
   line += '\n';
   write_line(line);

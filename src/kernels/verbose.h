@@ -5,7 +5,9 @@
 //   refold: conv2d -> reference (onednn declined: bfloat16 needs avx512_bf16)
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace refold {
 
@@ -17,5 +19,27 @@ void log_dispatch(std::string_view op, std::string_view impl, std::string_view r
 
 // "refold: <message>". Prints only if verbose().
 void log_verbose(std::string_view message);
+
+// What the implementation about to be reported by this thread's next log_dispatch() is exactly
+// (oneDNN's implementation name, e.g. "brg:avx2"): the line then reads "onednn brg:avx2".
+void note_dispatch_detail(std::string_view detail);
+
+// While one exists, every dispatch choice its thread makes is also recorded in it, verbose or
+// not, as "<op>: <impl>" — the profiler's "which implementation ran" (refold/graph/profile.h).
+// Logs nest; the innermost records.
+class DispatchLog {
+ public:
+  DispatchLog();
+  ~DispatchLog();
+  DispatchLog(const DispatchLog&) = delete;
+  DispatchLog& operator=(const DispatchLog&) = delete;
+  // The choices recorded since the last take(), oldest first.
+  std::vector<std::string> take();
+  void record(std::string entry) { entries_.push_back(std::move(entry)); }
+
+ private:
+  std::vector<std::string> entries_;
+  DispatchLog* previous_;
+};
 
 }  // namespace refold

@@ -213,6 +213,43 @@ TEST(CliBench, TimesFourVariantsAndPlots) {
   EXPECT_NE(text.find("optimized NHWC"), std::string::npos);
 }
 
+// --profile: every node of the optimized model with its time, layout and the implementation
+// its kernels chose; per op type the sum; the same as JSON, and the op types in the plot.
+TEST(CliBench, ProfilesTheOptimizedModelNodeByNode) {
+  const fs::path dir = scratch("bench_profile");
+  const fs::path json = dir / "profile.json", plot = dir / "bench.svg";
+  const std::string model = kRepVGG + "/model.onnx";
+  CliRun run = run_cli("bench " + model + " --runs 2 --warmup 0 --profile --plot " + plot.string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("profile of optimized NHWC (median per node of 2 runs)"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("conv2d: "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("NCHW→NHWC"), std::string::npos) << run.output;  // the one permute
+  std::ifstream svg(plot);
+  const std::string text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("time per op type"), std::string::npos);
+
+  run = run_cli("bench " + model + " --runs 2 --warmup 0 --profile-json " + json.string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["nodes"].size(), 3u);  // 3 Conv: each block merged, its Relu fused
+  int convs = 0;
+  for (const auto& n : j["nodes"]) {
+    EXPECT_GE(n["ms"].get<double>(), 0);
+    if (n["op_type"] != "Conv") continue;
+    ++convs;
+    EXPECT_GT(n["flops"].get<double>(), 0);
+    EXPECT_EQ(n["layout_out"], "NHWC");
+    ASSERT_EQ(n["implementations"].size(), 1u) << n.dump();
+    EXPECT_EQ(n["implementations"][0].get<std::string>().rfind("conv2d: ", 0), 0u);
+  }
+  EXPECT_EQ(convs, 3);
+  EXPECT_EQ(j["op_types"].size(), 1u);
+  EXPECT_GT(j["flops"].get<double>(), 0);
+}
+
 TEST(CliHelp, EveryCommandHasHelp) {
   for (const char* command : {"demo", "optimize", "run", "test", "bench"}) {
     const CliRun run = run_cli(std::string(command) + " --help");

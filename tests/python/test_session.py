@@ -184,4 +184,9 @@ def test_profile_times_every_node(repvgg_path):
     p = session.profile({"input": np.ones((1, 3, 32, 32), np.float32)})
     assert [n["op_type"] for n in p["nodes"]].count("Conv") == 3
     assert p["flops"] > 0 and p["ms"] >= 0
-    assert all({"name", "op_type", "flops", "ms"} <= set(n) for n in p["nodes"])
+    keys = {"name", "op_type", "flops", "ms", "bytes", "layout_in", "layout_out", "implementations"}
+    assert all(keys <= set(n) for n in p["nodes"])
+    conv = next(n for n in p["nodes"] if n["op_type"] == "Conv")
+    assert conv["implementations"][0].startswith("conv2d: ")
+    assert conv["layout_out"] == "NHWC" and conv["bytes"] > 0
+    assert p["op_types"][0]["op_type"] == "Conv" and p["op_types"][0]["nodes"] == 3

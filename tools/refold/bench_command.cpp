@@ -11,9 +11,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "commands.h"
+#include "profile_output.h"
 #include "refold/error.h"
 #include "refold/graph/profile.h"
 #include "refold/memory.h"
@@ -52,26 +54,40 @@ void progress(int done, int total) {
   std::fflush(stderr);
 }
 
-// A horizontal bar chart of the medians, p90 as a whisker.
-void write_plot(const std::string& file, const std::string& model, const std::vector<Variant>& vs) {
-  double longest = 0;
-  for (const Variant& v : vs) longest = std::max(longest, v.p90);
-  const int bar_h = 28, left = 150, width = 420, top = 40;
+// One bar of a chart: a label, its value and a whisker (p90; the value itself when none).
+struct Bar {
+  std::string label;
+  double value, whisker;
+};
+
+// Horizontal bar charts, one per section (title, bars), in one SVG.
+void write_plot(const std::string& file,
+                const std::vector<std::pair<std::string, std::vector<Bar>>>& sections) {
+  const int bar_h = 28, left = 190, width = 420, title_h = 40;
+  int height = 20;
+  for (const auto& [title, bars] : sections)
+    height += title_h + bar_h * static_cast<int>(bars.size());
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
-      "font-family=\"sans-serif\" font-size=\"13\">\n<text x=\"10\" y=\"22\">refold bench {} "
-      "(median ms, p90 whisker)</text>\n",
-      left + width + 90, top + bar_h * static_cast<int>(vs.size()) + 20, model);
-  for (std::size_t i = 0; i < vs.size(); ++i) {
-    const int y = top + bar_h * static_cast<int>(i);
-    const double w = longest > 0 ? vs[i].median / longest * width : 0;
-    const double p = longest > 0 ? vs[i].p90 / longest * width : 0;
-    svg += fmt::format(
-        "<text x=\"10\" y=\"{}\">{}</text><rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" "
-        "fill=\"#4878a8\"/><line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"black\"/>"
-        "<text x=\"{:.1f}\" y=\"{}\">{:.2f} ms</text>\n",
-        y + 18, vs[i].name, left, y + 4, w, bar_h - 8, left + p, left + p, y + 6, y + bar_h - 6,
-        left + p + 6, y + 18, vs[i].median);
+      "font-family=\"sans-serif\" font-size=\"13\">\n",
+      left + width + 90, height);
+  int y = 0;
+  for (const auto& [title, bars] : sections) {
+    double longest = 0;
+    for (const Bar& b : bars) longest = std::max(longest, b.whisker);
+    svg += fmt::format("<text x=\"10\" y=\"{}\">{}</text>\n", y + 22, title);
+    y += title_h;
+    for (const Bar& b : bars) {
+      const double w = longest > 0 ? b.value / longest * width : 0;
+      const double p = longest > 0 ? b.whisker / longest * width : 0;
+      svg += fmt::format(
+          "<text x=\"10\" y=\"{}\">{}</text><rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" "
+          "height=\"{}\" fill=\"#4878a8\"/><line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" "
+          "y2=\"{}\" stroke=\"black\"/><text x=\"{:.1f}\" y=\"{}\">{:.2f} ms</text>\n",
+          y + 18, b.label, left, y + 4, w, bar_h - 8, left + p, left + p, y + 6, y + bar_h - 6,
+          left + p + 6, y + 18, b.value);
+      y += bar_h;
+    }
   }
   svg += "</svg>\n";
   const std::string tmp = file + ".tmp";
@@ -142,7 +158,32 @@ int bench_command(const BenchArgs& args, std::FILE* out) {
   }
   const double baseline = variants[0].median;
 
-  if (!args.plot.empty()) write_plot(args.plot, args.model, variants);
+  // --profile: the optimized NHWC model node by node, each node's median over the runs.
+  std::optional<graph::RunProfile> profile;
+  if (args.profile || !args.profile_json.empty()) {
+    std::vector<graph::RunProfile> runs;
+    for (int r = 0; r < args.runs; ++r) runs.push_back(graph::profile(*variants[3].graph, inputs));
+    profile = graph::median_profile(runs);
+    if (!args.profile_json.empty()) {
+      const std::string tmp = args.profile_json + ".tmp";
+      std::ofstream(tmp) << profile_json(*profile).dump(2) << "\n";
+      std::filesystem::rename(tmp, args.profile_json);
+    }
+  }
+
+  if (!args.plot.empty()) {
+    std::vector<Bar> bars;
+    for (const Variant& v : variants) bars.push_back({v.name, v.median, v.p90});
+    std::vector<std::pair<std::string, std::vector<Bar>>> sections{
+        {fmt::format("refold bench {} (median ms, p90 whisker)", args.model), bars}};
+    if (profile) {
+      std::vector<Bar> types;
+      for (const graph::OpTypeProfile& t : graph::by_op_type(*profile))
+        types.push_back({t.op_type, t.milliseconds, t.milliseconds});
+      sections.emplace_back("optimized NHWC, time per op type (ms, median per node)", types);
+    }
+    write_plot(args.plot, sections);
+  }
   if (args.json) {
     nlohmann::json j = {{"model", args.model},
                         {"batch", inputs.empty() ? 0 : inputs[0].sizes()[0]},
@@ -159,6 +200,7 @@ int bench_command(const BenchArgs& args, std::FILE* out) {
                                {"peak_activation_bytes", v.peak_bytes}});
     }
     j["optimized_nhwc_ms_median"] = variants[3].median;
+    if (profile) j["profile"] = profile_json(*profile);
     fmt::print(out, "{}\n", j.dump(2));
     return 0;
   }
@@ -169,6 +211,11 @@ int bench_command(const BenchArgs& args, std::FILE* out) {
   for (const Variant& v : variants) {
     fmt::print(out, "{:<16} {:>10.3f} {:>10.3f} {:>9.1f} {:>8.2f}x {:>12.2f}\n", v.name, v.median,
                v.p90, v.flops / (v.median * 1e6), baseline / v.median, v.peak_bytes / 1048576.0);
+  }
+  if (profile) {
+    print_profile(out,
+                  fmt::format("profile of optimized NHWC (median per node of {} runs)", args.runs),
+                  *profile);
   }
   return 0;
 }

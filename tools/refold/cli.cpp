@@ -65,7 +65,14 @@ int main(int argc, char** argv) {
   bench->add_flag("--json", bench_args.json, "Print the results as JSON");
   bench->add_option("--input-shape", bench_args.input_shapes,
                     "NAME=1x3x224x224: the input's shape (symbolic dims need one)");
-  bench->add_option("--plot", bench_args.plot, "Draw the comparison as an SVG bar chart");
+  bench->add_option("--plot", bench_args.plot,
+                    "Draw the comparison (and with --profile the time per op type) as an SVG "
+                    "bar chart");
+  bench->add_flag("--profile", bench_args.profile,
+                  "Time the optimized model node by node: per op type and per node, the time, "
+                  "share, GFLOP/s, GB/s, layout and the implementation that ran");
+  bench->add_option("--profile-json", bench_args.profile_json,
+                    "Write that profile as JSON to this file (implies --profile)");
 
   for (auto [command, load] : {std::pair{optimize, &optimize_args.load},
                                {run, &run_args.load},

@@ -59,7 +59,9 @@ struct BenchArgs {
   int runs = 20;
   int warmup = 3;
   bool json = false;
-  std::string plot;  // an SVG bar chart
+  std::string plot;          // an SVG bar chart
+  bool profile = false;      // time the optimized NHWC model node by node
+  std::string profile_json;  // …and write that profile as JSON here
 };
 // `refold bench MODEL.onnx`: as imported vs optimized, NCHW vs planned NHWC.
 int bench_command(const BenchArgs& args, std::FILE* out);

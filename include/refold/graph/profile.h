@@ -24,6 +24,14 @@ struct NodeProfile {
   std::string op_type;
   std::int64_t flops = 0;
   double milliseconds = 0;
+  // Bytes the node read and wrote: every defined input (weights included) and output, once.
+  std::int64_t bytes = 0;
+  // The memory format of its first input and first output: "NCHW", "NHWC", or the rank for
+  // a non-4-d value ("2-d"); "" when absent.
+  std::string layout_in, layout_out;
+  // Each kernel dispatch it made, "<op>: <implementation>" ("conv2d: winograd", "conv2d: onednn
+  // brg:avx2", "relu: reference"); empty for ops that call no dispatched kernel (shape ops).
+  std::vector<std::string> implementations;
 };
 
 struct RunProfile {
@@ -31,6 +39,22 @@ struct RunProfile {
   std::vector<NodeProfile> nodes;
   std::vector<Tensor> outputs;
 };
+
+// Per op type, over a profile's nodes: how many, their time, FLOPs and bytes. Sorted by time,
+// longest first.
+struct OpTypeProfile {
+  std::string op_type;
+  int nodes = 0;
+  double milliseconds = 0;
+  std::int64_t flops = 0;
+  std::int64_t bytes = 0;
+};
+std::vector<OpTypeProfile> by_op_type(const RunProfile& profile);
+
+// Node by node, the median time of several profiles of the same graph (each node's time is the
+// median of its times; everything else is the first profile's). Throws refold::Error when the
+// profiles are empty or of different graphs.
+RunProfile median_profile(const std::vector<RunProfile>& profiles);
 
 // The multiply-add work of one node, from the tensors it read and wrote (0 for other ops).
 std::int64_t node_flops(const Node& node, const std::vector<Tensor>& inputs,

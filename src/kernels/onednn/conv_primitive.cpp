@@ -320,6 +320,7 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
           post.description(), threads, prim->declined.empty() ? "" : ": ", prim->declined));
   }
   if (!prim->declined.empty()) return decline(p.op, prim->declined, declined);
+  note_dispatch_detail(prim->impl);
 
   // The weight: used in place when the primitive chose its own layout, else packed once per
   // (primitive, storage, version, view).
