@@ -106,12 +106,9 @@ int bench_command(const BenchArgs& args, std::FILE* out) {
   const DType dtype = args.dtype == "bf16" ? DType::BFloat16 : DType::Float32;
 
   // Each variant is the pipeline with some passes left out.
-  const std::set<std::string> all_but_layout{
-      "constant-folding", "simplify",       "dead-code",
-      "bn-folding",       "reparameterize", "activation-fusion",
-  };
-  std::set<std::string> everything = all_but_layout;
-  everything.insert("layout");
+  const std::set<std::string> everything(passes::pass_names().begin(), passes::pass_names().end());
+  std::set<std::string> all_but_layout = everything;
+  all_but_layout.erase("layout");
   std::vector<Variant> variants(4);
   variants[0].name = "imported NCHW";
   variants[0].disabled = everything;

@@ -27,8 +27,8 @@ int main(int argc, char** argv) {
                      "Compare the output model with the input on random inputs");
   optimize
       ->add_option("--disable", optimize_args.disable,
-                   "Passes to skip: constant-folding, simplify, dead-code, bn-folding, "
-                   "reparameterize, activation-fusion, layout")
+                   "Passes to skip: constant-folding, simplify, dead-code, dead-taps, "
+                   "bn-folding, reparameterize, activation-fusion, layout")
       ->delimiter(',');
   optimize->add_flag("--json", optimize_args.json, "Print the report as JSON");
   optimize->add_option("--input-shape", optimize_args.input_shapes,
