@@ -204,8 +204,9 @@ nn::ModulePtr build_shape(const BuildContext& context) {
   return std::make_shared<ShapeOf>(a.get_int("start", 0), end);
 }
 
-nn::ModulePtr build_gather(const BuildContext& context) {
-  check_arity(context.node, 2, 2, 1);
+// Gather, GatherElements, ScatterElements: the axis attribute (default 0), checked against a
+// constant data's rank; constant indices must be int64.
+std::int64_t indexing_axis(const BuildContext& context) {
   const std::int64_t axis = context.node.attributes.get_int("axis", 0);
   if (auto data = constant_input(context, 0)) {
     const std::int64_t rank = data->dim();
@@ -214,7 +215,12 @@ nn::ModulePtr build_gather(const BuildContext& context) {
   if (auto indices = constant_input(context, 1))
     REFOLD_CHECK(indices->dtype() == DType::Int64, "indices have dtype {}; expected int64",
                  dtype_name(indices->dtype()));
-  return std::make_shared<Gather>(axis);
+  return axis;
+}
+
+nn::ModulePtr build_gather(const BuildContext& context) {
+  check_arity(context.node, 2, 2, 1);
+  return std::make_shared<Gather>(indexing_axis(context));
 }
 
 // Slice-10+: starts, ends, axes, steps are inputs; before: the starts/ends/axes attributes.
@@ -289,23 +295,9 @@ nn::ModulePtr build_tile(const BuildContext& context) {
   return std::make_shared<Tile>();
 }
 
-// GatherElements / ScatterElements: the axis attribute (default 0), checked against a constant
-// data's rank; constant indices must be int64.
-std::int64_t element_axis(const BuildContext& context) {
-  const std::int64_t axis = context.node.attributes.get_int("axis", 0);
-  if (auto data = constant_input(context, 0)) {
-    const std::int64_t rank = data->dim();
-    REFOLD_CHECK(axis >= -rank && axis < rank, "axis {} out of range for rank {}", axis, rank);
-  }
-  if (auto indices = constant_input(context, 1))
-    REFOLD_CHECK(indices->dtype() == DType::Int64, "indices have dtype {}; expected int64",
-                 dtype_name(indices->dtype()));
-  return axis;
-}
-
 nn::ModulePtr build_gather_elements(const BuildContext& context) {
   check_arity(context.node, 2, 2, 1);
-  return std::make_shared<GatherElements>(element_axis(context));
+  return std::make_shared<GatherElements>(indexing_axis(context));
 }
 
 // ScatterElements-16 adds reduction add/mul, 18 max/min; Scatter (opset 9–10) is ScatterElements
@@ -327,7 +319,7 @@ nn::ModulePtr build_scatter_elements(const BuildContext& context) {
     REFOLD_CHECK(reduction == "none",
                  "unknown reduction '{}' (expected none, add, mul, max or min)", reduction);
   }
-  return std::make_shared<ScatterElements>(context.node.op_type, element_axis(context), r);
+  return std::make_shared<ScatterElements>(context.node.op_type, indexing_axis(context), r);
 }
 
 nn::ModulePtr build_trilu(const BuildContext& context) {
