@@ -58,6 +58,11 @@ TEST(OnnxTile, Errors) {
          OpCase("Tile", {"x", "r"}).constant("x", zeros({2})).constant("r", i64({1, 1})).module();
        },
        "repeats [1, 1] has 2 values for a 1-d input"},
+      {"runtime negative",
+       [] {
+         OpCase("Tile", {"x", "r"}).run({zeros({2}), i64({-2})});
+       },
+       "tile: repeats [-2] has a negative value"},
       {"runtime rank",
        [] {
          OpCase("Tile", {"x", "r"}).run({zeros({2, 2}), i64({2})});
@@ -241,6 +246,11 @@ TEST(OnnxTrilu, Errors) {
          OpCase("Trilu", {"x", "k"}).constant("k", i64({1, 2})).module();
        },
        "k must be a scalar, got 2 values"},
+      {"runtime k values",
+       [] {
+         OpCase("Trilu", {"x", "k"}).run({zeros({2, 2}), i64({1, 2})});
+       },
+       "Trilu: k must be a scalar, got 2 values"},
       {"rank", [] { OpCase("Trilu", {"x"}).run({zeros({3})}); },
        "trilu: input must have at least 2 dimensions, got [3]"},
   });

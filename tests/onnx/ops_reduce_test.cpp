@@ -178,6 +178,16 @@ TEST(OnnxTopK, Errors) {
          OpCase("TopK", {"x", "k"}, {"v", "i"}).opset(11).constant("k", i64({1, 2})).module();
        },
        "K must hold one value, got 2"},
+      {"runtime K values",
+       [] {
+         OpCase("TopK", {"x", "k"}, {"v", "i"}).opset(11).run_all({zeros({3}), i64({1, 2})});
+       },
+       "TopK: K must hold one value, got 2"},
+      {"negative k attribute",
+       [] {
+         OpCase("TopK", {"x"}, {"v", "i"}).opset(1).integer("k", -1).module();
+       },
+       "k must be non-negative (got -1)"},
       {"no k attribute",
        [] {
          OpCase("TopK", {"x"}, {"v", "i"}).opset(1).module();
@@ -241,6 +251,11 @@ TEST(OnnxCumSum, Errors) {
          OpCase("CumSum", {"x", "a"}).integer("exclusive", 3).module();
        },
        "exclusive must be 0 or 1 (got 3)"},
+      {"runtime axis values",
+       [] {
+         OpCase("CumSum", {"x", "a"}).run({zeros({2}), i64({0, 0})});
+       },
+       "CumSum: axis must hold one value, got 2"},
       {"axis range",
        [] {
          OpCase("CumSum", {"x", "a"}).run({zeros({2}), i64({1})});

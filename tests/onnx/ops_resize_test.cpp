@@ -86,6 +86,15 @@ TEST(OnnxResizeCubic, Errors) {
          OpCase("Upsample", {"x", "s"}).opset(9).text("mode", "cubic").module();
        },
        "unknown mode 'cubic' (expected nearest or linear)"},
+      {"upsample empty scales",
+       [] {
+         OpCase c("Upsample", {"x"});
+         c.opset(8).node().attributes.set("scales", std::vector<float>{});
+         c.module();
+       },
+       "scales must not be empty"},
+      {"upsample arity at 9", [] { OpCase("Upsample", {"x"}).opset(9).module(); },
+       "expects 2 to 2 inputs, got 1"},
       {"upsample no scales", [] { OpCase("Upsample", {"x"}).opset(7).module(); },
        "the scales attribute is required"},
       {"upsample scales attribute at 9",
