@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "core/check.h"
 #include "ops/op.h"
@@ -27,14 +28,30 @@ void check_operands(const char* op, const std::vector<Tensor>& in) {
   for (std::size_t i = 0; i < 2; ++i) {
     const Tensor& t = in[i];
     const char* name = i == 0 ? "X" : "W";
-    REFOLD_CHECK(t.dim() != 3 && t.dim() != 5,
-                 "unsupported: {}-d {} ({} is {}-d; refold runs 2-d {} on 4-d tensors)",
+    REFOLD_CHECK(t.dim() != 5,
+                 "unsupported: {}-d {} ({} is {}-d; refold runs 1-d and 2-d {} on 3-d and 4-d "
+                 "tensors)",
                  t.dim() - 2, op, name, t.dim(), op);
     REFOLD_CHECK(t.dim() == 4, "{}: {} must be 4-d, got [{}]", op, name,
                  fmt::join(t.sizes(), ", "));
     REFOLD_CHECK(is_floating(t.dtype()), "{}: {} has dtype {}; expected float32 or bfloat16", op,
                  name, dtype_name(t.dtype()));
   }
+}
+
+// A 1-d conv (X [N, C, L], W [M, C/group, k]) is the 2-d conv of [N, C, 1, L] by [M, C/group,
+// 1, k] with its attributes lifted (lift_1d_window): runs `run_2d` on the lifted operands and
+// drops the unit axis again. Returns nullopt for anything else.
+template <typename Run>
+std::optional<std::vector<Tensor>> run_1d_as_2d(const std::vector<Tensor>& in, Run&& run_2d) {
+  if (in.size() < 2 || !in[0].defined() || !in[1].defined() || in[0].dim() != 3 || in[1].dim() != 3)
+    return std::nullopt;
+  auto lift = [](const Tensor& t) { return t.reshape({t.size(0), t.size(1), 1, t.size(2)}); };
+  std::vector<Tensor> lifted = in;
+  lifted[0] = lift(in[0]);
+  lifted[1] = lift(in[1]);
+  const Tensor y = run_2d(lifted).at(0);
+  return std::vector<Tensor>{y.reshape({y.size(0), y.size(1), y.size(3)})};
 }
 
 void check_bias(const char* op, const Tensor& bias, std::int64_t out_channels) {
@@ -66,6 +83,8 @@ Conv::Conv(const ConvAttributes& attributes) : Op("Conv"), attributes_(attribute
 }
 
 std::vector<Tensor> Conv::run(const std::vector<Tensor>& in) {
+  if (auto y = run_1d_as_2d(in, [&](const std::vector<Tensor>& lifted) { return run(lifted); }))
+    return *y;
   const auto& a = attributes_;
   check_operands("Conv", in);
   const Tensor& x = in[0];
@@ -110,6 +129,8 @@ ConvTranspose::ConvTranspose(const ConvTransposeAttributes& attributes)
 }
 
 std::vector<Tensor> ConvTranspose::run(const std::vector<Tensor>& in) {
+  if (auto y = run_1d_as_2d(in, [&](const std::vector<Tensor>& lifted) { return run(lifted); }))
+    return *y;
   const auto& a = attributes_;
   constexpr const char* op = "ConvTranspose";
   check_operands(op, in);
@@ -207,10 +228,23 @@ std::int64_t read_group(const graph::Node& node) {
 
 bool symmetric(const Pads2d& p) { return p.top == p.bottom && p.left == p.right; }
 
+// A 1-d Conv / ConvTranspose: its constant W is 3-d, or (W known only at run time) its window
+// attributes have one axis.
+bool is_1d(const BuildContext& context) {
+  const graph::Node& node = context.node;
+  if (is_constant_input(context.graph, node, 1))
+    return context.graph.constant(node.inputs[1]).dim() == 3;
+  return window_rank(node.attributes) == 1;
+}
+
 }  // namespace
 
 nn::ModulePtr build_conv(const BuildContext& context) {
-  const graph::Node& node = context.node;
+  // A 1-d Conv reads its attributes lifted to 2-d and runs as the graph op (Conv::run lifts X
+  // and W too).
+  const bool one_d = is_1d(context);
+  const graph::Node lifted = one_d ? lift_1d_window(context.node) : graph::Node{};
+  const graph::Node& node = one_d ? lifted : context.node;
   check_arity(node, 2, 3, 1);
   const WindowAttrs window = read_window_attrs(node, "Conv");
   const std::int64_t group = read_group(node);
@@ -224,7 +258,7 @@ nn::ModulePtr build_conv(const BuildContext& context) {
   attrs.dilation = window.dilations;
   attrs.padding = window.padding;
   attrs.groups = group;
-  if (!w_const) return std::make_shared<Conv>(attrs);
+  if (!w_const || one_d) return std::make_shared<Conv>(attrs);
 
   // W [M, C/group, kh, kw]
   const Tensor& w = context.graph.constant(node.inputs[1]);
@@ -253,7 +287,9 @@ nn::ModulePtr build_conv(const BuildContext& context) {
 }
 
 nn::ModulePtr build_conv_transpose(const BuildContext& context) {
-  const graph::Node& node = context.node;
+  const bool one_d = is_1d(context);  // as build_conv
+  const graph::Node lifted = one_d ? lift_1d_window(context.node) : graph::Node{};
+  const graph::Node& node = one_d ? lifted : context.node;
   check_arity(node, 2, 3, 1);
   const graph::Attributes& a = node.attributes;
   const WindowAttrs window = read_window_attrs(node, "ConvTranspose");
@@ -289,7 +325,7 @@ nn::ModulePtr build_conv_transpose(const BuildContext& context) {
   const bool has_bias = !input_name(node, 2).empty();
   const bool w_const = is_constant_input(context.graph, node, 1);
   const bool b_const = !has_bias || is_constant_input(context.graph, node, 2);
-  if (!w_const) return std::make_shared<ConvTranspose>(attrs);
+  if (!w_const || one_d) return std::make_shared<ConvTranspose>(attrs);
 
   // W [C, M/group, kh, kw] (F15: not Conv's layout)
   const Tensor& w = context.graph.constant(node.inputs[1]);

@@ -4,7 +4,8 @@
 // Constant weights with static padding become nn::Conv2d / nn::ConvTranspose2d instead
 // (src/onnx/ops/conv_builders.cpp).
 //
-// Inputs: X [N, C, H, W], W, optional B [M]. Only 2-d (4-d tensors).
+// Inputs: X [N, C, H, W], W, optional B [M]: 2-d (4-d tensors), or 1-d (X [N, C, L] and a 3-d
+// W), run as the 2-d op of [N, C, 1, L] with the attributes lifted (lift_1d_window).
 //   Conv           W [M, C/group, kh, kw]
 //   ConvTranspose  W [C, M/group, kh, kw] (the ONNX and PyTorch layout, axes swapped vs Conv)
 #pragma once

@@ -1,10 +1,16 @@
-// Gemm (nn::Linear when it is one), MatMul and Pad.
+// Gemm (nn::Linear when it is one), MatMul and Einsum.
 #include "ops/gemm.h"
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "core/check.h"
+#include "core/element_access.h"
 #include "kernels/reference/onnx_ops.h"
+#include "kernels/reference/tensor_ops.h"
+#include "kernels/reference/typed_elements.h"
 #include "ops/op.h"
 #include "ops/pad.h"
 #include "ops/window.h"
@@ -21,16 +27,143 @@ std::vector<Tensor> Gemm::run(const std::vector<Tensor>& in) {
   return {reference::gemm(in[0], in[1], c, a.alpha, a.beta, a.trans_a, a.trans_b)};
 }
 
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  const bool floating = a.dtype() == b.dtype() && is_floating(a.dtype());
+  // [..., K] · [K, N] is linear(a, bᵀ) (the weight read through a transposed view).
+  if (a.dim() >= 2 && b.dim() == 2 && floating && a.size(-1) == b.size(0))
+    return functional::linear(a, b.permute({1, 0}));
+  if (a.dim() < 2 || b.dim() < 2 || !floating || a.size(-1) != b.size(-2) || a.numel() == 0 ||
+      b.numel() == 0)
+    return reference::matmul(a, b);
+  // Batched: out[i..] = a[i..] · b[i..] over the broadcast batch index, one linear each.
+  const std::int64_t m = a.size(-2), n = b.size(-1);
+  const Shape a_batch(a.sizes().begin(), a.sizes().end() - 2);
+  const Shape b_batch(b.sizes().begin(), b.sizes().end() - 2);
+  const Shape batch = reference::detail::broadcast_shapes({a_batch, b_batch}, "MatMul");
+  Shape out_sizes = batch;
+  out_sizes.insert(out_sizes.end(), {m, n});
+  Tensor output = empty(out_sizes, a.dtype());
+  if (output.numel() == 0) return output;
+  const Shape as = reference::detail::broadcast_strides(a, out_sizes);
+  const Shape bs = reference::detail::broadcast_strides(b, out_sizes);
+  const Shape& os = output.strides();
+  const std::size_t r = batch.size();
+  for_each_index(batch, [&](const Shape& idx) {
+    std::int64_t ao = a.storage_offset(), bo = b.storage_offset(), oo = output.storage_offset();
+    for (std::size_t d = 0; d < r; ++d) {
+      ao += idx[d] * as[d];
+      bo += idx[d] * bs[d];
+      oo += idx[d] * os[d];
+    }
+    const Tensor ai = a.as_strided({m, a.size(-1)}, {a.stride(-2), a.stride(-1)}, ao);
+    const Tensor bt = b.as_strided({n, b.size(-2)}, {b.stride(-1), b.stride(-2)}, bo);
+    output.as_strided({m, n}, {os[r], os[r + 1]}, oo).copy_(functional::linear(ai, bt));
+  });
+  return output;
+}
+
 std::vector<Tensor> MatMul::run(const std::vector<Tensor>& in) {
   REFOLD_CHECK(in.size() == 2 && in[0].defined() && in[1].defined(),
                "MatMul: expects 2 inputs, got {}", in.size());
-  const Tensor& a = in[0];
-  const Tensor& b = in[1];
-  // [..., K] · [K, N] is linear(a, bᵀ) (the weight read through a transposed view).
-  if (a.dim() >= 2 && b.dim() == 2 && a.dtype() == b.dtype() && is_floating(a.dtype()) &&
-      a.size(-1) == b.size(0))
-    return {functional::linear(a, b.permute({1, 0}))};
-  return {reference::matmul(a, b)};
+  return {matmul(in[0], in[1])};
+}
+
+namespace {
+
+bool distinct(std::vector<int> labels) {
+  std::sort(labels.begin(), labels.end());
+  return std::adjacent_find(labels.begin(), labels.end()) == labels.end();
+}
+
+std::int64_t position(const std::vector<int>& labels, int label) {
+  return std::find(labels.begin(), labels.end(), label) - labels.begin();
+}
+
+bool has(const std::vector<int>& labels, int label) {
+  return std::find(labels.begin(), labels.end(), label) != labels.end();
+}
+
+// A two-input contraction as a batched matrix product: the labels split into batch (both
+// inputs and the output), M (A and the output), N (B and the output) and K (both inputs, summed);
+// A is permuted to [batch, M, K] and B to [batch, K, N], each group flattened, and the product
+// [batch, M, N] unflattened and permuted to the output's order. nullopt when the equation is
+// not of that form.
+std::optional<Tensor> einsum_as_matmul(const reference::EinsumEquation& equation, const Tensor& a,
+                                       const Tensor& b) {
+  const reference::EinsumLabels labels = reference::einsum_labels(equation, {a.sizes(), b.sizes()});
+  const std::vector<int>& la = labels.inputs[0];
+  const std::vector<int>& lb = labels.inputs[1];
+  const std::vector<int>& lo = labels.output;
+  if (!distinct(la) || !distinct(lb)) return std::nullopt;
+  std::vector<int> batch, rows, cols, sums;
+  for (int l : lo) (has(la, l) && has(lb, l) ? batch : has(la, l) ? rows : cols).push_back(l);
+  for (int l : la)
+    if (!has(lo, l)) {
+      if (!has(lb, l)) return std::nullopt;  // summed over A alone
+      sums.push_back(l);
+    }
+  for (int l : lb)
+    if (!has(lo, l) && !has(la, l)) return std::nullopt;
+  auto size_in = [](const Tensor& t, const std::vector<int>& in, int l) {
+    return t.size(position(in, l));
+  };
+  for (int l : batch)
+    if (size_in(a, la, l) != size_in(b, lb, l)) return std::nullopt;  // broadcast "..."
+  Shape a_perm, b_perm, out_sizes;
+  std::int64_t nb = 1, nm = 1, nn = 1, nk = 1;
+  for (int l : batch) {
+    a_perm.push_back(position(la, l));
+    b_perm.push_back(position(lb, l));
+    nb *= size_in(a, la, l);
+    out_sizes.push_back(size_in(a, la, l));
+  }
+  for (int l : rows) {
+    a_perm.push_back(position(la, l));
+    nm *= size_in(a, la, l);
+    out_sizes.push_back(size_in(a, la, l));
+  }
+  for (int l : sums) {
+    a_perm.push_back(position(la, l));
+    b_perm.push_back(position(lb, l));
+    nk *= size_in(a, la, l);
+  }
+  for (int l : cols) {
+    b_perm.push_back(position(lb, l));
+    nn *= size_in(b, lb, l);
+    out_sizes.push_back(size_in(b, lb, l));
+  }
+  const Tensor y =
+      matmul(a.permute(a_perm).reshape({nb, nm, nk}), b.permute(b_perm).reshape({nb, nk, nn}))
+          .reshape(out_sizes);
+  // y's dims are batch, rows, cols; output dim k is the one holding label lo[k].
+  std::vector<int> order = batch;
+  order.insert(order.end(), rows.begin(), rows.end());
+  order.insert(order.end(), cols.begin(), cols.end());
+  Shape perm;
+  for (int l : lo) perm.push_back(position(order, l));
+  return y.permute(perm).contiguous();
+}
+
+}  // namespace
+
+std::vector<Tensor> Einsum::run(const std::vector<Tensor>& in) {
+  for (std::size_t i = 0; i < in.size(); ++i)
+    REFOLD_CHECK(in[i].defined(), "Einsum: input {} is missing", i);
+  const bool floating = !in.empty() && std::all_of(in.begin(), in.end(), [&](const Tensor& t) {
+    return t.dtype() == in[0].dtype() && is_floating(t.dtype());
+  });
+  if (in.size() == 2 && floating)
+    if (auto y = einsum_as_matmul(equation_, in[0], in[1])) return {*y};
+  if (in.size() == 1 && floating) {  // a permutation: "nchw->nhwc"
+    const reference::EinsumLabels labels = reference::einsum_labels(equation_, {in[0].sizes()});
+    const std::vector<int>& li = labels.inputs[0];
+    if (distinct(li) && li.size() == labels.output.size()) {
+      Shape perm;
+      for (int l : labels.output) perm.push_back(position(li, l));
+      return {reference::transpose(in[0], perm)};
+    }
+  }
+  return {reference::einsum(equation_, in)};
 }
 
 nn::ModulePtr build_gemm(const BuildContext& context) {
@@ -82,10 +215,20 @@ nn::ModulePtr build_mat_mul(const BuildContext& context) {
   return std::make_shared<MatMul>();
 }
 
+// Einsum-12: the equation attribute (required) over any number of inputs.
+nn::ModulePtr build_einsum(const BuildContext& context) {
+  const graph::Node& node = context.node;
+  check_arity(node, 1, node.inputs.size(), 1);
+  REFOLD_CHECK(node.attributes.has("equation"), "the equation attribute is required");
+  return std::make_shared<Einsum>(
+      reference::parse_einsum(node.attributes.get_string("equation", ""), node.inputs.size()));
+}
+
 const std::vector<OpDef>& gemm_ops() {
   static const std::vector<OpDef> table = {
       {"Gemm", 7, build_gemm, LayoutRule::Fresh},  // v7: C broadcasts (v6 had `broadcast`)
       {"MatMul", 1, build_mat_mul, LayoutRule::Fresh},
+      {"Einsum", 12, build_einsum, LayoutRule::Fresh},
   };
   return table;
 }

@@ -1,11 +1,13 @@
-// ONNX Gemm and MatMul as graph ops. A Gemm with a constant B, transB = 1, transA = 0,
+// ONNX Gemm, MatMul and Einsum as graph ops. A Gemm with a constant B, transB = 1, transA = 0,
 // alpha = beta = 1 and a 1-d C is nn::Linear instead (src/onnx/ops/gemm_builders.cpp).
 //   Gemm    Y = alpha · A' · B' + beta · C   (A' = Aᵀ when transA, B' = Bᵀ when transB)
 //   MatMul  numpy.matmul
+//   Einsum  numpy.einsum (reference::parse_einsum has the equation's rules)
 #pragma once
 
 #include <vector>
 
+#include "kernels/reference/onnx_ops.h"
 #include "refold/graph/op.h"
 
 namespace refold::ops {
@@ -32,6 +34,24 @@ class MatMul : public graph::Op {
  public:
   MatMul() : Op("MatMul") {}
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+};
+
+// numpy.matmul, fastest first: [..., K] · [K, N] as functional::linear; batched operands (batch
+// dims broadcast) as one functional::linear per batch; else reference::matmul.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// Einsum: a contraction of two inputs that is a batched matrix product (no label repeated in a
+// term, every summed label in both inputs, batch labels of equal sizes: "bhid,bhjd->bhij",
+// "bij,bjk->bik", "ij,jk->ik") runs as matmul() on permuted views; a one-input permutation
+// ("nchw->nhwc") as a transpose; anything else as reference::einsum.
+class Einsum : public graph::Op {
+ public:
+  explicit Einsum(reference::EinsumEquation equation)
+      : Op("Einsum"), equation_(std::move(equation)) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+
+ private:
+  reference::EinsumEquation equation_;
 };
 
 }  // namespace refold::ops

@@ -1,5 +1,6 @@
-// Builders for the shape arithmetic: Shape, Gather, Slice, Expand, ConstantOfShape, Range,
-// ScatterND.
+// Builders for the shape arithmetic and indexing: Shape, Gather, GatherElements, Slice, Expand,
+// Tile, ConstantOfShape, Range, ScatterND, ScatterElements (and Scatter, its opset 9 name),
+// Trilu.
 #include "ops/indexing.h"
 
 #include <algorithm>
@@ -135,6 +136,61 @@ class Size : public graph::Op {
   }
 };
 
+// Tile(input, repeats): repeats int64, one per dimension.
+class Tile : public graph::Op {
+ public:
+  Tile() : Op("Tile") {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override {
+    expect_inputs(inputs, 2, 2, "Tile");
+    return {reference::tile(inputs[0], int64_vector(inputs[1], "Tile", "repeats"))};
+  }
+};
+
+class GatherElements : public graph::Op {
+ public:
+  explicit GatherElements(std::int64_t axis) : Op("GatherElements"), axis_(axis) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override {
+    expect_inputs(inputs, 2, 2, "GatherElements");
+    return {reference::gather_elements(inputs[0], inputs[1], axis_)};
+  }
+
+ private:
+  std::int64_t axis_;
+};
+
+class ScatterElements : public graph::Op {
+ public:
+  ScatterElements(std::string op, std::int64_t axis, reference::ScatterReduction reduction)
+      : Op(std::move(op)), axis_(axis), reduction_(reduction) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override {
+    expect_inputs(inputs, 3, 3, type_name().c_str());
+    return {reference::scatter_elements(inputs[0], inputs[1], inputs[2], axis_, reduction_)};
+  }
+
+ private:
+  std::int64_t axis_;
+  reference::ScatterReduction reduction_;
+};
+
+// Trilu(input[, k]): k an int64 scalar, 0 when absent.
+class Trilu : public graph::Op {
+ public:
+  explicit Trilu(bool upper) : Op("Trilu"), upper_(upper) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override {
+    expect_inputs(inputs, 1, 2, "Trilu");
+    std::int64_t k = 0;
+    if (inputs.size() > 1 && inputs[1].defined()) {
+      const auto values = int64_vector(inputs[1], "Trilu", "k");
+      REFOLD_CHECK(values.size() == 1, "Trilu: k must be a scalar, got {} values", values.size());
+      k = values[0];
+    }
+    return {reference::trilu(inputs[0], k, upper_)};
+  }
+
+ private:
+  bool upper_;
+};
+
 nn::ModulePtr build_size(const BuildContext& context) {
   check_arity(context.node, 1, 1, 1);
   return std::make_shared<Size>();
@@ -148,8 +204,9 @@ nn::ModulePtr build_shape(const BuildContext& context) {
   return std::make_shared<ShapeOf>(a.get_int("start", 0), end);
 }
 
-nn::ModulePtr build_gather(const BuildContext& context) {
-  check_arity(context.node, 2, 2, 1);
+// Gather, GatherElements, ScatterElements: the axis attribute (default 0), checked against a
+// constant data's rank; constant indices must be int64.
+std::int64_t indexing_axis(const BuildContext& context) {
   const std::int64_t axis = context.node.attributes.get_int("axis", 0);
   if (auto data = constant_input(context, 0)) {
     const std::int64_t rank = data->dim();
@@ -158,7 +215,12 @@ nn::ModulePtr build_gather(const BuildContext& context) {
   if (auto indices = constant_input(context, 1))
     REFOLD_CHECK(indices->dtype() == DType::Int64, "indices have dtype {}; expected int64",
                  dtype_name(indices->dtype()));
-  return std::make_shared<Gather>(axis);
+  return axis;
+}
+
+nn::ModulePtr build_gather(const BuildContext& context) {
+  check_arity(context.node, 2, 2, 1);
+  return std::make_shared<Gather>(indexing_axis(context));
 }
 
 // Slice-10+: starts, ends, axes, steps are inputs; before: the starts/ends/axes attributes.
@@ -220,6 +282,55 @@ nn::ModulePtr build_scatter_nd(const BuildContext& context) {
   return std::make_shared<ScatterND>();
 }
 
+nn::ModulePtr build_tile(const BuildContext& context) {
+  check_arity(context.node, 2, 2, 1);
+  if (auto repeats = constant_ints(context, 1, "repeats")) {
+    for (std::int64_t r : *repeats)
+      REFOLD_CHECK(r >= 0, "repeats [{}] has a negative value", fmt::join(*repeats, ", "));
+    if (auto input = constant_input(context, 0))
+      REFOLD_CHECK(static_cast<std::int64_t>(repeats->size()) == input->dim(),
+                   "repeats [{}] has {} values for a {}-d input", fmt::join(*repeats, ", "),
+                   repeats->size(), input->dim());
+  }
+  return std::make_shared<Tile>();
+}
+
+nn::ModulePtr build_gather_elements(const BuildContext& context) {
+  check_arity(context.node, 2, 2, 1);
+  return std::make_shared<GatherElements>(indexing_axis(context));
+}
+
+// ScatterElements-16 adds reduction add/mul, 18 max/min; Scatter (opset 9–10) is ScatterElements
+// without it.
+nn::ModulePtr build_scatter_elements(const BuildContext& context) {
+  check_arity(context.node, 3, 3, 1);
+  const std::string reduction = context.node.attributes.get_string("reduction", "none");
+  using R = reference::ScatterReduction;
+  R r = R::None;
+  if (reduction == "add") {
+    r = R::Add;
+  } else if (reduction == "mul") {
+    r = R::Mul;
+  } else if (reduction == "max") {
+    r = R::Max;
+  } else if (reduction == "min") {
+    r = R::Min;
+  } else {
+    REFOLD_CHECK(reduction == "none",
+                 "unknown reduction '{}' (expected none, add, mul, max or min)", reduction);
+  }
+  return std::make_shared<ScatterElements>(context.node.op_type, indexing_axis(context), r);
+}
+
+nn::ModulePtr build_trilu(const BuildContext& context) {
+  check_arity(context.node, 1, 2, 1);
+  const std::int64_t upper = context.node.attributes.get_int("upper", 1);
+  REFOLD_CHECK(upper == 0 || upper == 1, "upper must be 0 or 1 (got {})", upper);
+  if (auto k = constant_ints(context, 1, "k"))
+    REFOLD_CHECK(k->size() == 1, "k must be a scalar, got {} values", k->size());
+  return std::make_shared<Trilu>(upper == 1);
+}
+
 const std::vector<OpDef>& indexing_ops() {
   static const std::vector<OpDef> table = {
       {"Shape", 1, build_shape, LayoutRule::Fresh},  // v15 adds start/end
@@ -230,6 +341,11 @@ const std::vector<OpDef>& indexing_ops() {
       {"ConstantOfShape", 9, build_constant_of_shape, LayoutRule::Fresh},
       {"Range", 11, build_range, LayoutRule::Fresh},
       {"ScatterND", 11, build_scatter_nd},  // v16 adds reduction (none only here)
+      {"Tile", 6, build_tile},              // v6: repeats became an input
+      {"GatherElements", 11, build_gather_elements, LayoutRule::Fresh},
+      {"ScatterElements", 11, build_scatter_elements},  // v16 add/mul, v18 max/min
+      {"Scatter", 9, build_scatter_elements},           // ScatterElements' opset 9–10 name
+      {"Trilu", 14, build_trilu},
   };
   return table;
 }

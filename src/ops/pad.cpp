@@ -27,12 +27,14 @@ std::vector<std::int64_t> int64_values(const Tensor& t, const char* name) {
 }  // namespace
 
 std::vector<Tensor> Pad::run(const std::vector<Tensor>& in) {
-  REFOLD_CHECK(in.size() >= 2 && in.size() <= 4 && in[0].defined() && in[1].defined(),
-               "Pad: expects data, pads and optional constant_value, axes; got {} inputs",
-               in.size());
+  const bool attribute_form = pads_.has_value();
+  REFOLD_CHECK(
+      attribute_form ? in.size() == 1 && in[0].defined()
+                     : in.size() >= 2 && in.size() <= 4 && in[0].defined() && in[1].defined(),
+      "Pad: expects data, pads and optional constant_value, axes; got {} inputs", in.size());
   const Tensor& x = in[0];
   const auto rank = x.dim();
-  const std::vector<std::int64_t> pads = int64_values(in[1], "pads");
+  const std::vector<std::int64_t> pads = attribute_form ? *pads_ : int64_values(in[1], "pads");
   // axes: which dims `pads` covers (negative counts from the end); all dims by default.
   std::vector<std::int64_t> axes;
   if (in.size() > 3 && in[3].defined()) {
@@ -48,44 +50,66 @@ std::vector<Tensor> Pad::run(const std::vector<Tensor>& in) {
   const auto n = static_cast<std::int64_t>(axes.size());
   REFOLD_CHECK(static_cast<std::int64_t>(pads.size()) == 2 * n,
                "Pad: pads has {} values; expected {} (2 × {} axes)", pads.size(), 2 * n, n);
-  float value = 0.0f;
+  double value = value_;
   if (in.size() > 2 && in[2].defined()) {
     REFOLD_CHECK(in[2].numel() == 1, "Pad: constant_value must be a scalar, got [{}]",
                  fmt::join(in[2].sizes(), ", "));
-    value = in[2].item();
+    value = in[2].dtype() == DType::Int64 ? static_cast<double>(in[2].data<std::int64_t>()[0])
+                                          : static_cast<double>(in[2].item());
   }
-  // functional::pad wants (last_begin, last_end, second_last_begin, …) over every dim.
   std::vector<std::int64_t> begin(static_cast<std::size_t>(rank), 0), end = begin;
   for (std::int64_t i = 0; i < n; ++i) {
     const auto axis = static_cast<std::size_t>(axes[static_cast<std::size_t>(i)]);
     begin[axis] = pads[static_cast<std::size_t>(i)];
     end[axis] = pads[static_cast<std::size_t>(i + n)];
   }
+  if (mode_ != reference::PadMode::Constant || !is_floating(x.dtype()))
+    return {reference::onnx_pad(x, begin, end, mode_, value)};
+  // functional::pad wants (last_begin, last_end, second_last_begin, …) over every dim.
   std::vector<std::int64_t> torch_pads;
   for (std::int64_t d = rank - 1; d >= 0; --d) {
     torch_pads.push_back(begin[static_cast<std::size_t>(d)]);
     torch_pads.push_back(end[static_cast<std::size_t>(d)]);
   }
-  return {functional::pad(x, torch_pads, value)};
+  return {functional::pad(x, torch_pads, static_cast<float>(value))};
 }
 
+namespace {
+
+reference::PadMode parse_pad_mode(const std::string& mode) {
+  if (mode == "constant") return reference::PadMode::Constant;
+  if (mode == "reflect") return reference::PadMode::Reflect;
+  if (mode == "edge") return reference::PadMode::Edge;
+  if (mode == "wrap") return reference::PadMode::Wrap;
+  fail("unknown Pad mode '{}' (expected constant, reflect, edge or wrap)", mode);
+}
+
+}  // namespace
+
+// Pad-2 to Pad-10: pads (required) and value are attributes; Pad-11 on: inputs.
 nn::ModulePtr build_pad(const BuildContext& context) {
   const graph::Node& node = context.node;
+  const reference::PadMode mode = parse_pad_mode(node.attributes.get_string("mode", "constant"));
+  if (context.opset < 11) {
+    check_arity(node, 1, 1, 1);
+    REFOLD_CHECK(node.attributes.has("pads"), "the pads attribute is required");
+    std::vector<std::int64_t> pads = node.attributes.get_ints("pads");
+    REFOLD_CHECK(pads.size() % 2 == 0, "pads must have an even length, got {} ([{}])", pads.size(),
+                 fmt::join(pads, ", "));
+    return std::make_shared<Pad>(mode, std::move(pads), node.attributes.get_float("value", 0.0f));
+  }
   check_arity(node, 2, 4, 1);
-  const std::string mode = node.attributes.get_string("mode", "constant");
-  REFOLD_CHECK(mode == "constant",
-               "unsupported: Pad mode '{}' (refold implements mode 'constant' only)", mode);
   if (is_constant_input(context.graph, node, 1)) {
     const Tensor& pads = context.graph.constant(node.inputs[1]);
     REFOLD_CHECK(pads.dtype() == DType::Int64 && pads.dim() == 1 && pads.numel() % 2 == 0,
                  "pads must be a 1-d int64 tensor of even length, got {}", pads.description());
   }
-  return std::make_shared<Pad>();
+  return std::make_shared<Pad>(mode);
 }
 
 const std::vector<OpDef>& pad_ops() {
   static const std::vector<OpDef> table = {
-      {"Pad", 11, build_pad},  // v11: pads and constant_value became inputs
+      {"Pad", 2, build_pad},  // v11: pads and constant_value became inputs; v19 adds wrap
   };
   return table;
 }

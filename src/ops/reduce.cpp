@@ -1,6 +1,6 @@
 // Reductions: ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
 // ReduceSumSquare, ReduceLogSum, ReduceLogSumExp (kernels/reference/onnx_ops.h has the math),
-// and ArgMax / ArgMin.
+// ArgMax / ArgMin, TopK and CumSum.
 //
 // Reduce*(data[, axes]) → ⊕ over `axes`, each in [−rank, rank), none repeated:
 //   before opset 18 (ReduceSum: 13): axes is an attribute; absent = every axis.
@@ -18,6 +18,7 @@
 
 #include "core/check.h"
 #include "kernels/reference/onnx_ops.h"
+#include "kernels/reference/tensor_ops.h"
 #include "ops/op.h"
 #include "ops/tensor_values.h"
 #include "refold/functional.h"
@@ -105,6 +106,48 @@ class ArgReduce : public graph::Op {
   bool keepdims_, select_last_;
 };
 
+// TopK(X[, K]) → (Values, Indices) along `axis`: k the attribute before opset 10, then a
+// one-element int64 input.
+class TopK : public graph::Op {
+ public:
+  TopK(std::optional<std::int64_t> k, std::int64_t axis, bool largest)
+      : Op("TopK"), k_(k), axis_(axis), largest_(largest) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& in) override {
+    REFOLD_CHECK(!in.empty() && in.size() <= 2 && in[0].defined(),
+                 "TopK: expects X and optional K; got {} inputs", in.size());
+    std::int64_t k = k_.value_or(0);
+    if (!k_) {
+      REFOLD_CHECK(in.size() == 2 && in[1].defined(), "TopK: K is missing");
+      const auto values = int64_vector(in[1], "TopK", "K");
+      REFOLD_CHECK(values.size() == 1, "TopK: K must hold one value, got {}", values.size());
+      k = values[0];
+    }
+    reference::TopKResult r = reference::top_k(in[0], k, axis_, largest_);
+    return {r.values, r.indices};
+  }
+
+ private:
+  std::optional<std::int64_t> k_;
+  std::int64_t axis_;
+  bool largest_;
+};
+
+// CumSum(x, axis): axis an int64 scalar (or one-element 1-d) input.
+class CumSum : public graph::Op {
+ public:
+  CumSum(bool exclusive, bool reverse) : Op("CumSum"), exclusive_(exclusive), reverse_(reverse) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& in) override {
+    REFOLD_CHECK(in.size() == 2 && in[0].defined() && in[1].defined(),
+                 "CumSum: expects x and axis; got {} inputs", in.size());
+    const auto axis = int64_vector(in[1], "CumSum", "axis");
+    REFOLD_CHECK(axis.size() == 1, "CumSum: axis must hold one value, got {}", axis.size());
+    return {reference::cum_sum(in[0], axis[0], exclusive_, reverse_)};
+  }
+
+ private:
+  bool exclusive_, reverse_;
+};
+
 bool read_flag(const graph::Node& node, const char* name, std::int64_t fallback) {
   const std::int64_t v = node.attributes.get_int(name, fallback);
   REFOLD_CHECK(v == 0 || v == 1, "{} must be 0 or 1 (got {})", name, v);
@@ -159,6 +202,36 @@ nn::ModulePtr build_arg_reduce(const BuildContext& context) {
                                      read_flag(node, "select_last_index", 0));
 }
 
+// TopK-1: k attribute; TopK-10: K input; TopK-11: largest and sorted (sorted = 0 leaves the
+// order free, so refold sorts in every case).
+nn::ModulePtr build_top_k(const BuildContext& context) {
+  const graph::Node& node = context.node;
+  std::optional<std::int64_t> k;
+  if (context.opset < 10) {
+    check_arity(node, 1, 1, 2);
+    REFOLD_CHECK(node.attributes.has("k"), "the k attribute is required");
+    k = node.attributes.get_int("k", 0);
+    REFOLD_CHECK(*k >= 0, "k must be non-negative (got {})", *k);
+  } else {
+    check_arity(node, 2, 2, 2);
+    if (auto constant = constant_ints(context, 1, "K")) {
+      REFOLD_CHECK(constant->size() == 1, "K must hold one value, got {}", constant->size());
+      REFOLD_CHECK((*constant)[0] >= 0, "K must be non-negative (got {})", (*constant)[0]);
+    }
+  }
+  const bool largest = read_flag(node, "largest", 1);
+  read_flag(node, "sorted", 1);
+  return std::make_shared<TopK>(k, node.attributes.get_int("axis", -1), largest);
+}
+
+nn::ModulePtr build_cum_sum(const BuildContext& context) {
+  const graph::Node& node = context.node;
+  check_arity(node, 2, 2, 1);
+  if (auto axis = constant_ints(context, 1, "axis"))
+    REFOLD_CHECK(axis->size() == 1, "axis must hold one value, got {}", axis->size());
+  return std::make_shared<CumSum>(read_flag(node, "exclusive", 0), read_flag(node, "reverse", 0));
+}
+
 }  // namespace
 
 const std::vector<OpDef>& reduce_ops() {
@@ -176,6 +249,8 @@ const std::vector<OpDef>& reduce_ops() {
       {"GlobalMaxPool", 1, build_global_max_pool, LayoutRule::Fresh},
       {"ArgMax", 1, build_arg_reduce<true>, LayoutRule::Fresh},
       {"ArgMin", 1, build_arg_reduce<false>, LayoutRule::Fresh},
+      {"TopK", 1, build_top_k, LayoutRule::Fresh},  // v10: K became an input; v11 largest
+      {"CumSum", 11, build_cum_sum},                // the output keeps x's format
   };
   return table;
 }

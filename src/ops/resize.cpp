@@ -1,5 +1,5 @@
-// Builder for Resize (opset 11+): modes nearest and linear; everything else is an explicit
-// "unsupported" error listing what is (docs/reliability.md F27).
+// Builders for Resize (opset 11+: modes nearest, linear and cubic; everything else is an explicit
+// "unsupported" error listing what is, docs/reliability.md F27) and Upsample (opsets 7–9).
 #include "ops/resize.h"
 
 #include <cmath>
@@ -16,8 +16,11 @@ namespace {
 
 reference::ResizeParams kernel_params(const ResizeOptions& o) {
   reference::ResizeParams p;
-  p.mode = o.mode == ResizeOptions::Mode::Linear ? reference::ResizeMode::Linear
-                                                 : reference::ResizeMode::Nearest;
+  p.mode = o.mode == ResizeOptions::Mode::Linear  ? reference::ResizeMode::Linear
+           : o.mode == ResizeOptions::Mode::Cubic ? reference::ResizeMode::Cubic
+                                                  : reference::ResizeMode::Nearest;
+  p.cubic_coeff_a = o.cubic_coeff_a;
+  p.exclude_outside = o.exclude_outside;
   switch (o.nearest_mode) {
     case ResizeOptions::NearestMode::RoundPreferFloor:
       p.nearest = reference::NearestMode::RoundPreferFloor;
@@ -117,9 +120,16 @@ std::vector<Tensor> Resize::run(const std::vector<Tensor>& inputs) {
   REFOLD_CHECK(!inputs.empty() && inputs.size() <= 4,
                "Resize: expects 1 to 4 inputs (X, roi, scales, sizes), got {}", inputs.size());
   const Tensor& x = inputs[0];
-  REFOLD_CHECK(x.defined(), "Resize: X is missing");
-  const Tensor scales = inputs.size() > 2 ? inputs[2] : Tensor();
+  REFOLD_CHECK(x.defined(), "{}: X is missing", type_name());
+  Tensor scales = inputs.size() > 2 ? inputs[2] : Tensor();
   const Tensor sizes = inputs.size() > 3 ? inputs[3] : Tensor();
+  if (options_.upsample) {  // Upsample(X[, scales]): one scale per dimension
+    const auto& attribute = options_.upsample_scales;
+    scales = attribute.empty()
+                 ? (inputs.size() > 1 ? inputs[1] : Tensor())
+                 : from_values(attribute, {static_cast<std::int64_t>(attribute.size())});
+    REFOLD_CHECK(scales.defined(), "Upsample: scales is missing");
+  }
   const ResizeGeometry g = resize_geometry(x.sizes(), scales, sizes, options_.axes);
   return {reference::resize(x, g.sizes, g.scales, g.lengths, kernel_params(options_))};
 }
@@ -131,7 +141,7 @@ using Options = ResizeOptions;
 Options::Mode parse_mode(const std::string& s) {
   if (s == "nearest") return Options::Mode::Nearest;
   if (s == "linear") return Options::Mode::Linear;
-  REFOLD_CHECK(s != "cubic", "unsupported: mode 'cubic' (refold implements nearest and linear)");
+  if (s == "cubic") return Options::Mode::Cubic;
   fail("unknown mode '{}' (expected nearest, linear or cubic)", s);
 }
 
@@ -173,8 +183,10 @@ nn::ModulePtr build_resize(const BuildContext& context) {
   options.coordinates =
       parse_coordinates(a.get_string("coordinate_transformation_mode", "half_pixel"));
   const std::int64_t exclude_outside = a.get_int("exclude_outside", 0);
-  REFOLD_CHECK(exclude_outside == 0, "unsupported: exclude_outside={} (refold implements 0)",
-               exclude_outside);
+  REFOLD_CHECK(exclude_outside == 0 || exclude_outside == 1,
+               "exclude_outside must be 0 or 1 (got {})", exclude_outside);
+  options.exclude_outside = exclude_outside == 1;
+  options.cubic_coeff_a = a.get_float("cubic_coeff_a", -0.75f);
   const std::int64_t antialias = a.get_int("antialias", 0);
   REFOLD_CHECK(antialias == 0, "unsupported: antialias={} (refold implements 0)", antialias);
   const std::string policy = a.get_string("keep_aspect_ratio_policy", "stretch");
@@ -202,9 +214,46 @@ nn::ModulePtr build_resize(const BuildContext& context) {
   return std::make_shared<Resize>(std::move(options));
 }
 
+// Upsample (deprecated at opset 10, where Resize replaced it): nearest or linear ("bilinear" in
+// opset 7's spelling too), asymmetric coordinates; nearest takes the floor, so each input element
+// repeats. scales: the attribute (opset 7–8) or input 1 (9), one per dimension, positive.
+nn::ModulePtr build_upsample(const BuildContext& context) {
+  const graph::Node& node = context.node;
+  const graph::Attributes& a = node.attributes;
+  Options options;
+  options.upsample = true;
+  options.coordinates = Options::Coordinates::Asymmetric;
+  options.nearest_mode = Options::NearestMode::Floor;
+  const std::string mode = a.get_string("mode", "nearest");
+  REFOLD_CHECK(mode == "nearest" || mode == "linear" || mode == "bilinear",
+               "unknown mode '{}' (expected nearest or linear)", mode);
+  options.mode = mode == "nearest" ? Options::Mode::Nearest : Options::Mode::Linear;
+  std::optional<std::vector<float>> scales;
+  if (context.opset < 9) {
+    check_arity(node, 1, 1, 1);
+    REFOLD_CHECK(a.has("scales"), "the scales attribute is required");
+    scales = a.get_floats("scales");
+    REFOLD_CHECK(!scales->empty(), "scales must not be empty");
+    options.upsample_scales = *scales;
+  } else {
+    check_arity(node, 2, 2, 1);
+    REFOLD_CHECK(!a.has("scales"), "scales is an input from opset 9, not an attribute");
+    if (auto t = constant_input(context, 1)) {
+      check_floating(*t, "scales");
+      scales = t->to_vector();
+    }
+  }
+  if (scales)
+    for (float s : *scales)
+      REFOLD_CHECK(std::isfinite(s) && s > 0, "scales must be positive and finite (got [{}])",
+                   fmt::join(*scales, ", "));
+  return std::make_shared<Resize>(std::move(options));
+}
+
 const std::vector<OpDef>& resize_ops() {
   static const std::vector<OpDef> table = {
-      {"Resize", 11, build_resize},  // v11: roi/scales/sizes and coordinate modes
+      {"Resize", 11, build_resize},     // v11: roi/scales/sizes and coordinate modes
+      {"Upsample", 7, build_upsample},  // v9: scales became an input
   };
   return table;
 }

@@ -1,4 +1,5 @@
-// ONNX Resize (opset 11+) as a graph op: modes nearest and linear, any rank and strides.
+// ONNX Resize (opset 11+) and Upsample (opsets 7–9: Resize with asymmetric coordinates and, for
+// nearest, floor) as a graph op: modes nearest, linear and cubic, any rank and strides.
 //
 // inputs: X, roi (ignored: only tf_crop_and_resize reads it, and that mode is unsupported),
 // scales (float32, one per resized axis) or sizes (int64) — exactly one of them non-empty.
@@ -6,7 +7,7 @@
 //   sizes given:  length = out, scale = out / in
 // For output coordinate x of a dimension the input coordinate is
 //   half_pixel            (x + 0.5) / scale − 0.5
-//   pytorch_half_pixel    length > 1 ? (x + 0.5) / scale − 0.5 : 0
+//   pytorch_half_pixel    length > 1 ? (x + 0.5) / scale − 0.5 : −0.5
 //   asymmetric            x / scale
 //   tf_half_pixel_for_nn  (x + 0.5) / scale
 //   align_corners         length > 1 ? x · (in − 1) / (length − 1) : 0
@@ -14,8 +15,10 @@
 // test_resize_downsample_scales_linear_align_corners expects it)
 // nearest rounds it by `nearest_mode` (round_prefer_floor rounds halves down, round_prefer_ceil
 // up, floor, ceil); linear blends the two neighbours in every resized dimension; coordinates are
-// clamped to [0, in − 1] (the reference's edge padding). Nearest copies elements exactly (any
-// dtype); linear computes in double and needs float input. `axes` (opset 18) names the
+// clamped to [0, in − 1] (the reference's edge padding); cubic blends four neighbours with Keys'
+// weights (cubic_coeff_a, default −0.75), edge elements outside the input unless
+// exclude_outside = 1 drops them and renormalizes. Nearest copies elements exactly (any
+// dtype); linear and cubic compute in double and need float input. `axes` (opset 18) names the
 // dimensions scales/sizes refer to; the others keep their size.
 //
 // The output keeps a channels_last input's format, so Resize accepts channels_last.
@@ -29,7 +32,7 @@
 namespace refold::ops {
 
 struct ResizeOptions {
-  enum class Mode { Nearest, Linear };
+  enum class Mode { Nearest, Linear, Cubic };
   enum class NearestMode { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
   enum class Coordinates {
     HalfPixel,
@@ -42,11 +45,17 @@ struct ResizeOptions {
   NearestMode nearest_mode = NearestMode::RoundPreferFloor;
   Coordinates coordinates = Coordinates::HalfPixel;
   std::vector<std::int64_t> axes;  // empty: every dimension, in order
+  double cubic_coeff_a = -0.75;
+  bool exclude_outside = false;
+  // Upsample: the scales, from the attribute (opset 7–8) or input 1 (9); X is input 0.
+  bool upsample = false;
+  std::vector<float> upsample_scales;
 };
 
 class Resize : public graph::Op {
  public:
-  explicit Resize(ResizeOptions options) : Op("Resize"), options_(std::move(options)) {}
+  explicit Resize(ResizeOptions options)
+      : Op(options.upsample ? "Upsample" : "Resize"), options_(std::move(options)) {}
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
   const ResizeOptions& options() const { return options_; }
 

@@ -47,6 +47,32 @@ std::vector<Tensor> DepthToSpace::run(const std::vector<Tensor>& inputs) {
   return {reference::depth_to_space(inputs[0], blocksize_, mode_ == Mode::DCR)};
 }
 
+namespace {
+
+// SpaceToDepth: [N, C, H, W] → [N, C·b², H/b, W/b] (reference::space_to_depth).
+class SpaceToDepth : public graph::Op {
+ public:
+  explicit SpaceToDepth(std::int64_t blocksize) : Op("SpaceToDepth"), blocksize_(blocksize) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override {
+    REFOLD_CHECK(inputs.size() == 1 && inputs[0].defined(), "SpaceToDepth: expects 1 input, got {}",
+                 inputs.size());
+    return {reference::space_to_depth(inputs[0], blocksize_)};
+  }
+
+ private:
+  std::int64_t blocksize_;
+};
+
+// The blocksize attribute DepthToSpace and SpaceToDepth require.
+std::int64_t read_blocksize(const graph::Node& node) {
+  REFOLD_CHECK(node.attributes.has("blocksize"), "the blocksize attribute is required");
+  const std::int64_t b = node.attributes.get_int("blocksize", 0);
+  REFOLD_CHECK(b > 0, "blocksize must be positive, got {}", b);
+  return b;
+}
+
+}  // namespace
+
 nn::ModulePtr build_transpose(const BuildContext& context) {
   check_arity(context.node, 1, 1, 1);
   const auto perm = context.node.attributes.get_ints("perm", {});
@@ -57,13 +83,16 @@ nn::ModulePtr build_transpose(const BuildContext& context) {
 nn::ModulePtr build_depth_to_space(const BuildContext& context) {
   check_arity(context.node, 1, 1, 1);
   const auto& attrs = context.node.attributes;
-  REFOLD_CHECK(attrs.has("blocksize"), "the blocksize attribute is required");
-  const std::int64_t b = attrs.get_int("blocksize", 0);
-  REFOLD_CHECK(b > 0, "blocksize must be positive, got {}", b);
+  const std::int64_t b = read_blocksize(context.node);
   const std::string mode = attrs.get_string("mode", "DCR");
   REFOLD_CHECK(mode == "DCR" || mode == "CRD", "unknown mode '{}' (expected DCR or CRD)", mode);
   if (mode == "CRD") return std::make_shared<nn::PixelShuffle>(b);
   return std::make_shared<DepthToSpace>(b, DepthToSpace::Mode::DCR);
+}
+
+nn::ModulePtr build_space_to_depth(const BuildContext& context) {
+  check_arity(context.node, 1, 1, 1);
+  return std::make_shared<SpaceToDepth>(read_blocksize(context.node));
 }
 
 // Softmax-13: along `axis` (default −1); before 13: over the 2-d coercion at `axis` (default 1).
@@ -72,6 +101,7 @@ const std::vector<OpDef>& transpose_ops() {
   static const std::vector<OpDef> table = {
       {"Transpose", 1, build_transpose, LayoutRule::Fresh},
       {"DepthToSpace", 1, build_depth_to_space},  // v11 adds mode (DCR before)
+      {"SpaceToDepth", 1, build_space_to_depth},
   };
   return table;
 }

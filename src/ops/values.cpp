@@ -1,4 +1,5 @@
-// Builders for Constant, Cast, the comparisons (Equal, Less, …, And, Or, Xor, Not) and Where
+// Builders for Constant, Cast, the comparisons (Equal, Less, …, And, Or, Xor, Not), Where and
+// IsNaN / IsInf
 // (booleans are int64 0/1: value_ops.h).
 #include "ops/values.h"
 
@@ -117,6 +118,38 @@ nn::ModulePtr build_cast_like(const BuildContext& context) {
   return std::make_shared<Cast>(std::nullopt);
 }
 
+// IsNaN / IsInf: bool (int64 0/1) per element; IsInf's detect_negative / detect_positive
+// (default 1) choose which infinities count.
+class Classify : public graph::Op {
+ public:
+  Classify(std::string op, bool negative, bool positive)
+      : Op(std::move(op)), negative_(negative), positive_(positive) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override {
+    REFOLD_CHECK(inputs.size() == 1 && inputs[0].defined(), "{}: expects 1 input, got {}",
+                 type_name(), inputs.size());
+    return {type_name() == "IsNaN" ? reference::is_nan(inputs[0])
+                                   : reference::is_inf(inputs[0], negative_, positive_)};
+  }
+
+ private:
+  bool negative_, positive_;
+};
+
+nn::ModulePtr build_classify(const BuildContext& context) {
+  const graph::Node& node = context.node;
+  check_arity(node, 1, 1, 1);
+  bool detect[2] = {true, true};
+  const char* names[2] = {"detect_negative", "detect_positive"};
+  for (int i = 0; i < 2; ++i) {
+    const std::int64_t v = node.attributes.get_int(names[i], 1);
+    REFOLD_CHECK(v == 0 || v == 1, "{} must be 0 or 1 (got {})", names[i], v);
+    REFOLD_CHECK(node.op_type == "IsInf" || !node.attributes.has(names[i]),
+                 "IsNaN has no attribute {}", names[i]);
+    detect[i] = v == 1;
+  }
+  return std::make_shared<Classify>(node.op_type, detect[0], detect[1]);
+}
+
 template <reference::CompareOp op>
 nn::ModulePtr build_compare(const BuildContext& context) {
   check_arity(context.node, 2, 2, 1);
@@ -149,6 +182,8 @@ const std::vector<OpDef>& values_ops() {
       {"Xor", 7, build_compare<reference::CompareOp::Xor>},
       {"Not", 1, build_not},
       {"Where", 9, build_where},
+      {"IsNaN", 9, build_classify},
+      {"IsInf", 10, build_classify},
   };
   return table;
 }

@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "core/check.h"
 
@@ -49,14 +51,15 @@ std::vector<std::int64_t> ints_of_length(const graph::Attributes& attrs, const s
   if (!attrs.has(name)) return fallback;
   std::vector<std::int64_t> values = attrs.get_ints(name);
   if (values.size() != count) {
-    // A length that describes 1-d or 3-d spatial axes is an unsupported op, not a typo (`op`
-    // is empty once the rank is known to be 2 from kernel_shape).
+    // A length that describes 3-d spatial axes is an unsupported op, not a typo (`op` is empty
+    // once the rank is known from kernel_shape or W).
     const bool is_pads = name == "pads";
     const std::size_t rank = is_pads ? values.size() / 2 : values.size();
     const bool whole = !is_pads || values.size() % 2 == 0;
-    REFOLD_CHECK(op.empty() || !whole || (rank != 1 && rank != 3),
-                 "unsupported: {}-d {} ({} has {} values; refold runs 2-d {} on 4-d tensors)", rank,
-                 op, name, values.size(), op);
+    REFOLD_CHECK(op.empty() || !whole || rank != 3,
+                 "unsupported: {}-d {} ({} has {} values; refold runs 1-d and 2-d {} on 3-d and "
+                 "4-d tensors)",
+                 rank, op, name, values.size(), op);
     fail("{} must have {} values, got {} ([{}])", name, count, values.size(),
          fmt::join(values, ", "));
   }
@@ -65,52 +68,128 @@ std::vector<std::int64_t> ints_of_length(const graph::Attributes& attrs, const s
 
 void check_2d(std::int64_t rank, const std::string& op, const std::string& what) {
   if (rank == 4) return;
-  REFOLD_CHECK(rank < 3, "unsupported: {}-d {} ({} is {}-d; refold runs 2-d {} on 4-d tensors)",
+  REFOLD_CHECK(rank < 5,
+               "unsupported: {}-d {} ({} is {}-d; refold runs 1-d and 2-d {} on 3-d and 4-d "
+               "tensors)",
                rank - 2, op, what, rank, op);
   fail("{} must be 4-d, got {}-d", what, rank);
 }
+
+namespace {
+
+AutoPad read_auto_pad(const graph::Attributes& a, const std::vector<std::int64_t>& pads) {
+  const std::string auto_pad = a.get_string("auto_pad", "NOTSET");
+  AutoPad mode = AutoPad::NotSet;
+  if (auto_pad == "VALID") {
+    mode = AutoPad::Valid;
+  } else if (auto_pad == "SAME_UPPER") {
+    mode = AutoPad::SameUpper;
+  } else if (auto_pad == "SAME_LOWER") {
+    mode = AutoPad::SameLower;
+  } else if (auto_pad != "NOTSET") {
+    fail("unknown auto_pad '{}' (expected NOTSET, VALID, SAME_UPPER or SAME_LOWER)", auto_pad);
+  }
+  // The spec: "auto_pad … cannot be used simultaneously with pads". All-zero pads say nothing,
+  // so they are tolerated (some exporters write them).
+  const bool nonzero_pads = std::any_of(pads.begin(), pads.end(), [](auto v) { return v != 0; });
+  REFOLD_CHECK(mode == AutoPad::NotSet || !nonzero_pads,
+               "auto_pad {} cannot be used together with pads [{}]", auto_pad,
+               fmt::join(pads, ", "));
+  return mode;
+}
+
+std::vector<std::int64_t> positive_ints(const graph::Attributes& a, const char* name,
+                                        std::size_t count, const std::string& op) {
+  const auto v = ints_of_length(a, name, count, op, std::vector<std::int64_t>(count, 1));
+  REFOLD_CHECK(std::all_of(v.begin(), v.end(), [](auto x) { return x > 0; }),
+               "{} must be positive (got [{}])", name, fmt::join(v, ", "));
+  return v;
+}
+
+}  // namespace
 
 WindowAttrs read_window_attrs(const graph::Node& node, const std::string& op) {
   const graph::Attributes& a = node.attributes;
   WindowAttrs out;
   if (a.has("kernel_shape")) {
-    const auto k = ints_of_length(a, "kernel_shape", 2, op, {});
-    REFOLD_CHECK(k[0] > 0 && k[1] > 0, "kernel_shape must be positive (got [{}])",
-                 fmt::join(k, ", "));
+    const auto k = positive_ints(a, "kernel_shape", 2, op);
     out.kernel_shape = Size2d(k[0], k[1]);
   }
   // With a 2-d kernel_shape, a wrong length elsewhere is a plain length error.
   const std::string rank_op = out.kernel_shape ? std::string() : op;
-  const auto s = ints_of_length(a, "strides", 2, rank_op, {1, 1});
-  REFOLD_CHECK(s[0] > 0 && s[1] > 0, "strides must be positive (got [{}])", fmt::join(s, ", "));
+  const auto s = positive_ints(a, "strides", 2, rank_op);
   out.strides = Size2d(s[0], s[1]);
-  const auto d = ints_of_length(a, "dilations", 2, rank_op, {1, 1});
-  REFOLD_CHECK(d[0] > 0 && d[1] > 0, "dilations must be positive (got [{}])", fmt::join(d, ", "));
+  const auto d = positive_ints(a, "dilations", 2, rank_op);
   out.dilations = Size2d(d[0], d[1]);
   // ONNX pads = [x1_begin, x2_begin, x1_end, x2_end] = [top, left, bottom, right].
   const auto p = ints_of_length(a, "pads", 4, rank_op, {0, 0, 0, 0});
   REFOLD_CHECK(p[0] >= 0 && p[1] >= 0 && p[2] >= 0 && p[3] >= 0,
                "pads must be non-negative (got [{}])", fmt::join(p, ", "));
   out.padding.pads = {p[0], p[1], p[2], p[3]};
-
-  const std::string auto_pad = a.get_string("auto_pad", "NOTSET");
-  if (auto_pad == "NOTSET") {
-    out.padding.mode = AutoPad::NotSet;
-  } else if (auto_pad == "VALID") {
-    out.padding.mode = AutoPad::Valid;
-  } else if (auto_pad == "SAME_UPPER") {
-    out.padding.mode = AutoPad::SameUpper;
-  } else if (auto_pad == "SAME_LOWER") {
-    out.padding.mode = AutoPad::SameLower;
-  } else {
-    fail("unknown auto_pad '{}' (expected NOTSET, VALID, SAME_UPPER or SAME_LOWER)", auto_pad);
-  }
-  // The spec: "auto_pad … cannot be used simultaneously with pads". All-zero pads say nothing,
-  // so they are tolerated (some exporters write them).
-  const bool nonzero_pads = p[0] != 0 || p[1] != 0 || p[2] != 0 || p[3] != 0;
-  REFOLD_CHECK(out.padding.mode == AutoPad::NotSet || !nonzero_pads,
-               "auto_pad {} cannot be used together with pads [{}]", auto_pad, fmt::join(p, ", "));
+  out.padding.mode = read_auto_pad(a, p);
   return out;
+}
+
+std::size_t window_rank(const graph::Attributes& attrs) {
+  for (const char* name : {"kernel_shape", "strides", "dilations"})
+    if (attrs.has(name)) return attrs.get_ints(name).size();
+  if (attrs.has("pads")) return attrs.get_ints("pads").size() / 2;
+  return 0;
+}
+
+WindowNd read_window_nd(const graph::Node& node, std::size_t rank) {
+  const graph::Attributes& a = node.attributes;
+  WindowNd out;
+  if (a.has("kernel_shape")) out.kernel_shape = positive_ints(a, "kernel_shape", rank, "");
+  out.strides = positive_ints(a, "strides", rank, "");
+  out.dilations = positive_ints(a, "dilations", rank, "");
+  out.pads = ints_of_length(a, "pads", 2 * rank, "", std::vector<std::int64_t>(2 * rank, 0));
+  REFOLD_CHECK(std::all_of(out.pads.begin(), out.pads.end(), [](auto v) { return v >= 0; }),
+               "pads must be non-negative (got [{}])", fmt::join(out.pads, ", "));
+  out.mode = read_auto_pad(a, out.pads);
+  return out;
+}
+
+void WindowNd::resolve(const Shape& in, const std::vector<std::int64_t>& kernel,
+                       std::vector<std::int64_t>& begin, std::vector<std::int64_t>& end) const {
+  const std::size_t rank = strides.size();
+  begin.assign(rank, 0);
+  end.assign(rank, 0);
+  for (std::size_t k = 0; k < rank; ++k) {
+    if (mode == AutoPad::NotSet) {
+      begin[k] = pads[k];
+      end[k] = pads[k + rank];
+    } else if (mode != AutoPad::Valid) {
+      same_padding(in[k], kernel[k], strides[k], dilations[k], mode == AutoPad::SameUpper, begin[k],
+                   end[k]);
+    }
+  }
+}
+
+graph::Node lift_1d_window(const graph::Node& node) {
+  graph::Node lifted = node;
+  graph::Attributes& a = lifted.attributes;
+  // (name, values per axis, the values the unit axis gets)
+  const std::vector<std::pair<const char*, std::int64_t>> unit = {{"kernel_shape", 1},
+                                                                  {"strides", 1},
+                                                                  {"dilations", 1},
+                                                                  {"output_shape", 1},
+                                                                  {"output_padding", 0}};
+  for (const auto& [name, fill] : unit) {
+    if (!a.has(name)) continue;
+    std::vector<std::int64_t> v = a.get_ints(name);
+    // output_shape may also be the whole [N, C, L], as exporters write it for 2-d.
+    if (std::string(name) == "output_shape" && v.size() == 3)
+      v.erase(v.begin(), v.begin() + 2);
+    else
+      v = ints_of_length(a, name, 1, "", {});
+    a.set(name, std::vector<std::int64_t>{fill, v[0]});
+  }
+  if (a.has("pads")) {
+    const auto p = ints_of_length(a, "pads", 2, "", {});
+    a.set("pads", std::vector<std::int64_t>{0, p[0], 0, p[1]});
+  }
+  return lifted;
 }
 
 }  // namespace refold::ops

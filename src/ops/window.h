@@ -39,8 +39,9 @@ void same_padding(std::int64_t in, std::int64_t kernel, std::int64_t stride, std
                   bool upper, std::int64_t& begin, std::int64_t& end);
 
 // ---- reading the attributes these ops share (docs/reliability.md F1–F7) ----
-// refold runs them on 4-d tensors (2 spatial axes) only; an attribute whose length says 1-d or
-// 3-d gives "unsupported: 3-d Conv …". Messages start with the problem; the importer puts the
+// Conv and ConvTranspose run on 4-d tensors (2 spatial axes), and 1-d ones lifted to 2-d
+// (lift_1d_window); an attribute whose length says 3-d gives "unsupported: 3-d Conv …". The pools
+// read any spatial rank (read_window_nd). Messages start with the problem; the importer puts the
 // file and node in front.
 
 struct WindowAttrs {
@@ -55,6 +56,27 @@ struct WindowAttrs {
 // kernel_shape > 0, pads ≥ 0, auto_pad one of NOTSET/VALID/SAME_UPPER/SAME_LOWER and not combined
 // with non-zero pads.
 WindowAttrs read_window_attrs(const graph::Node& node, const std::string& op);
+
+// The same attributes for any spatial rank (pools over 3-d and 5-d tensors): one value per
+// spatial axis, pads as ONNX writes them (the begins, then the ends). Validated as
+// read_window_attrs does, with plain length errors.
+struct WindowNd {
+  std::optional<std::vector<std::int64_t>> kernel_shape;
+  std::vector<std::int64_t> strides, dilations, pads;
+  AutoPad mode = AutoPad::NotSet;
+
+  // The padding per side for spatial input sizes `in` and kernel `kernel`.
+  void resolve(const Shape& in, const std::vector<std::int64_t>& kernel,
+               std::vector<std::int64_t>& begin, std::vector<std::int64_t>& end) const;
+};
+WindowNd read_window_nd(const graph::Node& node, std::size_t rank);
+// The spatial rank the window attributes describe: kernel_shape's length, else that of strides,
+// dilations or half of pads (whichever is given first); 0 when none is.
+std::size_t window_rank(const graph::Attributes& attrs);
+// A copy of a 1-d window node (Conv, ConvTranspose) with its attributes written for 2-d over
+// [N, C, 1, L]: kernel_shape [k] → [1, k], strides, dilations [s] → [1, s], pads [b, e] →
+// [0, b, 0, e], output_padding [p] → [0, p], output_shape [o] → [1, o].
+graph::Node lift_1d_window(const graph::Node& node);
 
 // An ints attribute of exactly `count` values, or `fallback` when absent.
 std::vector<std::int64_t> ints_of_length(const graph::Attributes& attrs, const std::string& name,

@@ -161,7 +161,7 @@ TEST(OnnxConv, AttributeErrors) {
       {"F5 pads length", build([](OpCase& c) {
          c.ints("pads", {1, 1});
        }),
-       "unsupported: 1-d Conv"},
+       "pads must have 4 values, got 2 ([1, 1])"},
       {"F5 pads length with kernel_shape", build([](OpCase& c) {
          c.ints("kernel_shape", {3, 3}).ints("pads", {1, 1, 1});
        }),
@@ -198,13 +198,13 @@ TEST(OnnxConv, AttributeErrors) {
          c.module();
        },
        "bias B must be 1-d of length 4 (output channels), got [5]"},
-      {"1-d Conv weight",
+      {"1-d Conv weight, 2-d kernel_shape",
        [&] {
          OpCase c("Conv", {"x", "W"});
-         c.constant("W", random({4, 2, 3}, 1));
+         c.constant("W", random({4, 2, 3}, 1)).ints("kernel_shape", {3, 3});
          c.module();
        },
-       "unsupported: 1-d Conv"},
+       "kernel_shape must have 1 values, got 2 ([3, 3])"},
       {"3-d Conv weight",
        [&] {
          OpCase c("Conv", {"x", "W"});
@@ -258,8 +258,8 @@ TEST(OnnxConv, RunTimeErrors) {
        "bias must be 1-d of length 4"},
       {"3-d X", run_op(random({1, 2, 5, 5, 5}, 1), random({4, 2, 3, 3, 3}, 3), Tensor()),
        "unsupported: 3-d Conv"},
-      {"1-d X", run_op(random({1, 2, 5}, 1), random({4, 2, 3}, 3), Tensor()),
-       "unsupported: 1-d Conv"},
+      {"1-d X, 2-d W", run_op(random({1, 2, 5}, 1), w, Tensor()),
+       "Conv: X must be 4-d, got [1, 2, 5]"},
   });
 }
 

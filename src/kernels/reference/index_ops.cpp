@@ -1,7 +1,9 @@
-// Reference gather, slice and scatter_nd for any dtype: indices are int64 and checked, every
-// element is a bit copy (see tensor_ops.h).
+// Reference gather, gather_elements, slice, scatter_nd and scatter_elements for any dtype: indices
+// are int64 and checked, every element is a bit copy (see tensor_ops.h).
 #include <algorithm>
+#include <cmath>
 #include <span>
+#include <type_traits>
 
 #include "kernels/reference/tensor_ops.h"
 #include "kernels/reference/typed_elements.h"
@@ -171,6 +173,128 @@ Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
         out[row_offsets[row] + offset_in(si, slice_strides)] = in[offset_in(ui, us)];
       });
       ++row;
+    });
+  });
+  return output;
+}
+
+namespace {
+
+// GatherElements / ScatterElements: indices have data's rank and, off `axis`, at most data's
+// sizes (the spec asks for equal sizes only in ScatterElements; GatherElements reads a corner).
+void check_element_indices(const Tensor& data, const Tensor& indices, std::size_t axis,
+                           const char* op) {
+  REFOLD_CHECK(indices.dim() == data.dim(), "{}: indices [{}] must have the rank of data [{}]", op,
+               fmt::join(indices.sizes(), ", "), fmt::join(data.sizes(), ", "));
+  for (std::size_t d = 0; d < data.sizes().size(); ++d)
+    REFOLD_CHECK(d == axis || indices.sizes()[d] <= data.sizes()[d],
+                 "{}: indices [{}] exceed data [{}] in dimension {}", op,
+                 fmt::join(indices.sizes(), ", "), fmt::join(data.sizes(), ", "), d);
+}
+
+// Every index of `indices` along `axis`, wrapped into [0, size), in logical order: all are
+// checked before an output exists.
+std::vector<std::int64_t> element_indices(const Tensor& indices, std::int64_t size,
+                                          std::size_t axis, const char* op) {
+  std::vector<std::int64_t> values = detail::int64_values(indices);
+  for (std::int64_t& i : values) i = wrap_index(i, size, op, axis);
+  return values;
+}
+
+}  // namespace
+
+Tensor gather_elements(const Tensor& data, const Tensor& indices, std::int64_t axis) {
+  constexpr const char* op = "gather_elements";
+  REFOLD_CHECK(data.defined(), "{}: data is undefined", op);
+  check_indices(indices, op);
+  REFOLD_CHECK(data.dim() > 0, "{}: data is 0-d", op);
+  const auto a = static_cast<std::size_t>(detail::wrap_axis(axis, data.dim(), op));
+  check_element_indices(data, indices, a, op);
+  const std::vector<std::int64_t> idx_values = element_indices(indices, data.sizes()[a], a, op);
+  Tensor output = empty(indices.sizes(), data.dtype());
+  visit_storage_type(data.dtype(), [&]<typename T>(T) {
+    const T* in = static_cast<const T*>(data.data_ptr());
+    T* out = static_cast<T*>(output.data_ptr());
+    std::size_t k = 0;
+    Shape src;
+    for_each_index(indices.sizes(), [&](const Shape& idx) {
+      src = idx;
+      src[a] = idx_values[k];
+      out[k++] = in[offset_in(src, data.strides())];
+    });
+  });
+  return output;
+}
+
+Tensor scatter_elements(const Tensor& data, const Tensor& indices, const Tensor& updates,
+                        std::int64_t axis, ScatterReduction reduction) {
+  constexpr const char* op = "scatter_elements";
+  REFOLD_CHECK(data.defined() && updates.defined(), "{}: data or updates is undefined", op);
+  check_indices(indices, op);
+  REFOLD_CHECK(updates.dtype() == data.dtype(), "{}: updates have dtype {} but data has {}", op,
+               dtype_name(updates.dtype()), dtype_name(data.dtype()));
+  REFOLD_CHECK(updates.sizes() == indices.sizes(),
+               "{}: updates [{}] must have the shape of indices [{}]", op,
+               fmt::join(updates.sizes(), ", "), fmt::join(indices.sizes(), ", "));
+  REFOLD_CHECK(data.dim() > 0, "{}: data is 0-d", op);
+  const auto a = static_cast<std::size_t>(detail::wrap_axis(axis, data.dim(), op));
+  check_element_indices(data, indices, a, op);
+  const std::vector<std::int64_t> idx_values = element_indices(indices, data.sizes()[a], a, op);
+  Tensor output =
+      data.clone(data.dim() == 4 && data.suggest_memory_format() == MemoryFormat::ChannelsLast
+                     ? MemoryFormat::ChannelsLast
+                     : MemoryFormat::Contiguous);
+  const Shape out_strides = output.strides();
+  visit_storage_type(data.dtype(), [&]<typename T>(T) {
+    const T* in = static_cast<const T*>(updates.data_ptr());
+    T* out = static_cast<T*>(output.data_ptr());
+    // One step of the reduction: integers exactly (wrapping), floats in double rounded once.
+    auto combine = [&](T old, T update) -> T {
+      if constexpr (std::is_same_v<T, std::int64_t>) {
+        switch (reduction) {
+          case ScatterReduction::Add:
+            return static_cast<T>(static_cast<std::uint64_t>(old) +
+                                  static_cast<std::uint64_t>(update));
+          case ScatterReduction::Mul:
+            return static_cast<T>(static_cast<std::uint64_t>(old) *
+                                  static_cast<std::uint64_t>(update));
+          case ScatterReduction::Max:
+            return std::max(old, update);
+          case ScatterReduction::Min:
+            return std::min(old, update);
+          case ScatterReduction::None:
+            break;
+        }
+        return update;
+      } else {
+        const double x = detail::storage_to_double(old), y = detail::storage_to_double(update);
+        double r = y;
+        switch (reduction) {
+          case ScatterReduction::Add:
+            r = x + y;
+            break;
+          case ScatterReduction::Mul:
+            r = x * y;
+            break;
+          case ScatterReduction::Max:
+            r = std::isnan(x) || x > y ? x : y;
+            break;
+          case ScatterReduction::Min:
+            r = std::isnan(x) || x < y ? x : y;
+            break;
+          case ScatterReduction::None:
+            return update;
+        }
+        return detail::storage_from_double<T>(r);
+      }
+    };
+    std::size_t k = 0;
+    Shape dst;
+    for_each_index(indices.sizes(), [&](const Shape& idx) {
+      dst = idx;
+      dst[a] = idx_values[k++];
+      T& target = out[offset_in(dst, out_strides)];
+      target = combine(target, in[offset_in(idx, updates.strides())]);
     });
   });
   return output;

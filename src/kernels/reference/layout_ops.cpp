@@ -1,5 +1,6 @@
-// Reference concat, transpose and depth_to_space for any dtype: each output element is a bit
-// copy of one input element (see tensor_ops.h).
+// Reference concat, transpose, depth_to_space, space_to_depth, tile, ONNX pad and trilu for any
+// dtype: each output element is a bit copy of one input element, or a constant (see
+// tensor_ops.h).
 #include <algorithm>
 #include <numeric>
 
@@ -106,6 +107,180 @@ Tensor depth_to_space(const Tensor& input, std::int64_t blocksize, bool dcr) {
                         : Shape{is[0], bb * is[1], is[2], b * is[1], is[3], is[1]};
   output.as_strided(sizes6, out6, output.storage_offset())
       .copy_(input.as_strided(sizes6, in6, input.storage_offset()));
+  return output;
+}
+
+namespace {
+
+// A 4-d output of `sizes` in the format `like` suggests (channels_last exists only for 4-d).
+Tensor empty_like_format(const Tensor& like, const Shape& sizes) {
+  return empty(sizes, {like.dtype(), suggests_channels_last(like) && sizes.size() == 4
+                                         ? MemoryFormat::ChannelsLast
+                                         : MemoryFormat::Contiguous});
+}
+
+}  // namespace
+
+Tensor space_to_depth(const Tensor& input, std::int64_t blocksize) {
+  REFOLD_CHECK(input.defined(), "space_to_depth: input is undefined");
+  REFOLD_CHECK(input.dim() == 4, "space_to_depth: input must be 4-d [N, C, H, W], got [{}]",
+               fmt::join(input.sizes(), ", "));
+  const std::int64_t b = blocksize;
+  REFOLD_CHECK(b > 0, "space_to_depth: blocksize ({}) must be positive", b);
+  REFOLD_CHECK(input.size(2) % b == 0 && input.size(3) % b == 0,
+               "space_to_depth: H ({}) and W ({}) must be divisible by blocksize ({})",
+               input.size(2), input.size(3), b);
+  const std::int64_t c = input.size(1);
+  const Shape sizes = {input.size(0),
+                       checked_mul(c, checked_mul(b, b, "space_to_depth"), "space_to_depth"),
+                       input.size(2) / b, input.size(3) / b};
+  Tensor output = empty_like_format(input, sizes);
+  // As 6-d views: out[n, i, j, c, h, w] (channel (i·b + j)·C + c) copies
+  // in[n, c, h·b + i, w·b + j].
+  const Shape& is = input.strides();
+  const Shape& os = output.strides();
+  const Shape sizes6 = {sizes[0], b, b, c, sizes[2], sizes[3]};
+  const Shape out6 = {os[0], b * c * os[1], c * os[1], os[1], os[2], os[3]};
+  const Shape in6 = {is[0], is[2], is[3], is[1], b * is[2], b * is[3]};
+  output.as_strided(sizes6, out6, output.storage_offset())
+      .copy_(input.as_strided(sizes6, in6, input.storage_offset()));
+  return output;
+}
+
+Tensor tile(const Tensor& input, const std::vector<std::int64_t>& repeats) {
+  REFOLD_CHECK(input.defined(), "tile: input is undefined");
+  REFOLD_CHECK(static_cast<std::int64_t>(repeats.size()) == input.dim(),
+               "tile: repeats [{}] has {} values for a {}-d input", fmt::join(repeats, ", "),
+               repeats.size(), input.dim());
+  Shape sizes = input.sizes();
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    REFOLD_CHECK(repeats[d] >= 0, "tile: repeats [{}] has a negative value",
+                 fmt::join(repeats, ", "));
+    sizes[d] = checked_mul(sizes[d], repeats[d], "tile");
+  }
+  checked_mul(checked_numel(sizes, "tile"), static_cast<std::int64_t>(input.element_size()),
+              "tile");
+  Tensor output = empty_like_format(input, sizes);
+  if (output.numel() == 0) return output;
+  // The input as a [r_0, s_0, r_1, s_1, …] view with stride 0 on each repeat, written into the
+  // output seen the same way (a copy of a broadcast view).
+  Shape view_sizes, in_strides, out_strides;
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    const std::int64_t s = input.sizes()[d];
+    view_sizes.insert(view_sizes.end(), {repeats[d], s});
+    in_strides.insert(in_strides.end(), {0, input.strides()[d]});
+    out_strides.insert(out_strides.end(), {s * output.strides()[d], output.strides()[d]});
+  }
+  output.as_strided(view_sizes, out_strides, output.storage_offset())
+      .copy_(input.as_strided(view_sizes, in_strides, input.storage_offset()));
+  return output;
+}
+
+namespace {
+
+const char* pad_mode_name(PadMode mode) {
+  switch (mode) {
+    case PadMode::Constant:
+      return "constant";
+    case PadMode::Reflect:
+      return "reflect";
+    case PadMode::Edge:
+      return "edge";
+    case PadMode::Wrap:
+      return "wrap";
+  }
+  return "?";
+}
+
+// Position p (any integer) of a padded dimension of size m > 0 → the element it copies.
+std::int64_t pad_source(std::int64_t p, std::int64_t m, PadMode mode) {
+  if (p >= 0 && p < m) return p;
+  switch (mode) {
+    case PadMode::Edge:
+      return p < 0 ? 0 : m - 1;
+    case PadMode::Wrap:
+      return ((p % m) + m) % m;
+    case PadMode::Reflect: {
+      if (m == 1) return 0;
+      // Mirror about 0 and m − 1: period 2(m − 1).
+      const std::int64_t period = 2 * (m - 1);
+      const std::int64_t q = ((p % period) + period) % period;
+      return q < m ? q : period - q;
+    }
+    case PadMode::Constant:
+      break;
+  }
+  return -1;
+}
+
+}  // namespace
+
+Tensor onnx_pad(const Tensor& input, const std::vector<std::int64_t>& begin,
+                const std::vector<std::int64_t>& end, PadMode mode, double value) {
+  REFOLD_CHECK(input.defined(), "pad: input is undefined");
+  const auto rank = static_cast<std::size_t>(input.dim());
+  REFOLD_CHECK(begin.size() == rank && end.size() == rank,
+               "pad: {} begin and {} end pads for a {}-d input", begin.size(), end.size(), rank);
+  // Per dimension: crop (negative pads) first, then pad the `kept` elements from `first` on.
+  Shape sizes(rank), first(rank), kept(rank), before(rank);
+  for (std::size_t d = 0; d < rank; ++d) {
+    const std::int64_t n = input.sizes()[d];
+    const std::int64_t crop_begin = std::max<std::int64_t>(-begin[d], 0);
+    const std::int64_t crop_end = std::max<std::int64_t>(-end[d], 0);
+    REFOLD_CHECK(checked_add(crop_begin, crop_end, "pad") <= n,
+                 "pad: pads ({}, {}) crop dimension {} (size {}) below zero", begin[d], end[d], d,
+                 n);
+    first[d] = crop_begin;
+    kept[d] = n - crop_begin - crop_end;
+    before[d] = std::max<std::int64_t>(begin[d], 0);
+    sizes[d] = checked_add(checked_add(kept[d], before[d], "pad"),
+                           std::max<std::int64_t>(end[d], 0), "pad");
+    REFOLD_CHECK(mode == PadMode::Constant || kept[d] > 0 || sizes[d] == 0,
+                 "pad: mode '{}' cannot pad dimension {}, which has no elements",
+                 pad_mode_name(mode), d);
+  }
+  checked_mul(checked_numel(sizes, "pad"), static_cast<std::int64_t>(input.element_size()), "pad");
+  Tensor output = empty_like_format(input, sizes);
+  detail::visit_storage_type(input.dtype(), [&]<typename T>(T) {
+    const T fill = detail::storage_from_double<T>(value);
+    const T* in = static_cast<const T*>(input.data_ptr());
+    T* out = static_cast<T*>(output.data_ptr());
+    const Shape& is = input.strides();
+    const Shape& os = output.strides();
+    for_each_index(sizes, [&](const Shape& idx) {
+      std::int64_t src = 0;
+      bool inside = true;
+      for (std::size_t d = 0; d < rank && inside; ++d) {
+        std::int64_t p = idx[d] - before[d];
+        if (p < 0 || p >= kept[d]) {
+          if (mode == PadMode::Constant) inside = false;
+          p = pad_source(p, kept[d], mode);
+        }
+        src += (p + first[d]) * is[d];
+      }
+      out[detail::offset_in(idx, os)] = inside ? in[src] : fill;
+    });
+  });
+  return output;
+}
+
+Tensor trilu(const Tensor& input, std::int64_t k, bool upper) {
+  REFOLD_CHECK(input.defined(), "trilu: input is undefined");
+  REFOLD_CHECK(input.dim() >= 2, "trilu: input must have at least 2 dimensions, got [{}]",
+               fmt::join(input.sizes(), ", "));
+  Tensor output = empty_like_format(input, input.sizes());
+  const auto rank = static_cast<std::size_t>(input.dim());
+  detail::visit_storage_type(input.dtype(), [&]<typename T>(T) {
+    const T* in = static_cast<const T*>(input.data_ptr());
+    T* out = static_cast<T*>(output.data_ptr());
+    for_each_index(input.sizes(), [&](const Shape& idx) {
+      // j − i without overflow: both are sizes, k is compared as a wider difference.
+      const std::int64_t diff = idx[rank - 1] - idx[rank - 2];
+      const bool keep = upper ? diff >= k : diff <= k;
+      out[detail::offset_in(idx, output.strides())] =
+          keep ? in[detail::offset_in(idx, input.strides())] : T{};
+    });
+  });
   return output;
 }
 

@@ -149,6 +149,35 @@ Tensor logical_not(const Tensor& x) {
 
 namespace {
 
+// 1 where `test` holds for x's element (read as float; an int64 x is never NaN or Inf).
+template <typename Test>
+Tensor classify(const Tensor& x, const char* op, Test&& test) {
+  check_defined(x, op, "X");
+  Tensor output = empty_following(x, x.sizes(), DType::Int64);
+  auto* out = output.data<std::int64_t>();
+  const bool integer = x.dtype() == DType::Int64;
+  const FloatReader in(x);
+  for_each_index(x.sizes(), [&](const Shape& idx) {
+    out[offset_in(idx, output.strides())] =
+        !integer && test(in.at_offset(offset_in(idx, x.strides()))) ? 1 : 0;
+  });
+  return output;
+}
+
+}  // namespace
+
+Tensor is_nan(const Tensor& x) {
+  return classify(x, "IsNaN", [](float v) { return std::isnan(v); });
+}
+
+Tensor is_inf(const Tensor& x, bool negative, bool positive) {
+  return classify(x, "IsInf", [&](float v) {
+    return std::isinf(v) && ((v > 0 && positive) || (v < 0 && negative));
+  });
+}
+
+namespace {
+
 // float → integer: truncation toward zero, refused outside [lo, hi] (and for NaN/±Inf), since
 // C++ leaves such conversions undefined and ONNX leaves them implementation-defined.
 std::int64_t float_to_integer(double v, double lo, double hi, const char* target) {

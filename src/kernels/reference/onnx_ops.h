@@ -1,12 +1,14 @@
 // Reference kernels for the ONNX ops that PyTorch's modules do not cover (refold/reference.h
 // holds the rest): arithmetic on float32/bfloat16 AND int64 (ONNX shape arithmetic), Clip,
-// HardSigmoid with ONNX's alpha/beta, 2-d pooling with ONNX's asymmetric pads and ceil_mode,
-// Gemm and MatMul. Plain loops over logical indices, any strides, computed in double (int64 in
-// int64), like the rest of the reference; the output keeps the (first full-size) input's format.
+// HardSigmoid with ONNX's alpha/beta, pooling of any spatial rank with ONNX's asymmetric pads and
+// ceil_mode, Gemm and MatMul. Plain loops over logical indices, any strides, computed in double
+// (int64 in int64), like the rest of the reference; the output keeps the (first full-size) input's
+// format.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -31,17 +33,15 @@ Tensor clip(const Tensor& x, std::optional<double> lo, std::optional<double> hi)
 // ONNX HardSigmoid: max(0, min(1, alpha·x + beta)).
 Tensor hard_sigmoid(const Tensor& x, double alpha, double beta);
 
-// ONNX MaxPool / AveragePool on [N, C, H, W] with explicit per-side pads.
+// ONNX MaxPool / AveragePool on [N, C, D_1, …, D_r] (any r ≥ 1) with explicit per-side pads.
+// Per spatial axis:
 //   out = floor or ceil((in + pad_begin + pad_end − dilation·(k − 1) − 1) / stride) + 1
 // A window reads input positions start + j·dilation (start = o·stride − pad_begin) that fall
 // inside the input. Average divides by the positions inside the input (count_include_pad
 // false) or inside the padded input [−pad_begin, in + pad_end) (true).
-struct Pool2dParams {
+struct PoolParams {
   bool max = true;
-  Size2d kernel = 1;
-  Size2d stride = 1;
-  Size2d dilation = 1;
-  Pads2d pads;
+  std::vector<std::int64_t> kernel, stride, dilation, pad_begin, pad_end;  // one per axis
   bool ceil_mode = false;
   bool count_include_pad = false;
 };
@@ -50,7 +50,12 @@ struct Pool2dParams {
 std::int64_t onnx_pool_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride,
                                    std::int64_t dilation, std::int64_t pad_begin,
                                    std::int64_t pad_end, bool ceil_mode);
-Tensor pool2d(const Tensor& input, const Pool2dParams& params);
+// MaxPool's Indices (when `indices` is given; max only): int64 of the output's shape, the flat
+// position of each maximum in X seen as a contiguous [N, C, D_1, …] tensor, the spatial part
+// row-major (storage_order 0) or column-major (`column_major`, storage_order 1); the first
+// maximum in window order; −1 for a window wholly in the padding.
+Tensor pool(const Tensor& input, const PoolParams& params, Tensor* indices = nullptr,
+            bool column_major = false);
 
 // ONNX Gemm: alpha · A' · B' + beta · C, A' = transA ? Aᵀ : A ([M, K]), B' likewise ([K, N]),
 // C (optional) broadcast to [M, N].
@@ -125,6 +130,32 @@ Tensor group_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, std:
                   double epsilon);
 // ONNX LRN across channels (see normalization.cpp for the window).
 Tensor lrn(const Tensor& x, std::int64_t size, double alpha, double beta, double bias);
+
+// ONNX Einsum (numpy.einsum). An equation "ij,jk->ik" names each input's dimensions by letters
+// (a–z, A–Z) and at most one "..." per term for the leading dimensions it does not name (those
+// broadcast across inputs, right-aligned); a letter repeated within a term takes that term's
+// diagonal. The output lists its labels after "->", each at most once and each from some input;
+// without "->" it is "..." then every label used exactly once, in ASCII order. Every label has one
+// size wherever it appears; out = Σ over the labels not in the output of Π inputs.
+struct EinsumEquation {
+  std::vector<std::string> inputs;  // one term per input; "..." kept as '.'
+  std::string output;
+  bool explicit_output = false;
+};
+// Parses and validates `equation` for `n_inputs` inputs (the error names the equation).
+EinsumEquation parse_einsum(const std::string& equation, std::size_t n_inputs);
+// Each term's labels against the input shapes, "..." replaced by one label per broadcast
+// dimension (kEllipsisLabel + k for the k-th of the output's ellipsis dimensions); checks ranks
+// and sizes. `sizes` receives each label's size (indexed by label).
+inline constexpr int kEllipsisLabel = 256;
+struct EinsumLabels {
+  std::vector<std::vector<int>> inputs;
+  std::vector<int> output;
+  std::vector<std::int64_t> sizes;  // per label; 1 where an input broadcasts it
+};
+EinsumLabels einsum_labels(const EinsumEquation& equation, const std::vector<Shape>& shapes);
+// The contraction in double, rounded once; float32/bfloat16 inputs of one dtype.
+Tensor einsum(const EinsumEquation& equation, const std::vector<Tensor>& inputs);
 
 // numpy.matmul: 1-d operands are promoted (and the added dim removed), batch dims broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);

@@ -1,5 +1,5 @@
-// Reference Resize (ONNX, modes nearest and linear). Per dimension, each output coordinate is
-// mapped to input taps once (a table); the output loop then reads taps through the input's
+// Reference Resize (ONNX, modes nearest, linear and cubic). Per dimension, each output coordinate
+// is mapped to input taps once (a table); the output loop then reads taps through the input's
 // strides. Nearest copies elements bit for bit (any dtype); linear computes in double.
 #include <algorithm>
 #include <cmath>
@@ -19,7 +19,7 @@ double source_coordinate(std::int64_t x, std::int64_t in, double length, double 
     case CoordinateMode::HalfPixel:
       return (xd + 0.5) / scale - 0.5;
     case CoordinateMode::PytorchHalfPixel:
-      return length > 1 ? (xd + 0.5) / scale - 0.5 : 0.0;
+      return length > 1 ? (xd + 0.5) / scale - 0.5 : -0.5;
     case CoordinateMode::Asymmetric:
       return xd / scale;
     case CoordinateMode::TfHalfPixelForNn:
@@ -76,6 +76,72 @@ std::vector<Tap> taps_for(std::int64_t in, std::int64_t out, double scale, doubl
   return taps;
 }
 
+// Cubic: each output coordinate of a dimension reads up to 4 inputs, (index, weight) with the
+// zero weights left out.
+using CubicTaps = std::vector<std::vector<std::pair<std::int64_t, double>>>;
+
+// The ONNX reference's cubic convolution (Keys, coefficient A): for a coordinate c, the four
+// inputs s … s + 3 with s = ⌈c⌉ − 2 and ratio = c − (s + 1) ∈ (0, 1] (an integer c has ratio 1:
+// weight 1 on c itself). Indices outside [0, in) read the edge; with exclude_outside their
+// weight is 0 and the others are renormalized.
+CubicTaps cubic_taps(std::int64_t in, std::int64_t out, double scale, double length,
+                     const ResizeParams& params) {
+  CubicTaps taps(static_cast<std::size_t>(out));
+  const double a = params.cubic_coeff_a;
+  for (std::int64_t x = 0; x < out; ++x) {
+    const double c = source_coordinate(x, in, length, scale, params.coordinates);
+    const double start = std::ceil(c) - 2;
+    const double r = c - (start + 1);
+    const double s = 1 - r;
+    const double w[4] = {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+                         ((a + 2) * r - (a + 3)) * r * r + 1, ((a + 2) * s - (a + 3)) * s * s + 1,
+                         ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
+    double total = 0;
+    std::pair<std::int64_t, double> picked[4];
+    for (int m = 0; m < 4; ++m) {
+      const auto i = static_cast<std::int64_t>(start) + m;
+      const bool outside = i < 0 || i >= in;
+      picked[m] = {std::clamp<std::int64_t>(i, 0, in - 1),
+                   outside && params.exclude_outside ? 0.0 : w[m]};
+      total += picked[m].second;
+    }
+    for (auto [i, weight] : picked) {
+      if (params.exclude_outside) weight /= total;
+      if (weight != 0) taps[static_cast<std::size_t>(x)].emplace_back(i, weight);
+    }
+  }
+  return taps;
+}
+
+// out[idx] = Σ over one tap per dimension of Π weights · in[taps], in double, rounded once.
+void resize_cubic(const Tensor& input, Tensor& output, const std::vector<double>& scales,
+                  const std::vector<double>& lengths, const ResizeParams& params) {
+  const std::size_t rank = static_cast<std::size_t>(input.dim());
+  std::vector<CubicTaps> taps(rank);
+  for (std::size_t d = 0; d < rank; ++d)
+    taps[d] = cubic_taps(input.sizes()[d], output.sizes()[d], scales[d], lengths[d], params);
+  const FloatReader in(input);
+  const FloatWriter out(output);
+  Shape counts(rank);
+  for_each_index(output.sizes(), [&](const Shape& idx) {
+    for (std::size_t d = 0; d < rank; ++d)
+      counts[d] = static_cast<std::int64_t>(taps[d][static_cast<std::size_t>(idx[d])].size());
+    double value = 0;
+    for_each_index(counts, [&](const Shape& t) {
+      double w = 1;
+      std::int64_t off = 0;
+      for (std::size_t d = 0; d < rank; ++d) {
+        const auto& [i, weight] =
+            taps[d][static_cast<std::size_t>(idx[d])][static_cast<std::size_t>(t[d])];
+        w *= weight;
+        off += i * in.stride(d);
+      }
+      value += w * static_cast<double>(in.at_offset(off));
+    });
+    out.set_offset(offset_of(idx, out.strides()), round_to_dtype(value, input.dtype()));
+  });
+}
+
 }  // namespace
 
 Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<double>& scales,
@@ -86,7 +152,8 @@ Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<dou
                "resize: {} output sizes, {} scales and {} lengths for a {}-d input",
                out_sizes.size(), scales.size(), lengths.size(), rank);
   REFOLD_CHECK(params.mode == ResizeMode::Nearest || is_floating(input.dtype()),
-               "resize: linear mode needs a float input, got {}", dtype_name(input.dtype()));
+               "resize: linear and cubic modes need a float input, got {}",
+               dtype_name(input.dtype()));
   for (std::size_t d = 0; d < rank; ++d) {
     REFOLD_CHECK(std::isfinite(scales[d]) && scales[d] > 0,
                  "resize: scale {} of dimension {} must be positive and finite", scales[d], d);
@@ -102,6 +169,10 @@ Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<dou
   Tensor output = empty(out_sizes, {input.dtype(), channels_last ? MemoryFormat::ChannelsLast
                                                                  : MemoryFormat::Contiguous});
   if (output.numel() == 0) return output;
+  if (params.mode == ResizeMode::Cubic) {
+    resize_cubic(input, output, scales, lengths, params);
+    return output;
+  }
 
   std::vector<std::vector<Tap>> taps(rank);
   std::vector<std::size_t> blended;  // dimensions where some output mixes two inputs

@@ -35,6 +35,23 @@ Tensor transpose(const Tensor& input, const Shape& perm);
 //   CRD: out[n, c, h·b + i, w·b + j] = in[n, c·b² + i·b + j, h, w]   (= pixel_shuffle)
 Tensor depth_to_space(const Tensor& input, std::int64_t blocksize, bool dcr);
 
+// [N, C, H·b, W·b] → [N, C·b², H, W], DepthToSpace's DCR inverse:
+//   out[n, (i·b + j)·C + c, h, w] = in[n, c, h·b + i, w·b + j]
+Tensor space_to_depth(const Tensor& input, std::int64_t blocksize);
+// ONNX Tile: out.sizes[d] = in.sizes[d] · repeats[d], out[i] = in[i mod in.sizes]; repeats ≥ 0,
+// one per dimension.
+Tensor tile(const Tensor& input, const std::vector<std::int64_t>& repeats);
+// ONNX Pad over every dimension d: begin[d] / end[d] elements before / after (negative crops
+// first). constant: `value`; reflect: mirrored without repeating the border (numpy 'reflect');
+// edge: the border element repeated; wrap: the dimension repeated periodically. reflect, edge
+// and wrap read the dimension after cropping and need it non-empty where they pad.
+enum class PadMode { Constant, Reflect, Edge, Wrap };
+Tensor onnx_pad(const Tensor& input, const std::vector<std::int64_t>& begin,
+                const std::vector<std::int64_t>& end, PadMode mode, double value = 0.0);
+// ONNX Trilu over the last two dimensions [.., M, N]: keeps element (i, j) where j − i ≥ k
+// (upper) or j − i ≤ k (lower), else 0.
+Tensor trilu(const Tensor& input, std::int64_t k, bool upper);
+
 // softmax along `axis`: out = exp(x − max) / Σ exp(x − max), the sums over that axis.
 // LogSoftmax: log of it, x − max − log Σ exp(x − max); Hardmax: 1 at the first max, else 0.
 enum class SoftmaxKind { Softmax, LogSoftmax, Hardmax };
@@ -44,7 +61,7 @@ Tensor softmax(const Tensor& input, std::int64_t axis, SoftmaxKind kind = Softma
 Tensor softmax_coerced_2d(const Tensor& input, std::int64_t axis,
                           SoftmaxKind kind = SoftmaxKind::Softmax);
 
-enum class ResizeMode { Nearest, Linear };
+enum class ResizeMode { Nearest, Linear, Cubic };
 enum class NearestMode { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
 enum class CoordinateMode {
   HalfPixel,
@@ -57,25 +74,41 @@ struct ResizeParams {
   ResizeMode mode = ResizeMode::Nearest;
   NearestMode nearest = NearestMode::RoundPreferFloor;
   CoordinateMode coordinates = CoordinateMode::HalfPixel;
+  double cubic_coeff_a = -0.75;  // cubic only
+  bool exclude_outside = false;  // cubic only
 };
 // Resizes every dimension d from in.size(d) to out_sizes[d] with scale scales[d] and resized
 // length lengths[d] (ONNX: scales given → length = in · scale, out = floor(length); sizes
 // given → length = out, scale = out / in). For output coordinate x of a dimension, the input
 // coordinate is
 //   half_pixel           (x + 0.5) / scale − 0.5
-//   pytorch_half_pixel   length > 1 ? (x + 0.5) / scale − 0.5 : 0
+//   pytorch_half_pixel   length > 1 ? (x + 0.5) / scale − 0.5 : −0.5
 //   asymmetric           x / scale
 //   tf_half_pixel_for_nn (x + 0.5) / scale
 //   align_corners        length > 1 ? x · (in − 1) / (length − 1) : 0
 // (the unfloored length, as the ONNX reference and its test_resize_*_align_corners goldens);
 // nearest rounds it (nearest mode) and clamps to [0, in − 1]; linear interpolates between the
-// two neighbours of the coordinate clamped to [0, in − 1], in every dimension (n-linear).
+// two neighbours of the coordinate clamped to [0, in − 1], in every dimension (n-linear); cubic
+// blends four neighbours per dimension with Keys' weights of coefficient cubic_coeff_a, reading
+// the edge element outside the input (exclude_outside: weight 0 there, the rest renormalized).
 Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<double>& scales,
               const std::vector<double>& lengths, const ResizeParams& params);
 
 // out = data.sizes[:axis] + indices.sizes + data.sizes[axis+1:];
 // out[i.., j.., k..] = data[i.., indices[j..], k..]; indices (int64) in [−size, size).
 Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis);
+
+// ONNX GatherElements: out has indices' shape, out[i..] = data[i.. with i[axis] = indices[i..]];
+// indices (int64) in [−size, size) of data's `axis`; every other dimension of indices at most
+// data's.
+Tensor gather_elements(const Tensor& data, const Tensor& indices, std::int64_t axis);
+// ONNX ScatterElements: data copied, then for every index i.. of indices
+//   out[i.. with i[axis] = indices[i..]] = updates[i..]   (none; the last write wins)
+// or ⊕= updates[i..] with reduction add, mul, max or min, in index order; updates has indices'
+// shape.
+enum class ScatterReduction { None, Add, Mul, Max, Min };
+Tensor scatter_elements(const Tensor& data, const Tensor& indices, const Tensor& updates,
+                        std::int64_t axis, ScatterReduction reduction = ScatterReduction::None);
 
 // One sliced dimension: element k of the output reads start + k·step, for k < count.
 struct SliceDim {
@@ -118,6 +151,22 @@ Tensor range(const Tensor& start, const Tensor& limit, const Tensor& delta);
 // indices int64 [..., k] with k ≤ rank, entries in [−size, size); duplicate targets: the last
 // write wins.
 Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates);
+
+// ONNX IsNaN / IsInf: int64 0/1 (bool) per element of a float32/bfloat16 x; IsInf detects
+// +Inf when `positive` and −Inf when `negative`. Integer x: all 0.
+Tensor is_nan(const Tensor& x);
+Tensor is_inf(const Tensor& x, bool negative = true, bool positive = true);
+
+// ONNX TopK along `axis`: the k largest (or smallest) elements, sorted (largest first, or
+// smallest first), and their int64 indices; equal values keep the lower index first; NaN counts
+// as larger than every number. 0 ≤ k ≤ size.
+struct TopKResult {
+  Tensor values, indices;
+};
+TopKResult top_k(const Tensor& x, std::int64_t k, std::int64_t axis, bool largest = true);
+// ONNX CumSum along `axis`: out[j] = Σ x[i] over i ≤ j (exclusive: i < j; reverse: i ≥ j, or
+// i > j). Float sums in double, rounded once per element; int64 exact (wrapping).
+Tensor cum_sum(const Tensor& x, std::int64_t axis, bool exclusive = false, bool reverse = false);
 
 // A tensor of `shape` filled with the single element of `value` (any dtype).
 Tensor constant_of_shape(const Shape& shape, const Tensor& value);

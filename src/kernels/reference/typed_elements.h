@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/check.h"
@@ -30,6 +31,29 @@ decltype(auto) visit_storage_type(DType dtype, Fn&& fn) {
       break;
   }
   return fn(std::int64_t{});
+}
+
+// A double rounded once to the storage type T of visit_storage_type (float, bfloat16's bits,
+// int64 truncated), and a stored element back to double.
+template <typename T>
+T storage_from_double(double value) {
+  if constexpr (std::is_same_v<T, float>) {
+    return static_cast<float>(value);
+  } else if constexpr (std::is_same_v<T, std::uint16_t>) {
+    return BFloat16(round_to_dtype(value, DType::BFloat16)).bits;
+  } else {
+    return static_cast<std::int64_t>(value);
+  }
+}
+template <typename T>
+double storage_to_double(T stored) {
+  if constexpr (std::is_same_v<T, std::uint16_t>) {
+    BFloat16 b;
+    b.bits = stored;
+    return static_cast<double>(static_cast<float>(b));
+  } else {
+    return static_cast<double>(stored);
+  }
 }
 
 // A dimension index in [−rank, rank) → [0, rank).
