@@ -204,7 +204,8 @@ nn::ModulePtr build_resize(const BuildContext& context) {
 
 const std::vector<OpDef>& resize_ops() {
   static const std::vector<OpDef> table = {
-      {"Resize", 11, build_resize},  // v11: roi/scales/sizes and coordinate modes
+      // v11: roi/scales/sizes and coordinate modes
+      {"Resize", 11, build_resize, LayoutRule::FirstInput, nullptr, ShapeRule::ReadsFloatValues},
   };
   return table;
 }
