@@ -62,24 +62,16 @@ using reparam::ConvMap;
 
 // ---- what a node does, read from the graph ----------------------------------------------------
 
-// A constant that broadcasts along the channel axis of a 4-d value without enlarging it: a
-// scalar, [1], [C, 1, 1] or [1, C, 1, 1]. Its values (1 or C of them).
-std::optional<std::vector<double>> per_channel_values(const Tensor& t) {
-  if (t.dtype() != DType::Float32 || t.dim() > 4 || t.numel() == 0) return std::nullopt;
-  for (std::int64_t d = 0; d < t.dim(); ++d) {
-    const bool channel_axis = d == t.dim() - 3;
-    if (!channel_axis && t.size(d) != 1) return std::nullopt;
-  }
-  const std::vector<float> v = t.to_vector();
-  return std::vector<double>(v.begin(), v.end());
-}
+// The channel axis of the 4-d values of a region: a per-channel constant is a scalar, [1],
+// [C, 1, 1] or [1, C, 1, 1] (detail::axis_values).
+constexpr std::int64_t kChannelFromEnd = 3, kRank = 4;
 
 // The operand of `node` at `i` as a per-channel constant, if it is one.
 std::optional<std::vector<double>> constant_operand(const graph::Graph& g, const graph::Node& n,
                                                     std::size_t i) {
   const auto t = detail::constant_value(g, n.inputs[i]);
   if (!t) return std::nullopt;
-  return per_channel_values(*t);
+  return detail::axis_values(*t, kChannelFromEnd, kRank);
 }
 
 enum class StepKind { Affine, Sum, Conv, AvgPool, Border, Fill };
@@ -102,11 +94,6 @@ struct Step {
   FillOp fill = FillOp::Scatter;
   Tensor indices, updates;
 };
-
-std::vector<double> negated(std::vector<double> v) {
-  for (double& x : v) x = -x;
-  return v;
-}
 
 std::variant<Step, std::string> read_step(const graph::Graph& g, const graph::Node& n,
                                           bool values = true, int depth = 0);
@@ -156,6 +143,19 @@ std::variant<Step, std::string> border_fill_step(const graph::Graph& g, const gr
   return s;
 }
 
+// A per-channel affine step: Add/Sub/Mul/Div by a per-channel constant, Neg, BN in inference
+// (detail::axis_affine, as bn-folding reads them).
+std::variant<Step, std::string> affine_step(const graph::Graph& g, const graph::Node& n) {
+  auto a = detail::axis_affine(g, n, kChannelFromEnd, kRank);
+  if (auto* why = std::get_if<std::string>(&a)) return *why;
+  detail::AxisAffine& affine = std::get<detail::AxisAffine>(a);
+  Step s;
+  s.operands = {affine.operand};
+  s.scale = std::move(affine.affine.scale);
+  s.shift = std::move(affine.affine.shift);
+  return s;
+}
+
 // An elementwise Add/Sub/Mul/Div with one constant operand, or Add/Sub/Sum of values.
 std::variant<Step, std::string> arithmetic_step(const graph::Graph& g, const graph::Node& n,
                                                 int depth) {
@@ -180,34 +180,15 @@ std::variant<Step, std::string> arithmetic_step(const graph::Graph& g, const gra
   const auto c0 = constant_operand(g, n, 0), c1 = constant_operand(g, n, 1);
   const bool add = is_op(n, "Add"), sub = is_op(n, "Sub");
   if (!c0 && !c1) {
-    if (!add && !sub) return fmt::format("{} multiplies two values", describe(n));
     if (detail::constant_value(g, n.inputs[0]) || detail::constant_value(g, n.inputs[1]))
       return border_fill_step(g, n, depth);
+    if (!add && !sub) return fmt::format("{} multiplies two values", describe(n));
     s.kind = StepKind::Sum;
     s.operands = n.inputs;
     s.signs = {1.0, sub ? -1.0 : 1.0};
     return s;
   }
-  if (c0 && c1) return fmt::format("{} has two constant inputs", describe(n));
-  // c0: the value is input 1.
-  const std::vector<double>& c = c0 ? *c0 : *c1;
-  s.operands = {n.inputs[c0 ? 1 : 0]};
-  if (add) {
-    s.shift = c;
-  } else if (sub) {
-    s.shift = c0 ? c : negated(c);
-    if (c0) s.scale = {-1.0};
-  } else if (is_op(n, "Mul")) {
-    s.scale = c;
-  } else {  // Div
-    if (c0) return fmt::format("{} divides by the value", describe(n));
-    s.scale = c;
-    for (double& v : s.scale) {
-      if (v == 0) return fmt::format("{} divides by 0", describe(n));
-      v = 1.0 / v;
-    }
-  }
-  return s;
+  return affine_step(g, n);
 }
 
 // The node as a linear step, or why it is not one. Without `values` a Conv's map and bias are
@@ -224,30 +205,10 @@ std::variant<Step, std::string> read_step(const graph::Graph& g, const graph::No
     if (!n.parts.empty()) return fmt::format("{} is a fused node", describe(n));
     return arithmetic_step(g, n, depth);
   }
-  if (is_op(n, "Neg")) {
-    s.scale = {-1.0};
-    return s;
-  }
+  if (is_op(n, "Neg") || is_op(n, "BatchNormalization")) return affine_step(g, n);
   if (is_op(n, "Identity") || is_op(n, "Dropout")) {
     if (n.inputs.size() > 1 || n.outputs.size() > 1)
       return fmt::format("{} has a mask or training input", describe(n));
-    return s;
-  }
-  if (is_op(n, "BatchNormalization")) {
-    if (std::string why = detail::batch_norm_problem(g, n); !why.empty()) return why;
-    // BN in inference is per-channel affine: the identity with BN folded in (kernel algebra).
-    const auto bn = detail::batch_norm_module(n);
-    const std::int64_t c = bn->options().num_features();
-    try {
-      const reparam::ConvKernel k = reparam::fold_batch_norm(
-          reparam::identity_kernel(c, c, {1, 1}, bn->running_mean().dtype()),
-          reparam::params_of(*bn));
-      const std::vector<float> w = k.weight.to_vector(), b = k.bias.to_vector();
-      s.scale.assign(w.begin(), w.end());
-      s.shift.assign(b.begin(), b.end());
-    } catch (const Error& e) {
-      return fmt::format("{}: {}", describe(n), e.message());
-    }
     return s;
   }
   if (is_op(n, "Conv")) {
@@ -893,9 +854,12 @@ class RegionMerger {
   // A block whose sum reads another input: why each input that a linear node writes (a
   // branch the user may have expected to merge) is a boundary of the region.
   void note_apart(std::size_t root, const Region& r) {
-    static const std::set<std::string> maybe_linear = {
-        "Conv", "BatchNormalization", "AveragePool", "Pad", "Slice", "Add", "Sub", "Mul", "Div",
-        "Sum"};
+    static const std::set<std::string> maybe_linear = {"Conv",        "BatchNormalization",
+                                                       "AveragePool", "Pad",
+                                                       "Slice",       "ScatterND",
+                                                       "Add",         "Sub",
+                                                       "Mul",         "Div",
+                                                       "Sum"};
     for (const std::string& v : r.inputs) {
       const auto p = g_.producer(v);
       if (!p || maybe_linear.count(g_.nodes()[*p].op_type) == 0) continue;
