@@ -492,9 +492,17 @@ class RegionMerger {
       Expr& e = values.at(v);
       if (!e.border) return std::nullopt;
       if (auto why = border_problem(e)) {
+        // Cut in front of the Pad (a Pad of a value whose constant part is what it pads with
+        // still merges into what follows), else after the writes into its border.
+        const auto inside = [&](const std::string& value) {
+          return std::find(r.inputs.begin(), r.inputs.end(), value) == r.inputs.end();
+        };
         std::vector<std::string> cut;
-        if (std::find(r.inputs.begin(), r.inputs.end(), e.border->before) == r.inputs.end())
+        if (inside(e.border->before)) {
           cut.push_back(e.border->before);
+        } else if (inside(v) && v != g_.nodes()[r.nodes.back()].outputs[0]) {
+          cut.push_back(v);
+        }
         return Failure{*why, cut};
       }
       e.border.reset();
