@@ -135,7 +135,11 @@ std::string use_problem(const graph::Graph& g, const std::string& value, std::si
         std::remove_if(users.begin(), users.end(),
                        [&](std::size_t u) { return u != next && reads_only_shape(g.nodes()[u]); }),
         users.end());
-  if (users.size() == 1 && users[0] == next) return detail::single_use_problem(g, value, next);
+  const auto& ins = g.nodes()[next].inputs;
+  if (users.size() == 1 && users[0] == next) {
+    if (std::count(ins.begin(), ins.end(), value) == 1) return {};
+    return fmt::format("'{}' is read twice by {}", value, describe(g.nodes()[next]));
+  }
   std::string names;
   for (std::size_t u : users) names += (names.empty() ? "" : ", ") + describe(g.nodes()[u]);
   return fmt::format("'{}' has {} consumers ({})", value, users.size(), names);
