@@ -6,7 +6,9 @@
 //   Conv (constant weights, any kernel, stride, dilation, groups, with or without bias),
 //   BatchNormalization (inference), AveragePool (counting its padding), Pad with a constant,
 //   a cropping Slice, Add/Sub/Mul/Div by a constant per channel or per tensor, Neg, Identity,
-//   and Add/Sub/Sum of linear values.
+//   a write into the border of a Pad (ScatterND with constant indices and updates, or an
+//   Add/Sub/Mul/Div by a constant of the value's size that leaves the inside alone), and
+//   Add/Sub/Sum of linear values.
 // A region is what a root's value depends on through linear steps, back to its boundary: the
 // values that are not written by a linear step, are graph inputs or outputs, are read more
 // than once (a fan-out: the input of a block, which stays), or were cut (below). Its inputs
@@ -16,10 +18,13 @@
 // with c a per-channel constant: what the region writes where every x_i is zero. Walking the
 // region in order composes each step into that form (conv ∘ conv, per-channel affine, sums),
 // exactly or not at all:
-//   - a zero padding (a Pad, a conv's or a pool's own padding) after the region's value so
-//     far is exact only where that value is 1×1 and its constant part is 0 there: the merged
-//     conv pads x with zeros, which the region would have turned into c, not 0 (DBB's
-//     BNAndPad pads with c itself, which is exact);
+//   - a padding (a Pad, a conv's or a pool's own padding) after the region's value so far is
+//     exact only where that value is 1×1 and the border comes to hold its constant part c:
+//     the merged conv pads x with zeros, which the region turns into c. A conv or pool pads
+//     with zeros, so c must be 0 there; a Pad's border is followed through the pointwise steps
+//     and border writes after it and checked, per channel and up to float32 rounding, at the
+//     next step that is not pointwise (DBB's BNAndPad pads with c: torch.onnx writes it as a
+//     zero Pad and a ScatterND per side, whose indices constant folding computes);
 //   - a sum of maps over one input needs one stride and equal output sizes (conv_map.h);
 //   - a sum of different inputs goes on only through pointwise steps (they may broadcast).
 // When a step is not exact, the value it reads is cut — made a boundary — and the region
@@ -292,8 +297,8 @@ struct Border {
   double pad_value = 0;
   bool written = false;       // a Fill or an affine step changed it since the Pad
   std::vector<double> value;  // per channel, while each channel's border holds one value
-  // Once a write is not one value per channel: the padded value's static shape [N, C, H, W] and
-  // all of its elements, of which those in the border count.
+  // Once written into: the padded value's static shape [N, C, H, W] and all of its elements,
+  // of which those in the border count.
   Shape shape;
   std::vector<double> plane;
 
