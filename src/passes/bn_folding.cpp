@@ -207,7 +207,6 @@ class Folder {
     if (std::string why = detail::single_use_problem(g_, conv.outputs[0], b); !why.empty())
       return "the conv output " + why;
     const auto module = detail::conv_module(conv);
-    Tensor weight, bias;
     std::shared_ptr<nn::Conv2d> fused;
     try {
       fused = reparam::make_conv2d(

@@ -170,17 +170,10 @@ class ConvTransposeAffine(nn.Module):
         return self.act(self.up(self.stem(x)) * self.scale + self.shift)
 
     def switch_to_deploy(self):
-        up = self.up
-        groups, in_c, per_group = up.groups, up.in_channels, up.out_channels // up.groups
         scale = self.scale.detach().reshape(-1)
-        weight = up.weight.detach().clone()
-        for i in range(in_c):
-            g = i // (in_c // groups)
-            weight[i] *= scale[g * per_group:(g + 1) * per_group].reshape(-1, 1, 1)
-        up.weight.data = weight
+        up = self.up
+        up.weight.data = conv_transpose_scaled(up, scale)
         up.bias.data = up.bias.detach() * scale + self.shift.detach().reshape(-1)
-        self.scale.data.fill_(1)
-        self.shift.data.zero_()
         self.forward = lambda x: self.act(self.up(self.stem(x)))
 
 
@@ -503,20 +496,27 @@ def run(model, x):
     return out if isinstance(out, tuple) else (out,)
 
 
-def fold_conv_transpose_bn(module):
-    """ConvTransposeBN's BN folded into its ConvTranspose2d (what refold's pass does): the
-    weight is [in, out/groups, kh, kw] and output channel g·(out/groups) + j is column j of
-    group g's rows, so each column is scaled by that channel's γ/σ; bias = β − μ·γ/σ."""
-    up, bn = module.up, module.bn
-    scale = bn.weight / (bn.running_var + bn.eps).sqrt()
+def conv_transpose_scaled(up, scale):
+    """The ConvTranspose2d's weight with output channel c scaled by scale[c]: the weight is
+    [in, out/groups, kh, kw] and output channel g·(out/groups) + j is column j of group g's
+    rows."""
     groups, in_c, per_group = up.groups, up.in_channels, up.out_channels // up.groups
     weight = up.weight.detach().clone()
     for i in range(in_c):
         g = i // (in_c // groups)
         weight[i] *= scale[g * per_group:(g + 1) * per_group].reshape(-1, 1, 1)
+    return weight
+
+
+def fold_conv_transpose_bn(module):
+    """ConvTransposeBN's BN folded into its ConvTranspose2d (what refold's pass does): each
+    output channel scaled by its γ/σ; bias = β − μ·γ/σ."""
+    up, bn = module.up, module.bn
+    scale = bn.weight / (bn.running_var + bn.eps).sqrt()
     fused = nn.ConvTranspose2d(up.in_channels, up.out_channels, up.kernel_size, up.stride,
                                up.padding, up.output_padding, up.groups, bias=True)
-    fused.weight.data, fused.bias.data = weight, bn.bias - bn.running_mean * scale
+    fused.weight.data = conv_transpose_scaled(up, scale)
+    fused.bias.data = bn.bias - bn.running_mean * scale
     module.up, module.bn = fused, nn.Identity()
 
 
