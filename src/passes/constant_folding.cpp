@@ -21,6 +21,7 @@
 // visited every producer of its inputs has been visited and, if foldable, folded already.
 #include "passes/constant_folding.h"
 
+#include "ops/op.h"
 #include "passes/branch_nodes.h"
 #include "passes/known_values.h"
 
@@ -49,8 +50,14 @@ bool all_inputs_constant(const graph::Graph& graph, const graph::Node& node) {
 // Why the node cannot be folded before running it, or "" when it can.
 std::string static_problem(const graph::Graph& graph, const graph::Node& node,
                            detail::StaticShapes& shapes) {
-  if (!all_inputs_constant(graph, node) && !shapes.values_from_shapes(node))
+  if (!all_inputs_constant(graph, node) && !shapes.values_from_shapes(node)) {
+    const ops::OpDef* def = ops::find_op(node);
+    if (def && def->shape == ops::ShapeRule::InputShapesOnly)
+      for (const std::string& in : node.inputs)
+        if (!in.empty() && !shapes.shape(in))
+          return fmt::format("the shape of '{}' is not static", in);
     return "not constant";  // the common case
+  }
   const bool is_op = dynamic_cast<const graph::Op*>(node.module.get()) != nullptr;
   if (!is_op && node.inputs.empty()) return "has no input to run its module on";
   if (node.outputs.empty()) return "has no output";

@@ -251,9 +251,14 @@ std::variant<Step, std::string> read_step(const graph::Graph& g, const graph::No
     // BNAndPad as torch.onnx writes `out[:, :, 0:p, :] = v` and the other three sides.
     const auto indices = detail::constant_value(g, n.inputs.size() == 3 ? n.inputs[1] : "");
     const auto updates = detail::constant_value(g, n.inputs.size() == 3 ? n.inputs[2] : "");
+    if (n.inputs.size() == 3 && (!indices || !updates))
+      return fmt::format(
+          "{} does not write constants: its {} '{}' are computed when it runs (constant folding "
+          "computes an exporter's index arithmetic from a static input shape)",
+          describe(n), indices ? "updates" : "indices", n.inputs[indices ? 2 : 1]);
     if (!indices || !updates || updates->dtype() != DType::Float32 ||
         n.attributes.get_string("reduction", "none") != "none")
-      return fmt::format("{} does not write constants", describe(n));
+      return fmt::format("{} does not write float32 constants", describe(n));
     if (!written_after_a_pad(g, n.inputs[0], depth))
       return fmt::format("{} does not write into the border of a Pad", describe(n));
     s.kind = StepKind::Fill;

@@ -208,6 +208,12 @@ TEST(ConstantFolding, ShapeOfAValueWithoutAStaticShapeStays) {
   EXPECT_EQ(b.count("Shape"), 2) << testing::notes_of(report);
   EXPECT_TRUE(b.graph().find_node("shape_of_batch").has_value());
   EXPECT_TRUE(b.graph().find_node("shape_of_range").has_value());
+  EXPECT_TRUE(
+      has_note(report, "kept Shape 'shape_of_batch': the shape of '" + rx + "' is not static"))
+      << testing::notes_of(report);
+  EXPECT_TRUE(
+      has_note(report, "kept Shape 'shape_of_range': the shape of '" + range + "' is not static"))
+      << testing::notes_of(report);
   const std::vector<Tensor> out =
       b.run({testing::iota({4, 3}), testing::values({3.0f}, {}), testing::iota({2, 5})});
   EXPECT_EQ(out[0].sizes(), (Shape{4, 3}));
