@@ -5,26 +5,27 @@
 // Patterns and rewrites (the affine node's output name survives):
 //   x → Conv(W, b) → BatchNormalization → y                 x → Conv(W', b') → y
 //   x → ConvTranspose(W, b) → A → y                         x → ConvTranspose(W', b') → y
-//   x → Gemm(B, C) → [Reshape | Flatten]* → A → y           x → Gemm(B', C') → […] → y
-//   x → MatMul(W) [→ Add(b)] → [Reshape | Flatten]* → A → y x → MatMul(W') [→ Add(b')] → […] → y
+//   x → Gemm(B, C) → M* → A → y                             x → Gemm(B', C') → M* → y
+//   x → MatMul(W) [→ Add(b)] → M* → A → y                   x → MatMul(W') [→ Add(b')] → M* → y
 // where A is y = a·v + t per channel (reparam::ChannelAffine): BN in inference (a = γ/√(σ² + ε),
 // t = β − μ·a), Mul or Div by a constant, Add or Sub of one, Neg. The Add after a MatMul is its
 // bias (a Linear on a 3-d input, as torch.onnx writes it); a MatMul without one gets an Add of t
 // where t ≠ 0 (LeViT's Linear → BatchNorm1d: the BN becomes that Add), and an Add right after a
-// MatMul without a bias is that bias, left as it is.
+// MatMul without a bias is that bias, left as it is. M is a Reshape, Flatten or Transpose.
 //
 // Why exact: a layer is linear in its weights and bias, so a·(W∗x + b) + t = (W·a)∗x + (b·a + t),
 // the scale on the weight slices that write each output channel (reparam::kernel_algebra.h):
 // W[o] of a Conv (fold_batch_norm), W[g·(in/g) + i, j] of a ConvTranspose
 // (fold_affine_into_conv_transpose), the feature column of a Gemm's or MatMul's weight
 // (fold_affine_into_linear). Only along the axis the layer writes its channels on — axis 1 of a
-// Conv's or ConvTranspose's 4-d output, the last axis of a Gemm's or MatMul's: so a BN after a
-// Gemm or MatMul folds only where its input is 2-d [N, C] (BN normalizes axis 1), and a constant
-// only where it broadcasts along that axis alone (detail::axis_values: [C], [1, C], … of no
-// larger rank than the value). A Reshape or Flatten between them keeps every feature where the
-// last axis keeps its size C: both keep the row-major order, and the feature of an element is
-// its flat index mod C. (A per-channel Mul or Add after a Conv is the general rule's, in
-// reparameterize, which also merges it across branches.)
+// Conv's or ConvTranspose's 4-d output, the last axis of a Gemm's or MatMul's (or where a
+// Transpose moves it): so a BN after a Gemm or MatMul folds only where the features are its axis
+// 1 — a 2-d input [N, C], or [N, C, L] after a Transpose (BatchNorm1d on a sequence) — and a
+// constant only where it broadcasts along that axis alone (detail::axis_values: [C], [1, C], …
+// of no larger rank than the value). A Reshape or Flatten between them keeps every feature
+// where the features are the last axis and it keeps its size C: both keep the row-major order,
+// and the feature of an element is its flat index mod C. (A per-channel Mul or Add after a Conv is
+// the general rule's, in reparameterize, which also merges it across branches.)
 //
 // Preconditions (docs/reliability.md F18–F23, ONNX Runtime's ConvBNFusion and MatMulBNFusion):
 // every value between the layer and the affine node feeds only the next node (a layer's output
@@ -70,8 +71,8 @@ bool is_matrix_product(const graph::Node& n) {
   return (is_op(n, "Gemm") || is_op(n, "MatMul")) && n.parts.empty();
 }
 
-// The nodes from the layer to the affine node: the layer, a MatMul's bias Add, the Reshapes and
-// Flattens, in graph order.
+// The nodes from the layer to the affine node: the layer, a MatMul's bias Add, the Reshapes,
+// Flattens and Transposes, in graph order.
 struct Chain {
   std::size_t layer = 0;
   std::optional<std::size_t> bias;
@@ -99,7 +100,8 @@ std::optional<Chain> find_chain(const graph::Graph& g, const graph::Node& a, std
       std::reverse(c.reshapes.begin(), c.reshapes.end());
       return c;
     }
-    if ((is_op(n, "Reshape") || is_op(n, "Flatten")) && n.parts.empty() && !c.bias) {
+    if ((is_op(n, "Reshape") || is_op(n, "Flatten") || is_op(n, "Transpose")) && n.parts.empty() &&
+        !c.bias) {
       c.reshapes.push_back(*p);
       v = n.inputs.at(0);
       continue;
@@ -297,12 +299,20 @@ class Folder {
       bias = detail::axis_values(*t, 1, rank.value_or(1));
       if (!bias) return fmt::format("{}: its constant is not one value per feature", describe(add));
     }
+    // Where the features are: the last axis of the product, then wherever a Transpose puts it.
+    std::int64_t from_end = 1;
     for (std::size_t r : c.reshapes) {
       const graph::Node& n = g_.nodes()[r];
-      rank = keeps_features(n, features, rank);
+      if (is_op(n, "Transpose")) {
+        const auto moved = transposed_axis(n, from_end, rank);
+        if (!moved) return fmt::format("{}: where it moves the features is not known", describe(n));
+        from_end = *moved;
+        continue;
+      }
+      rank = from_end == 1 ? keeps_features(n, features, rank) : std::nullopt;
       if (!rank)
-        return fmt::format("{} may move the features (the last axis of {}'s output, {} values)",
-                           describe(n), describe(layer), features);
+        return fmt::format("{} may move the features ({} values, axis {} from the end)",
+                           describe(n), features, from_end);
     }
     // The layer's output survives the rewrite (a Shape may read it) when Reshapes follow it.
     if (std::string why = uses_problem(c, a, !c.bias && !c.reshapes.empty()); !why.empty())
@@ -310,7 +320,7 @@ class Folder {
     if (!rank && is_op(an, "BatchNormalization"))
       return fmt::format("the rank of '{}' is not known, so neither is the axis {} normalizes",
                          data_operand(g_, an), describe(an));
-    auto read = detail::axis_affine(g_, an, 1, rank.value_or(1));
+    auto read = detail::axis_affine(g_, an, from_end, rank.value_or(1));
     if (auto* why = std::get_if<std::string>(&read)) return *why;
     const reparam::ChannelAffine& affine = std::get<detail::AxisAffine>(read).affine;
     const bool scales =
@@ -324,6 +334,20 @@ class Folder {
       return e.message();
     }
     return matrix_fold(c, a, folded);
+  }
+
+  // The features' axis (counted from the end) after Transpose `n` of a value of rank `rank`
+  // whose features are `from_end` from its end: output axis i is input axis perm[i].
+  static std::optional<std::int64_t> transposed_axis(const graph::Node& n, std::int64_t from_end,
+                                                     std::optional<std::int64_t> rank) {
+    if (!rank) return std::nullopt;
+    std::vector<std::int64_t> perm = n.attributes.get_ints("perm");
+    if (!n.attributes.has("perm"))
+      for (std::int64_t i = *rank; i-- > 0;) perm.push_back(i);  // no perm: reversed
+    if (static_cast<std::int64_t>(perm.size()) != *rank) return std::nullopt;
+    const auto at = std::find(perm.begin(), perm.end(), *rank - from_end);
+    if (at == perm.end()) return std::nullopt;
+    return *rank - (at - perm.begin());
   }
 
   // The rank after a Reshape or Flatten `n` whose input has `features` values on its last axis

@@ -355,6 +355,20 @@ TEST(BnFolding, LeViTLinearBatchNorm) {
   }
 }
 
+// BatchNorm1d over a sequence after a Linear: `bn(linear(x).transpose(1, 2)).transpose(1, 2)`,
+// the features moved to BN's axis 1 ([B, C, L]); also a per-feature constant [C, 1] there.
+TEST(BnFolding, LinearThenTransposedBatchNorm) {
+  GraphBuilder b(50);
+  const std::string x = b.input("x", {2, 7, 8});
+  const std::string y =
+      b.node("MatMul", {x, b.constant("w", testing::uniform({8, 6}, 0.5, b.generator()))});
+  const graph::Attributes swap = attrs({{"perm", std::vector<std::int64_t>{0, 2, 1}}});
+  const std::string t = b.node("Transpose", {y}, swap);
+  b.output(b.node("Transpose", {b.mul(b.bn(t, 6), random_constant(b, {6, 1}))}, swap));
+  const passes::PassReport r = fold_and_compare(b);
+  EXPECT_EQ(b.op_counts(), (Counts{{"MatMul", 1}, {"Add", 1}, {"Transpose", 2}})) << notes_of(r);
+}
+
 // A Linear with bias on tokens (MatMul → Add) then BN over the flattened tokens: the BN folds
 // into the weight and the bias Add; a Mul after it folds there too. A MatMul then a Mul: the
 // weight alone. A MatMul then its bias Add: nothing to fold, no note.
