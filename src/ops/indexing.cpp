@@ -333,13 +333,14 @@ nn::ModulePtr build_trilu(const BuildContext& context) {
 
 const std::vector<OpDef>& indexing_ops() {
   static const std::vector<OpDef> table = {
-      {"Shape", 1, build_shape, LayoutRule::Fresh},  // v15 adds start/end
-      {"Size", 1, build_size, LayoutRule::Fresh},
+      {"Shape", 1, build_shape, LayoutRule::Fresh, nullptr,
+       ShapeRule::InputShapesOnly},  // v15 adds start/end
+      {"Size", 1, build_size, LayoutRule::Fresh, nullptr, ShapeRule::InputShapesOnly},
       {"Gather", 1, build_gather, LayoutRule::Fresh},
       {"Slice", 1, build_slice},  // v10: starts/ends/axes/steps became inputs
       {"Expand", 8, build_expand, LayoutRule::Fresh},
       {"ConstantOfShape", 9, build_constant_of_shape, LayoutRule::Fresh},
-      {"Range", 11, build_range, LayoutRule::Fresh},
+      {"Range", 11, build_range, LayoutRule::Fresh, nullptr, ShapeRule::ReadsFloatValues},
       {"ScatterND", 11, build_scatter_nd},  // v16 adds reduction (none only here)
       {"Tile", 6, build_tile},              // v6: repeats became an input
       {"GatherElements", 11, build_gather_elements, LayoutRule::Fresh},

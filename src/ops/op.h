@@ -51,12 +51,27 @@ using ActivationReader = std::optional<FusedActivation> (*)(const graph::Graph& 
                                                             const graph::Node& node,
                                                             std::string& problem);
 
+// What a node's output depends on, for static shape inference and constant folding
+// (passes/known_values.h): whether running the op on stand-ins (zeros of the right shape) for
+// its floating-point inputs gives the output's true shape, or even its true values.
+enum class ShapeRule {
+  // The output's shape follows from the inputs' shapes, the attributes and the values of the
+  // non-floating (integer, bool) inputs; its values need every input's values. Most ops.
+  Standard,
+  // The output depends on its inputs' shapes only (Shape, Size): a static shape gives its values.
+  InputShapesOnly,
+  // The output's shape also depends on floating-point input values (Range's limits, Resize's
+  // scales): known only when those inputs are constants.
+  ReadsFloatValues,
+};
+
 struct OpDef {
   const char* op_type;
   int min_opset;  // the lowest ai.onnx opset whose version of the op is implemented
   Builder build;
   LayoutRule layout = LayoutRule::FirstInput;
   ActivationReader as_activation = nullptr;  // set for ops a conv can run as a post-op
+  ShapeRule shape = ShapeRule::Standard;
 };
 
 // True for the default domain ("" or "ai.onnx"), the only one refold runs.

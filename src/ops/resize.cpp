@@ -252,8 +252,10 @@ nn::ModulePtr build_upsample(const BuildContext& context) {
 
 const std::vector<OpDef>& resize_ops() {
   static const std::vector<OpDef> table = {
-      {"Resize", 11, build_resize},     // v11: roi/scales/sizes and coordinate modes
-      {"Upsample", 7, build_upsample},  // v9: scales became an input
+      // v11: roi/scales/sizes and coordinate modes
+      {"Resize", 11, build_resize, LayoutRule::FirstInput, nullptr, ShapeRule::ReadsFloatValues},
+      // v9: scales became an input
+      {"Upsample", 7, build_upsample, LayoutRule::FirstInput, nullptr, ShapeRule::ReadsFloatValues},
   };
   return table;
 }

@@ -6,6 +6,8 @@
 #include <set>
 
 #include "ops/op.h"
+#include "refold/error.h"
+#include "refold/reparam/module_kernels.h"
 
 namespace refold::passes::detail {
 namespace {
@@ -125,6 +127,71 @@ std::optional<Tensor> constant_value(const graph::Graph& graph, const std::strin
   Tensor value = n.attributes.get_tensor("value");
   if (!value.defined()) return std::nullopt;
   return value;
+}
+
+std::optional<std::vector<double>> axis_values(const Tensor& t, std::int64_t from_end,
+                                               std::int64_t rank) {
+  if (t.dtype() != DType::Float32 || t.dim() > rank || t.numel() == 0) return std::nullopt;
+  for (std::int64_t d = 0; d < t.dim(); ++d)
+    if (d != t.dim() - from_end && t.size(d) != 1) return std::nullopt;
+  const std::vector<float> v = t.to_vector();
+  return std::vector<double>(v.begin(), v.end());
+}
+
+std::variant<AxisAffine, std::string> axis_affine(const graph::Graph& graph,
+                                                  const graph::Node& node, std::int64_t from_end,
+                                                  std::int64_t rank) {
+  const std::string who = describe(node);
+  if (!node.parts.empty()) return fmt::format("{} is a fused node", who);
+  if (node.inputs.empty() || node.inputs[0].empty()) return fmt::format("{} has no input", who);
+  AxisAffine a{node.inputs[0], {}};
+  if (is_op(node, "Neg")) {
+    a.affine.scale = {-1.0};
+    return a;
+  }
+  if (is_op(node, "BatchNormalization")) {
+    if (std::string why = batch_norm_problem(graph, node); !why.empty()) return why;
+    if (rank - from_end != 1)
+      return fmt::format("{} normalizes axis 1 of a {}-d value, not its axis {}", who, rank,
+                         rank - from_end);
+    try {
+      a.affine = reparam::batch_norm_affine(reparam::params_of(*batch_norm_module(node)));
+    } catch (const Error& e) {
+      return fmt::format("{}: {}", who, e.message());
+    }
+    return a;
+  }
+  const bool add = is_op(node, "Add"), sub = is_op(node, "Sub"), mul = is_op(node, "Mul");
+  if (!add && !sub && !mul && !is_op(node, "Div")) return fmt::format("{} is not affine", who);
+  if (node.inputs.size() != 2) return fmt::format("{} does not have two inputs", who);
+  const auto t0 = constant_value(graph, node.inputs[0]), t1 = constant_value(graph, node.inputs[1]);
+  if (t0 && t1) return fmt::format("{} has two constant inputs", who);
+  if (!t0 && !t1) return fmt::format("{} has no constant input", who);
+  const auto c = axis_values(t0 ? *t0 : *t1, from_end, rank);
+  if (!c) return fmt::format("{}: the constant does not broadcast per channel", who);
+  a.operand = node.inputs[t0 ? 1 : 0];
+  std::vector<double>& scale = a.affine.scale;
+  std::vector<double>& shift = a.affine.shift;
+  if (add) {
+    shift = *c;
+  } else if (sub) {  // x − c, or c − x = −x + c
+    shift = *c;
+    if (t0) {
+      scale = {-1.0};
+    } else {
+      for (double& v : shift) v = -v;
+    }
+  } else if (mul) {
+    scale = *c;
+  } else {  // Div
+    if (t0) return fmt::format("{} divides by the value", who);
+    scale = *c;
+    for (double& v : scale) {
+      if (v == 0) return fmt::format("{} divides by 0", who);
+      v = 1.0 / v;
+    }
+  }
+  return a;
 }
 
 // ONNX Pad: opset 11+ takes pads [x1_begin, x2_begin, …, x1_end, …] and the value as inputs

@@ -24,6 +24,7 @@
 #include "refold/nn/conv.h"
 #include "refold/nn/pooling.h"
 #include "refold/op_options.h"
+#include "refold/reparam/kernel_algebra.h"
 
 namespace refold::passes::detail {
 
@@ -49,6 +50,24 @@ std::string single_use_problem(const graph::Graph& graph, const std::string& val
 // The value of `name` when it is known at this point: a graph constant, or the `value` of the
 // Constant node writing it (Constant nodes stay nodes until constant folding).
 std::optional<Tensor> constant_value(const graph::Graph& graph, const std::string& name);
+
+// The values of a constant that broadcasts along one axis of a value of rank `rank` without
+// enlarging it: float32, at most `rank` dims, every dim 1 but the one `from_end` places from the
+// end (1: the last axis, a Gemm's features; 3: the channels of NCHW) — a scalar, [1], [C],
+// [C, 1, 1], [1, C, 1, 1], … Its 1 or C values, or nullopt.
+std::optional<std::vector<double>> axis_values(const Tensor& t, std::int64_t from_end,
+                                               std::int64_t rank);
+
+// A node that maps one value x along that axis as y = x·scale + shift: Add, Sub, Mul, Div with
+// one constant operand (axis_values), Neg, or a BatchNormalization (batch_norm_problem) when
+// the axis is BN's channel axis 1 (rank − from_end == 1). `operand` is x.
+struct AxisAffine {
+  std::string operand;
+  reparam::ChannelAffine affine;
+};
+std::variant<AxisAffine, std::string> axis_affine(const graph::Graph& graph,
+                                                  const graph::Node& node, std::int64_t from_end,
+                                                  std::int64_t rank);
 
 // A Pad of a 4-d NCHW tensor in constant mode, by constant non-negative amounts on H and W
 // only, with a constant scalar value: its spatial pads and value, or why it is not one.

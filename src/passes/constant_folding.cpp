@@ -1,12 +1,17 @@
 // constant-folding: a node whose every input is a constant (or absent, "") is run once, here,
-// and its outputs become constants; the node goes away.
+// and its outputs become constants; the node goes away. So is a node whose outputs depend only
+// on its inputs' shapes (Shape, Size: ops::ShapeRule::InputShapesOnly) when those shapes are
+// static — known from the graph inputs' declared shapes through the producers
+// (detail::StaticShapes) — so the index arithmetic exporters write around a tensor of a fixed
+// size (torch.onnx's slice assignment: Shape → Gather → Range → … → ScatterND indices) folds.
 //
-// Match: inputs all constants or ""; a graph::Op, or a plain module with at least one input;
-//        no output is a graph output (the interface keeps its producers; an exporter need not
-//        write an initializer as a graph output).
+// Match: inputs all constants or "", or a shapes-only op over inputs of static shapes; a
+//        graph::Op, or a plain module with at least one input; no output is a graph output
+//        (the interface keeps its producers; an exporter need not write an initializer as a
+//        graph output).
 // Apply: run the node exactly as Graph::run would (an input goes contiguous first when the
-//        module does not accept channels_last), then graph.set_constant(output, result) and
-//        erase the node.
+//        module does not accept channels_last; a shapes-only op reads a stand-in of the input's
+//        shape), then graph.set_constant(output, result) and erase the node.
 // Declined, with a note: a result over the byte budget (docs/reliability.md G2,
 // constant_folding.h) — for Expand and ConstantOfShape predicted from the constant shape before
 // anything runs —, a node whose module throws (left for run time to report in context), a wrong
@@ -15,7 +20,10 @@
 // One forward sweep reaches the fixed point: nodes are in topological order, so when a node is
 // visited every producer of its inputs has been visited and, if foldable, folded already.
 #include "passes/constant_folding.h"
+
+#include "ops/op.h"
 #include "passes/branch_nodes.h"
+#include "passes/known_values.h"
 
 #include <fmt/format.h>
 
@@ -34,10 +42,21 @@ namespace {
 
 using detail::describe;
 
+bool all_inputs_constant(const graph::Graph& graph, const graph::Node& node) {
+  return std::all_of(node.inputs.begin(), node.inputs.end(),
+                     [&](const std::string& in) { return in.empty() || graph.is_constant(in); });
+}
+
 // Why the node cannot be folded before running it, or "" when it can.
-std::string static_problem(const graph::Graph& graph, const graph::Node& node) {
-  for (const std::string& in : node.inputs) {
-    if (!in.empty() && !graph.is_constant(in)) return "not constant";  // the common case
+std::string static_problem(const graph::Graph& graph, const graph::Node& node,
+                           detail::StaticShapes& shapes) {
+  if (!all_inputs_constant(graph, node) && !shapes.values_from_shapes(node)) {
+    const ops::OpDef* def = ops::find_op(node);
+    if (def && def->shape == ops::ShapeRule::InputShapesOnly)
+      for (const std::string& in : node.inputs)
+        if (!in.empty() && !shapes.shape(in))
+          return fmt::format("the shape of '{}' is not static", in);
+    return "not constant";  // the common case
   }
   const bool is_op = dynamic_cast<const graph::Op*>(node.module.get()) != nullptr;
   if (!is_op && node.inputs.empty()) return "has no input to run its module on";
@@ -48,19 +67,15 @@ std::string static_problem(const graph::Graph& graph, const graph::Node& node) {
   return "";
 }
 
-// The node run as Graph::run runs it (graph.h, "How a node runs").
-std::vector<Tensor> run_node(const graph::Graph& graph, const graph::Node& node) {
-  if (auto* op = dynamic_cast<graph::Op*>(node.module.get())) {
-    std::vector<Tensor> args;
-    args.reserve(node.inputs.size());
-    for (const std::string& in : node.inputs) {
-      Tensor t = in.empty() ? Tensor() : graph.constant(in);
-      if (!op->accepts_channels_last() && t.defined() && !t.is_contiguous()) t = t.contiguous();
-      args.push_back(std::move(t));
-    }
-    return op->run(args);
-  }
-  return {(*node.module)(graph.constant(node.inputs[0]))};
+// The node run as Graph::run runs it (graph.h, "How a node runs"), on its constant inputs or,
+// for a shapes-only op, stand-ins of its inputs' static shapes.
+std::vector<Tensor> run_node(const graph::Graph& graph, const graph::Node& node,
+                             detail::StaticShapes& shapes) {
+  if (all_inputs_constant(graph, node))
+    return detail::run_node(node, [&](const std::string& in) { return graph.constant(in); });
+  auto results = shapes.run_stand_ins(node);
+  REFOLD_CHECK(results.has_value(), "its inputs' static shapes could not be read");
+  return std::move(*results);
 }
 
 // What a size-making op would allocate, known from its constant inputs before it runs, so
@@ -112,9 +127,10 @@ PassReport fold_constants(graph::Graph& graph, std::size_t max_bytes) {
   PassReport report;
   report.pass = "constant-folding";
   std::size_t folded = 0;
+  detail::StaticShapes shapes(graph);  // valid throughout: folding keeps every value's shape
   for (std::size_t i = 0; i < graph.nodes().size();) {
     const graph::Node& node = graph.nodes()[i];
-    const std::string problem = static_problem(graph, node);
+    const std::string problem = static_problem(graph, node, shapes);
     if (!problem.empty()) {
       if (problem != "not constant") {
         report.notes.push_back(fmt::format("kept {}: {}", describe(node), problem));
@@ -132,7 +148,7 @@ PassReport fold_constants(graph::Graph& graph, std::size_t max_bytes) {
     }
     std::vector<Tensor> results;
     try {
-      results = run_node(graph, node);
+      results = run_node(graph, node, shapes);
     } catch (const std::exception& e) {
       report.notes.push_back(
           fmt::format("kept {}: running it failed: {}", describe(node), e.what()));
@@ -165,7 +181,7 @@ PassReport fold_constants(graph::Graph& graph, std::size_t max_bytes) {
       // A view of an input constant (Reshape, Squeeze, …) gets its own storage, so a later pass
       // that rewrites one constant in place cannot change the other.
       for (const std::string& in : node.inputs) {
-        if (!in.empty() && value.shares_storage(graph.constant(in))) {
+        if (!in.empty() && graph.is_constant(in) && value.shares_storage(graph.constant(in))) {
           value = value.clone();
           break;
         }

@@ -3,9 +3,12 @@
 #include "passes/known_values.h"
 
 #include <algorithm>
+#include <exception>
 #include <iterator>
 
+#include "ops/op.h"
 #include "passes/branch_nodes.h"
+#include "refold/graph/op.h"
 
 namespace refold::passes::detail {
 namespace {
@@ -135,6 +138,110 @@ std::optional<DType> known_dtype(const graph::Graph& graph, const std::string& v
     return known_dtype(graph, n.inputs[0], depth + 1);
   }
   return std::nullopt;
+}
+
+std::vector<Tensor> run_node(const graph::Node& node,
+                             const std::function<Tensor(const std::string&)>& value_of) {
+  if (auto* op = dynamic_cast<graph::Op*>(node.module.get())) {
+    std::vector<Tensor> args;
+    args.reserve(node.inputs.size());
+    for (const std::string& in : node.inputs) {
+      Tensor t = in.empty() ? Tensor() : value_of(in);
+      if (!op->accepts_channels_last() && t.defined() && !t.is_contiguous()) t = t.contiguous();
+      args.push_back(std::move(t));
+    }
+    return op->run(args);
+  }
+  return {(*node.module)(value_of(node.inputs.at(0)))};
+}
+
+std::optional<Shape> StaticShapes::shape(const std::string& value) {
+  const std::optional<Known>& k = find(value);
+  if (!k) return std::nullopt;
+  return k->shape;
+}
+
+bool StaticShapes::values_from_shapes(const graph::Node& node) {
+  const ops::OpDef* def = ops::find_op(node);
+  if (!def || def->shape != ops::ShapeRule::InputShapesOnly) return false;
+  return std::all_of(node.inputs.begin(), node.inputs.end(),
+                     [&](const std::string& in) { return in.empty() || find(in).has_value(); });
+}
+
+std::optional<std::optional<StaticShapes::Known>> StaticShapes::direct(
+    const std::string& value) const {
+  if (value.empty()) return std::optional<Known>();
+  if (const auto c = constant_value(graph_, value)) return Known{c->sizes(), c->dtype()};
+  if (graph_.producer(value)) return std::nullopt;
+  const graph::ValueInfo* info =
+      graph_.is_graph_input(value) ? declared_value(graph_, value) : nullptr;
+  const std::optional<DType> dtype = info ? dtype_of_elem_type(info->elem_type) : std::nullopt;
+  if (!dtype || !info->shape) return std::optional<Known>();
+  Known k{{}, *dtype};
+  for (const graph::Dim& d : *info->shape) {
+    if (!d.is_static()) return std::optional<Known>();
+    k.shape.push_back(d.value);
+  }
+  return k;
+}
+
+const std::optional<StaticShapes::Known>& StaticShapes::find(const std::string& value) {
+  // Depth first without recursion (a network is thousands of producers deep): a value waits
+  // on the stack until its producer's inputs are known.
+  std::vector<std::string> stack{value};
+  while (!stack.empty()) {
+    const std::string v = stack.back();
+    if (memo_.count(v) != 0) {
+      stack.pop_back();
+      continue;
+    }
+    if (auto d = direct(v)) {
+      memo_.emplace(v, std::move(*d));
+      stack.pop_back();
+      continue;
+    }
+    const graph::Node& n = graph_.nodes()[*graph_.producer(v)];
+    bool ready = true;
+    for (const std::string& in : n.inputs) {
+      if (!in.empty() && memo_.count(in) == 0) {
+        stack.push_back(in);
+        ready = false;
+      }
+    }
+    if (!ready) continue;
+    stack.pop_back();
+    const std::optional<std::vector<Tensor>> outs = run_stand_ins(n);
+    for (std::size_t k = 0; k < n.outputs.size(); ++k) {
+      if (n.outputs[k].empty()) continue;
+      if (outs && k < outs->size() && (*outs)[k].defined()) {
+        memo_[n.outputs[k]] = Known{(*outs)[k].sizes(), (*outs)[k].dtype()};
+      } else {
+        memo_[n.outputs[k]] = std::nullopt;
+      }
+    }
+    memo_.emplace(v, std::nullopt);  // a value its producer did not write
+  }
+  return memo_.at(value);
+}
+
+std::optional<std::vector<Tensor>> StaticShapes::run_stand_ins(const graph::Node& node) {
+  const ops::OpDef* def = ops::find_op(node);
+  const bool float_values_set_shape = def && def->shape == ops::ShapeRule::ReadsFloatValues;
+  for (const std::string& in : node.inputs) {
+    if (in.empty() || constant_value(graph_, in)) continue;
+    const std::optional<Known>& k = find(in);
+    // Only a floating input's values leave the output's shape alone (ops::ShapeRule).
+    if (!k || !is_floating(k->dtype) || float_values_set_shape) return std::nullopt;
+  }
+  try {
+    return run_node(node, [&](const std::string& in) {
+      if (const auto c = constant_value(graph_, in)) return *c;
+      const Known& k = *memo_.at(in);
+      return zeros(k.shape, {k.dtype});
+    });
+  } catch (const std::exception&) {
+    return std::nullopt;  // left for the run to report, in context
+  }
 }
 
 }  // namespace refold::passes::detail

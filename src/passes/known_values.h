@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,5 +27,45 @@ std::optional<KnownShape> known_shape(const graph::Graph& graph, const std::stri
                                       int depth = 0);
 std::optional<DType> known_dtype(const graph::Graph& graph, const std::string& value,
                                  int depth = 0);
+
+// Runs `node` as Graph::run does (graph.h, "How a node runs") on the values `value_of` gives
+// for its inputs ("" reads as an undefined Tensor).
+std::vector<Tensor> run_node(const graph::Node& node,
+                             const std::function<Tensor(const std::string&)>& value_of);
+
+// The static shapes of a graph's values (every dim known), where the graph's inputs declare
+// theirs: what Graph::run would find, found by running each producer with stand-ins — zeros
+// of the known shape and dtype — for its non-constant inputs. That is sound because an op's
+// output shape follows from its inputs' shapes, its attributes and the values of its
+// non-floating inputs (ops::ShapeRule::Standard); so a stand-in replaces only a floating-point
+// input, and never one of an op whose shape reads floating values (ShapeRule::ReadsFloatValues:
+// Range, Resize). A producer that throws on stand-ins leaves its outputs unknown.
+// Each value is found once and remembered: the graph may change between queries as long as
+// every value keeps its shape (constant folding and the fusions do). Stand-ins cost one run of
+// the producers a query reaches, with zeros.
+class StaticShapes {
+ public:
+  explicit StaticShapes(const graph::Graph& graph) : graph_(graph) {}
+  std::optional<Shape> shape(const std::string& value);
+  // Whether `node`'s outputs follow from its inputs' shapes alone (ShapeRule::InputShapesOnly)
+  // and those are static: then run_stand_ins(node) gives its true outputs.
+  bool values_from_shapes(const graph::Node& node);
+  // `node` run with stand-ins for its non-constant inputs, or nullopt (unknown input shapes,
+  // a non-floating or shape-setting non-constant input, a throw).
+  std::optional<std::vector<Tensor>> run_stand_ins(const graph::Node& node);
+
+ private:
+  struct Known {
+    Shape shape;
+    DType dtype = DType::Float32;
+  };
+  // Known, unknown (nullopt), or not yet asked (absent from memo_).
+  const std::optional<Known>& find(const std::string& value);
+  // The value when it needs no producer run (constant, graph input), else nullopt and `pending`.
+  std::optional<std::optional<Known>> direct(const std::string& value) const;
+
+  const graph::Graph& graph_;
+  std::map<std::string, std::optional<Known>> memo_;
+};
 
 }  // namespace refold::passes::detail

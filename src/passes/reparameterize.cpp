@@ -6,7 +6,9 @@
 //   Conv (constant weights, any kernel, stride, dilation, groups, with or without bias),
 //   BatchNormalization (inference), AveragePool (counting its padding), Pad with a constant,
 //   a cropping Slice, Add/Sub/Mul/Div by a constant per channel or per tensor, Neg, Identity,
-//   and Add/Sub/Sum of linear values.
+//   a write into the border of a Pad (ScatterND with constant indices and updates, or an
+//   Add/Sub/Mul/Div by a constant of the value's size that leaves the inside alone), and
+//   Add/Sub/Sum of linear values.
 // A region is what a root's value depends on through linear steps, back to its boundary: the
 // values that are not written by a linear step, are graph inputs or outputs, are read more
 // than once (a fan-out: the input of a block, which stays), or were cut (below). Its inputs
@@ -16,10 +18,13 @@
 // with c a per-channel constant: what the region writes where every x_i is zero. Walking the
 // region in order composes each step into that form (conv ∘ conv, per-channel affine, sums),
 // exactly or not at all:
-//   - a zero padding (a Pad, a conv's or a pool's own padding) after the region's value so
-//     far is exact only where that value is 1×1 and its constant part is 0 there: the merged
-//     conv pads x with zeros, which the region would have turned into c, not 0 (DBB's
-//     BNAndPad pads with c itself, which is exact);
+//   - a padding (a Pad, a conv's or a pool's own padding) after the region's value so far is
+//     exact only where that value is 1×1 and the border comes to hold its constant part c:
+//     the merged conv pads x with zeros, which the region turns into c. A conv or pool pads
+//     with zeros, so c must be 0 there; a Pad's border is followed through the pointwise steps
+//     and border writes after it and checked, per channel and up to float32 rounding, at the
+//     next step that is not pointwise (DBB's BNAndPad pads with c: torch.onnx writes it as a
+//     zero Pad and a ScatterND per side, whose indices constant folding computes);
 //   - a sum of maps over one input needs one stride and equal output sizes (conv_map.h);
 //   - a sum of different inputs goes on only through pointwise steps (they may broadcast).
 // When a step is not exact, the value it reads is cut — made a boundary — and the region
@@ -44,6 +49,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "kernels/reference/tensor_ops.h"
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
 #include "passes/known_values.h"
@@ -61,27 +67,20 @@ using reparam::ConvMap;
 
 // ---- what a node does, read from the graph ----------------------------------------------------
 
-// A constant that broadcasts along the channel axis of a 4-d value without enlarging it: a
-// scalar, [1], [C, 1, 1] or [1, C, 1, 1]. Its values (1 or C of them).
-std::optional<std::vector<double>> per_channel_values(const Tensor& t) {
-  if (t.dtype() != DType::Float32 || t.dim() > 4 || t.numel() == 0) return std::nullopt;
-  for (std::int64_t d = 0; d < t.dim(); ++d) {
-    const bool channel_axis = d == t.dim() - 3;
-    if (!channel_axis && t.size(d) != 1) return std::nullopt;
-  }
-  const std::vector<float> v = t.to_vector();
-  return std::vector<double>(v.begin(), v.end());
-}
+// The channel axis of the 4-d values of a region: a per-channel constant is a scalar, [1],
+// [C, 1, 1] or [1, C, 1, 1] (detail::axis_values).
+constexpr std::int64_t kChannelFromEnd = 3, kRank = 4;
 
 // The operand of `node` at `i` as a per-channel constant, if it is one.
 std::optional<std::vector<double>> constant_operand(const graph::Graph& g, const graph::Node& n,
                                                     std::size_t i) {
   const auto t = detail::constant_value(g, n.inputs[i]);
   if (!t) return std::nullopt;
-  return per_channel_values(*t);
+  return detail::axis_values(*t, kChannelFromEnd, kRank);
 }
 
-enum class StepKind { Affine, Sum, Conv, AvgPool, Border };
+enum class StepKind { Affine, Sum, Conv, AvgPool, Border, Fill };
+enum class FillOp { Scatter, Add, Mul, Div };
 
 // One node as a linear step: the region values it reads and what it does to them.
 struct Step {
@@ -94,15 +93,77 @@ struct Step {
   std::vector<double> bias;
   Pads2d border;  // Border: a Pad (value `pad_value`) or a crop (negative pads)
   double pad_value = 0;
+  // Fill: a write into the border of a Pad of the region — ScatterND(x, indices, updates), or
+  // x + updates, x · updates, x / updates with a constant of x's size that is 0 (Add) or 1
+  // (Mul, Div) inside the Pad's border.
+  FillOp fill = FillOp::Scatter;
+  Tensor indices, updates;
 };
 
-std::vector<double> negated(std::vector<double> v) {
-  for (double& x : v) x = -x;
-  return v;
+std::variant<Step, std::string> read_step(const graph::Graph& g, const graph::Node& n,
+                                          bool values = true, int depth = 0);
+
+// Whether `v` is a Pad's output, through pointwise steps (affine steps, border writes) that
+// each read one value: where a write into the Pad's border may follow (BNAndPad).
+bool written_after_a_pad(const graph::Graph& g, const std::string& v, int depth) {
+  constexpr int kMaxDepth = 16;  // BNAndPad writes four sides; an affine step or two around them
+  const auto p = g.producer(v);
+  if (!p || depth > kMaxDepth) return false;
+  const auto step = read_step(g, g.nodes()[*p], false, depth + 1);
+  const Step* s = std::get_if<Step>(&step);
+  if (!s || s->operands.size() != 1) return false;
+  if (s->kind == StepKind::Border) {
+    const Pads2d& q = s->border;
+    return q.top > 0 || q.left > 0 || q.bottom > 0 || q.right > 0;
+  }
+  return (s->kind == StepKind::Affine || s->kind == StepKind::Fill) &&
+         written_after_a_pad(g, s->operands[0], depth + 1);
+}
+
+// x + K, x − K, x · K, x / K (or K + x, K · x) with a constant K that does not broadcast per
+// channel, after a Pad: a write into the Pad's border, if K leaves the inside alone (checked
+// with the shapes, when the region is evaluated).
+std::variant<Step, std::string> border_fill_step(const graph::Graph& g, const graph::Node& n,
+                                                 int depth) {
+  const auto k0 = detail::constant_value(g, n.inputs[0]);
+  const auto k1 = detail::constant_value(g, n.inputs[1]);
+  const std::string not_per_channel =
+      fmt::format("{}: the constant does not broadcast per channel", describe(n));
+  const bool add = is_op(n, "Add"), mul = is_op(n, "Mul");
+  if (k0 && !add && !mul) return not_per_channel;  // K − x, K / x
+  const Tensor& k = k0 ? *k0 : *k1;
+  const std::string& x = n.inputs[k0 ? 1 : 0];
+  if (k.dtype() != DType::Float32 || k.dim() > 4 || !written_after_a_pad(g, x, depth))
+    return not_per_channel;
+  Step s;
+  s.kind = StepKind::Fill;
+  s.operands = {x};
+  s.fill = add || is_op(n, "Sub") ? FillOp::Add : mul ? FillOp::Mul : FillOp::Div;
+  s.updates = k;
+  if (is_op(n, "Sub")) {  // x − K = x + (−K)
+    std::vector<float> v = k.to_vector();
+    for (float& e : v) e = -e;
+    s.updates = from_values(v, k.sizes());
+  }
+  return s;
+}
+
+// A per-channel affine step: Add/Sub/Mul/Div by a per-channel constant, Neg, BN in inference
+// (detail::axis_affine, as bn-folding reads them).
+std::variant<Step, std::string> affine_step(const graph::Graph& g, const graph::Node& n) {
+  auto a = detail::axis_affine(g, n, kChannelFromEnd, kRank);
+  if (auto* why = std::get_if<std::string>(&a)) return *why;
+  detail::AxisAffine& affine = std::get<detail::AxisAffine>(a);
+  Step s;
+  s.operands = {affine.operand};
+  s.scale = std::move(affine.affine.scale);
+  s.shift = std::move(affine.affine.shift);
+  return s;
 }
 
 // An elementwise Add/Sub/Mul/Div with one constant operand, or Add/Sub/Sum of values.
-std::variant<Step, std::string> arithmetic_step(const graph::Graph& g, const graph::Node& n) {
+std::variant<Step, std::string> arithmetic_step(const graph::Graph& g, const graph::Node& n,
+                                                int depth) {
   Step s;
   if (is_op(n, "Sum")) {
     s.kind = StepKind::Sum;
@@ -124,40 +185,22 @@ std::variant<Step, std::string> arithmetic_step(const graph::Graph& g, const gra
   const auto c0 = constant_operand(g, n, 0), c1 = constant_operand(g, n, 1);
   const bool add = is_op(n, "Add"), sub = is_op(n, "Sub");
   if (!c0 && !c1) {
-    if (!add && !sub) return fmt::format("{} multiplies two values", describe(n));
     if (detail::constant_value(g, n.inputs[0]) || detail::constant_value(g, n.inputs[1]))
-      return fmt::format("{}: the constant does not broadcast per channel", describe(n));
+      return border_fill_step(g, n, depth);
+    if (!add && !sub) return fmt::format("{} multiplies two values", describe(n));
     s.kind = StepKind::Sum;
     s.operands = n.inputs;
     s.signs = {1.0, sub ? -1.0 : 1.0};
     return s;
   }
-  if (c0 && c1) return fmt::format("{} has two constant inputs", describe(n));
-  // c0: the value is input 1.
-  const std::vector<double>& c = c0 ? *c0 : *c1;
-  s.operands = {n.inputs[c0 ? 1 : 0]};
-  if (add) {
-    s.shift = c;
-  } else if (sub) {
-    s.shift = c0 ? c : negated(c);
-    if (c0) s.scale = {-1.0};
-  } else if (is_op(n, "Mul")) {
-    s.scale = c;
-  } else {  // Div
-    if (c0) return fmt::format("{} divides by the value", describe(n));
-    s.scale = c;
-    for (double& v : s.scale) {
-      if (v == 0) return fmt::format("{} divides by 0", describe(n));
-      v = 1.0 / v;
-    }
-  }
-  return s;
+  return affine_step(g, n);
 }
 
 // The node as a linear step, or why it is not one. Without `values` a Conv's map and bias are
 // left empty (what a step is costs nothing to ask; what it computes is read for a region).
-std::variant<Step, std::string> read_step(const graph::Graph& g, const graph::Node& n,
-                                          bool values = true) {
+// `depth`: how many steps the question has followed back from the node first asked.
+std::variant<Step, std::string> read_step(const graph::Graph& g, const graph::Node& n, bool values,
+                                          int depth) {
   if (n.outputs.size() != 1 && !is_op(n, "BatchNormalization") && !is_op(n, "Dropout"))
     return fmt::format("{} has {} outputs", describe(n), n.outputs.size());
   if (n.inputs.empty() || n.inputs[0].empty()) return fmt::format("{} has no input", describe(n));
@@ -165,32 +208,12 @@ std::variant<Step, std::string> read_step(const graph::Graph& g, const graph::No
   s.operands = {n.inputs[0]};
   if (is_op(n, "Add") || is_op(n, "Sub") || is_op(n, "Mul") || is_op(n, "Div") || is_op(n, "Sum")) {
     if (!n.parts.empty()) return fmt::format("{} is a fused node", describe(n));
-    return arithmetic_step(g, n);
+    return arithmetic_step(g, n, depth);
   }
-  if (is_op(n, "Neg")) {
-    s.scale = {-1.0};
-    return s;
-  }
+  if (is_op(n, "Neg") || is_op(n, "BatchNormalization")) return affine_step(g, n);
   if (is_op(n, "Identity") || is_op(n, "Dropout")) {
     if (n.inputs.size() > 1 || n.outputs.size() > 1)
       return fmt::format("{} has a mask or training input", describe(n));
-    return s;
-  }
-  if (is_op(n, "BatchNormalization")) {
-    if (std::string why = detail::batch_norm_problem(g, n); !why.empty()) return why;
-    // BN in inference is per-channel affine: the identity with BN folded in (kernel algebra).
-    const auto bn = detail::batch_norm_module(n);
-    const std::int64_t c = bn->options().num_features();
-    try {
-      const reparam::ConvKernel k = reparam::fold_batch_norm(
-          reparam::identity_kernel(c, c, {1, 1}, bn->running_mean().dtype()),
-          reparam::params_of(*bn));
-      const std::vector<float> w = k.weight.to_vector(), b = k.bias.to_vector();
-      s.scale.assign(w.begin(), w.end());
-      s.shift.assign(b.begin(), b.end());
-    } catch (const Error& e) {
-      return fmt::format("{}: {}", describe(n), e.message());
-    }
     return s;
   }
   if (is_op(n, "Conv")) {
@@ -224,6 +247,25 @@ std::variant<Step, std::string> read_step(const graph::Graph& g, const graph::No
     s.map.pads = p;
     return s;
   }
+  if (is_op(n, "ScatterND")) {
+    // BNAndPad as torch.onnx writes `out[:, :, 0:p, :] = v` and the other three sides.
+    const auto indices = detail::constant_value(g, n.inputs.size() == 3 ? n.inputs[1] : "");
+    const auto updates = detail::constant_value(g, n.inputs.size() == 3 ? n.inputs[2] : "");
+    if (n.inputs.size() == 3 && (!indices || !updates))
+      return fmt::format(
+          "{} does not write constants: its {} '{}' are computed when it runs (constant folding "
+          "computes an exporter's index arithmetic from a static input shape)",
+          describe(n), indices ? "updates" : "indices", n.inputs[indices ? 2 : 1]);
+    if (!indices || !updates || updates->dtype() != DType::Float32 ||
+        n.attributes.get_string("reduction", "none") != "none")
+      return fmt::format("{} does not write float32 constants", describe(n));
+    if (!written_after_a_pad(g, n.inputs[0], depth))
+      return fmt::format("{} does not write into the border of a Pad", describe(n));
+    s.kind = StepKind::Fill;
+    s.indices = *indices;
+    s.updates = *updates;
+    return s;
+  }
   if (is_op(n, "Pad") || is_op(n, "Slice")) {
     s.kind = StepKind::Border;
     if (is_op(n, "Slice")) {
@@ -248,11 +290,35 @@ struct Term {
   ConvMap map;
 };
 
+// The border a Pad of the region wrote, while only pointwise steps follow it. The merged conv
+// pads x with zeros, which the region maps to its constant part c, so by the next step that is
+// not pointwise (or the region's end) the border must hold c, channel by channel: by the Pad's
+// value, or by what is written into it after a zero Pad — DBB's BNAndPad as exported, which
+// overwrites each side with ScatterND, or an Add of a constant that is zero inside.
+struct Border {
+  std::string pad;     // describe() of the Pad, for the note
+  std::string before;  // the value the Pad reads: the cut when the border does not come to hold c
+  Pads2d pads;
+  double pad_value = 0;
+  bool written = false;       // a Fill or an affine step changed it since the Pad
+  std::vector<double> value;  // per channel, while each channel's border holds one value
+  // Once written into: the padded value's static shape [N, C, H, W] and all of its elements,
+  // of which those in the border count.
+  Shape shape;
+  std::vector<double> plane;
+
+  bool in_border(std::int64_t h, std::int64_t w) const {
+    return h < pads.top || h >= shape[2] - pads.bottom || w < pads.left ||
+           w >= shape[3] - pads.right;
+  }
+};
+
 struct Expr {
   std::vector<Term> terms;  // one per input
   std::vector<double> constant;
   std::int64_t channels = 0;
   int branches = 1;  // paths from the inputs summed into it
+  std::optional<Border> border;
 };
 
 // A step that cannot be made exact, and the value to cut in front of it.
@@ -288,6 +354,7 @@ class RegionMerger {
   // cut a value (so another scan may find more).
   bool scan() {
     bool progress = false;
+    shapes_.reset();  // a value made by a rewrite may reuse the name of one erased
     for (std::size_t i = 0; i < g_.nodes().size(); ++i) {
       if (!is_root(i)) continue;
       const std::size_t cuts_before = cuts_.size();
@@ -420,7 +487,7 @@ class RegionMerger {
     std::set<std::string> costly;
   };
   std::variant<Evaluated, Failure> evaluate(const Region& r,
-                                            const std::map<std::string, std::int64_t>& ch) const {
+                                            const std::map<std::string, std::int64_t>& ch) {
     Values values;
     std::set<std::string> costly;
     for (const std::string& x : r.inputs) {
@@ -430,9 +497,33 @@ class RegionMerger {
       e.constant.assign(static_cast<std::size_t>(e.channels), 0.0);
       values.emplace(x, std::move(e));
     }
+    // A border must hold c by a step that reads across pixels or other values, and at the end.
+    const auto settled = [&](const std::string& v) -> std::optional<Failure> {
+      Expr& e = values.at(v);
+      if (!e.border) return std::nullopt;
+      if (auto why = border_problem(e)) {
+        // Cut in front of the Pad (a Pad of a value whose constant part is what it pads with
+        // still merges into what follows), else after the writes into its border.
+        const auto inside = [&](const std::string& value) {
+          return std::find(r.inputs.begin(), r.inputs.end(), value) == r.inputs.end();
+        };
+        std::vector<std::string> cut;
+        if (inside(e.border->before)) {
+          cut.push_back(e.border->before);
+        } else if (inside(v) && v != g_.nodes()[r.nodes.back()].outputs[0]) {
+          cut.push_back(v);
+        }
+        return Failure{*why, cut};
+      }
+      e.border.reset();
+      return std::nullopt;
+    };
     for (std::size_t i : r.nodes) {
       const graph::Node& n = g_.nodes()[i];
       const Step& s = r.steps.at(i);
+      if (s.kind != StepKind::Affine && s.kind != StepKind::Fill)
+        for (const std::string& v : s.operands)
+          if (auto f = settled(v)) return *f;
       try {
         Expr out = apply(n, s, values, costly);
         values[n.outputs[0]] = std::move(out);
@@ -446,11 +537,126 @@ class RegionMerger {
         return Failure{why, cut};
       }
     }
+    if (auto f = settled(g_.nodes()[r.nodes.back()].outputs[0])) return *f;
     return Evaluated{std::move(values), std::move(costly)};
   }
 
-  static Expr apply(const graph::Node& n, const Step& s, const Values& values,
-                    std::set<std::string>& costly) {
+  // Equal up to float32 rounding, relative to the largest magnitude of the values compared: an
+  // exporter computes a pad value (DBB's pad_values, β − μ·γ/√(σ² + ε)) and the bias of the
+  // conv it folded that BN into ((b − μ)·γ/√(σ² + ε) + β) by two float32 formulas, which may
+  // differ in the last bits — a difference that moves the output by far less than
+  // docs/testing.md's tolerance. 2⁻¹⁸ is 64 float32 ulps.
+  static constexpr double kRounding = 1.0 / (1 << 18);
+
+  // Why the border of `e` does not hold its constant part, or nullopt.
+  static std::optional<std::string> border_problem(const Expr& e) {
+    const Border& b = *e.border;
+    // (channel, value) of every border element, or of every channel while it holds one value.
+    std::vector<std::pair<std::int64_t, double>> held;
+    if (b.plane.empty()) {
+      for (std::size_t c = 0; c < b.value.size(); ++c)
+        held.emplace_back(static_cast<std::int64_t>(c), b.value[c]);
+    } else {
+      const std::int64_t channels = b.shape[1], h = b.shape[2], w = b.shape[3];
+      for (std::size_t k = 0; k < b.plane.size(); ++k) {
+        const auto at = static_cast<std::int64_t>(k);
+        if (b.in_border(at / w % h, at % w)) held.emplace_back(at / (h * w) % channels, b.plane[k]);
+      }
+    }
+    double scale = 0;
+    for (const auto& [c, v] : held)
+      scale = std::max({scale, std::abs(v), std::abs(e.constant[static_cast<std::size_t>(c)])});
+    for (const auto& [c, v] : held) {
+      const double want = e.constant[static_cast<std::size_t>(c)];
+      if (std::abs(v - want) <= kRounding * scale) continue;
+      if (!b.written)
+        return fmt::format(
+            "{} pads with {} where the merged conv would read {} (channel {} of what the region "
+            "computes for a zero input)",
+            b.pad, b.pad_value, want, c);
+      return fmt::format(
+          "the border of {} holds {} in channel {} where the merged conv would read {} (what the "
+          "region computes for a zero input)",
+          b.pad, v, c, want);
+    }
+    return std::nullopt;
+  }
+
+  // The border's elements, from its per-channel values, over the static shape of `v`.
+  void spread(Border& b, std::int64_t channels, const std::string& v, const graph::Node& n) {
+    if (!b.plane.empty()) return;
+    const std::optional<Shape> shape = shapes().shape(v);
+    if (!shape || shape->size() != 4 || (*shape)[1] != channels)
+      fail("{}: the shape of '{}' is not known to be a static [N, {}, H, W]", describe(n), v,
+           channels);
+    b.shape = *shape;
+    const std::int64_t hw = b.shape[2] * b.shape[3];
+    b.plane.resize(static_cast<std::size_t>(b.shape[0] * channels * hw));
+    for (std::size_t k = 0; k < b.plane.size(); ++k)
+      b.plane[k] = b.value[static_cast<std::size_t>(static_cast<std::int64_t>(k) / hw % channels)];
+  }
+
+  // A write into the border (a Fill step): every element it changes lies in the border.
+  void fill(const graph::Node& n, const Step& s, Expr& e) {
+    if (!e.border)
+      fail("{} writes into a value whose border no Pad of the region wrote", describe(n));
+    Border& b = *e.border;
+    spread(b, e.channels, s.operands[0], n);
+    const auto where = [&](std::size_t k) {
+      const auto at = static_cast<std::int64_t>(k);
+      return std::pair{at / b.shape[3] % b.shape[2], at % b.shape[3]};
+    };
+    if (s.fill == FillOp::Scatter) {
+      // Which elements the ScatterND writes and what, by the op's own kernel on markers.
+      const Shape& us = s.updates.sizes();
+      const std::vector<float> written =
+          reference::scatter_nd(zeros(b.shape), s.indices, ones(us)).to_vector();
+      const std::vector<float> put =
+          reference::scatter_nd(zeros(b.shape), s.indices, s.updates).to_vector();
+      for (std::size_t k = 0; k < written.size(); ++k) {
+        if (written[k] == 0) continue;
+        const auto [h, w] = where(k);
+        if (!b.in_border(h, w))
+          fail("{} writes inside the border of {} (row {}, column {})", describe(n), b.pad, h, w);
+        b.plane[k] = put[k];
+      }
+    } else {
+      // The constant as the value's shape; it must not enlarge it, nor change the inside.
+      const Tensor& k = s.updates;
+      Shape target = b.shape;
+      bool fits = k.dim() <= 4;
+      for (std::int64_t d = 0; fits && d < k.dim(); ++d) {
+        const std::int64_t kd = k.size(k.dim() - 1 - d);
+        fits = kd == 1 || kd == target[static_cast<std::size_t>(3 - d)];
+      }
+      if (!fits)
+        fail("{}: the constant [{}] does not broadcast to '{}' [{}]", describe(n),
+             fmt::join(k.sizes(), ", "), s.operands[0], fmt::join(b.shape, ", "));
+      const std::vector<float> full = reference::expand(k, target).to_vector();
+      const double neutral = s.fill == FillOp::Add ? 0.0 : 1.0;
+      for (std::size_t i = 0; i < full.size(); ++i) {
+        const auto [h, w] = where(i);
+        if (!b.in_border(h, w)) {
+          if (full[i] != neutral)
+            fail("{}: the constant is {} inside the border of {} (row {}, column {}), not {}",
+                 describe(n), full[i], b.pad, h, w, neutral);
+          continue;
+        }
+        b.plane[i] = s.fill == FillOp::Add   ? b.plane[i] + full[i]
+                     : s.fill == FillOp::Mul ? b.plane[i] * full[i]
+                                             : b.plane[i] / full[i];
+      }
+    }
+    b.written = true;
+  }
+
+  detail::StaticShapes& shapes() {
+    if (!shapes_) shapes_.emplace(g_);
+    return *shapes_;
+  }
+
+  Expr apply(const graph::Node& n, const Step& s, const Values& values,
+             std::set<std::string>& costly) {
     const Expr& a = values.at(s.operands[0]);
     switch (s.kind) {
       case StepKind::Affine: {
@@ -460,10 +666,27 @@ class RegionMerger {
         for (Term& t : e.terms) t.map = reparam::scaled(t.map, scale);
         for (std::size_t c = 0; c < e.constant.size(); ++c)
           e.constant[c] = e.constant[c] * scale[c] + shift[c];
+        if (e.border) {  // pointwise: the border's values map as every other value does
+          Border& b = *e.border;
+          for (std::size_t c = 0; c < b.value.size(); ++c)
+            b.value[c] = b.value[c] * scale[c] + shift[c];
+          const std::int64_t hw = b.plane.empty() ? 1 : b.shape[2] * b.shape[3];
+          for (std::size_t k = 0; k < b.plane.size(); ++k) {
+            const auto c = static_cast<std::size_t>(static_cast<std::int64_t>(k) / hw % e.channels);
+            b.plane[k] = b.plane[k] * scale[c] + shift[c];
+          }
+          b.written = true;
+        }
+        return e;
+      }
+      case StepKind::Fill: {
+        Expr e = a;
+        fill(n, s, e);
         return e;
       }
       case StepKind::Sum: {
         Expr e = a;
+        e.border.reset();  // every operand's border holds its c (evaluate settled it)
         e.terms.clear();
         e.branches = 0;
         e.constant = per_channel(s.shift, a.channels, n);
@@ -516,9 +739,21 @@ class RegionMerger {
         return e;
       }
       case StepKind::Border: {
-        check_spatial(n, a, s.border, s.pad_value, true);
+        check_spatial(n, a, {}, 0, true);
         Expr e = a;
         for (Term& t : e.terms) t.map = reparam::padded(t.map, s.border);
+        const Pads2d& q = s.border;
+        if (q.top > 0 || q.left > 0 || q.bottom > 0 || q.right > 0) {
+          // What the Pad writes is checked against c once the pointwise steps after it are read.
+          Border b;
+          b.pad = describe(n);
+          b.before = s.operands[0];
+          b.pads = {std::max<std::int64_t>(q.top, 0), std::max<std::int64_t>(q.left, 0),
+                    std::max<std::int64_t>(q.bottom, 0), std::max<std::int64_t>(q.right, 0)};
+          b.pad_value = s.pad_value;
+          b.value.assign(static_cast<std::size_t>(e.channels), s.pad_value);
+          e.border = std::move(b);
+        }
         return e;
       }
     }
@@ -534,8 +769,10 @@ class RegionMerger {
       fail("{} is applied to a sum of {} different inputs", describe(n), a.terms.size());
     const bool pads_any = pads.top > 0 || pads.left > 0 || pads.bottom > 0 || pads.right > 0;
     if (!pads_any) return;
+    double scale = std::abs(value);
+    for (double c : a.constant) scale = std::max(scale, std::abs(c));
     for (std::size_t c = 0; c < a.constant.size(); ++c)
-      if (a.constant[c] != value)
+      if (std::abs(a.constant[c] - value) > kRounding * scale)
         fail(
             "{} pads with {} where the merged conv would read {} (channel {} of what the region "
             "computes for a zero input)",
@@ -635,9 +872,12 @@ class RegionMerger {
   // A block whose sum reads another input: why each input that a linear node writes (a
   // branch the user may have expected to merge) is a boundary of the region.
   void note_apart(std::size_t root, const Region& r) {
-    static const std::set<std::string> maybe_linear = {
-        "Conv", "BatchNormalization", "AveragePool", "Pad", "Slice", "Add", "Sub", "Mul", "Div",
-        "Sum"};
+    static const std::set<std::string> maybe_linear = {"Conv",        "BatchNormalization",
+                                                       "AveragePool", "Pad",
+                                                       "Slice",       "ScatterND",
+                                                       "Add",         "Sub",
+                                                       "Mul",         "Div",
+                                                       "Sum"};
     for (const std::string& v : r.inputs) {
       const auto p = g_.producer(v);
       if (!p || maybe_linear.count(g_.nodes()[*p].op_type) == 0) continue;
@@ -779,6 +1019,7 @@ class RegionMerger {
 
   graph::Graph& g_;
   PassReport& report_;
+  std::optional<detail::StaticShapes> shapes_;  // read by border writes; made again each scan
   std::set<std::string> cuts_;
   bool retry_ = false;  // rewrite() cut the region; merge() reads it again
   mutable std::map<std::string, bool> linear_;

@@ -121,15 +121,9 @@ Tensor make_tensor(const std::vector<double>& values, const Shape& sizes, DType 
 
 std::size_t idx(std::int64_t i) { return static_cast<std::size_t>(i); }
 
-// The BN scale and shift per channel: s = γ/√(σ² + ε) and the bias term  b' = (b − μ)·s + β.
-struct BatchNormScale {
-  std::vector<double> scale;
-  std::vector<double> mean;
-  std::vector<double> beta;
-};
-
-BatchNormScale batch_norm_scale(std::string_view op, const BatchNormParams& bn,
-                                std::int64_t channels, DType dtype) {
+// The BN as a per-channel affine map: s = γ/√(σ² + ε), t = β − μ·s.
+ChannelAffine batch_norm_scale(std::string_view op, const BatchNormParams& bn,
+                               std::int64_t channels, DType dtype) {
   check_vector(op, "running_mean", bn.running_mean, channels, dtype);
   check_vector(op, "running_var", bn.running_var, channels, dtype);
   if (bn.weight.defined()) check_vector(op, "bn weight", bn.weight, channels, dtype);
@@ -137,11 +131,12 @@ BatchNormScale batch_norm_scale(std::string_view op, const BatchNormParams& bn,
   REFOLD_CHECK(std::isfinite(bn.eps) && bn.eps >= 0, "{}: eps ({}) must be finite and >= 0", op,
                bn.eps);
   const std::vector<double> var = values_of(bn.running_var);
+  const std::vector<double> mean = values_of(bn.running_mean);
   // affine=False: γ = 1, β = 0.
   const std::vector<double> gamma =
       bn.weight.defined() ? values_of(bn.weight) : std::vector<double>(idx(channels), 1.0);
-  BatchNormScale out{std::vector<double>(idx(channels)), values_of(bn.running_mean),
-                     bn.bias.defined() ? values_of(bn.bias) : std::vector<double>(idx(channels))};
+  ChannelAffine out{std::vector<double>(idx(channels)),
+                    bn.bias.defined() ? values_of(bn.bias) : std::vector<double>(idx(channels))};
   for (std::size_t c = 0; c < var.size(); ++c) {
     // A negative variance gives a NaN scale and σ² + ε == 0 an infinite one; either would be
     // baked silently into the fused weights (docs/reliability.md F18, F19), so name the channel.
@@ -151,15 +146,59 @@ BatchNormScale batch_norm_scale(std::string_view op, const BatchNormParams& bn,
                  "{}: running_var[{}] + eps is 0 (division by zero; var {}, eps {})", op, c, var[c],
                  bn.eps);
     out.scale[c] = gamma[c] / std::sqrt(var[c] + bn.eps);
+    out.shift[c] -= mean[c] * out.scale[c];
   }
   return out;
 }
 
-// The folded bias b'[o] = (b[o] − μ[o])·s[o] + β[o] (b = 0 when the conv has none), rounded.
-Tensor folded_bias(const Tensor& bias, const BatchNormScale& s, std::int64_t out, DType dtype) {
+// An affine map of 1 value (every channel) or `channels` values, as `channels` values.
+ChannelAffine per_channel(std::string_view op, const ChannelAffine& a, std::int64_t channels) {
+  const auto spread = [&](const std::vector<double>& v, const char* name) {
+    REFOLD_CHECK(v.size() == 1 || v.size() == idx(channels),
+                 "{}: {} {} values for {} channels (1 or one per channel)", op, v.size(), name,
+                 channels);
+    return v.size() == 1 ? std::vector<double>(idx(channels), v[0]) : v;
+  };
+  return {spread(a.scale, "scale"), spread(a.shift, "shift")};
+}
+
+// The bias after the map, b'[o] = b[o]·a[o] + t[o] (b = 0 when there is none), rounded.
+Tensor affine_bias(const Tensor& bias, const ChannelAffine& a, std::int64_t out, DType dtype) {
   std::vector<double> b = bias_or_zero(bias, out);
-  for (std::size_t o = 0; o < b.size(); ++o) b[o] = (b[o] - s.mean[o]) * s.scale[o] + s.beta[o];
+  for (std::size_t o = 0; o < b.size(); ++o) b[o] = b[o] * a.scale[o] + a.shift[o];
   return make_tensor(b, {out}, dtype);
+}
+
+// W'[o] = W[o]·a[o], b'[o] = b[o]·a[o] + t[o]; `a` has one value per output channel.
+ConvKernel apply_affine(const ConvKernel& conv, const ChannelAffine& a) {
+  const DType dtype = conv.weight.dtype();
+  const std::int64_t out = conv.out_channels();
+  std::vector<double> w = values_of(conv.weight);
+  const std::size_t per_out = w.size() / idx(out);  // I/g · kh · kw, row-major after dim 0
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] *= a.scale[i / per_out];
+  return {make_tensor(w, conv.weight.sizes(), dtype), affine_bias(conv.bias, a, out, dtype),
+          conv.groups};
+}
+
+// Weight [in, out/g, kh, kw]: the element [g·(in/g) + i, j, :, :] feeds output channel
+// o = g·(out/g) + j, so it is scaled by a[o] — the group comes from dim 0, the position
+// within the group from dim 1.
+ConvTransposeKernel apply_affine(const ConvTransposeKernel& conv, const ChannelAffine& a) {
+  const DType dtype = conv.weight.dtype();
+  const std::int64_t in = conv.in_channels(), out = conv.out_channels();
+  const std::int64_t in_per_group = in / conv.groups, out_per_group = conv.weight.size(1);
+  std::vector<double> w = values_of(conv.weight);
+  const std::size_t taps = idx(conv.weight.size(2) * conv.weight.size(3));
+  for (std::int64_t r = 0; r < in; ++r) {
+    const std::int64_t g = r / in_per_group;
+    for (std::int64_t j = 0; j < out_per_group; ++j) {
+      const double scale = a.scale[idx(g * out_per_group + j)];
+      const std::size_t base = (idx(r) * idx(out_per_group) + idx(j)) * taps;
+      for (std::size_t t = 0; t < taps; ++t) w[base + t] *= scale;
+    }
+  }
+  return {make_tensor(w, conv.weight.sizes(), dtype), affine_bias(conv.bias, a, out, dtype),
+          conv.groups};
 }
 
 // [O, I/g, kh, kw] zeros, as doubles, for the kernels built from scratch.
@@ -175,47 +214,62 @@ std::string pads_text(const Pads2d& p) {
 
 }  // namespace
 
-// ---- BN folding ----------------------------------------------------------------------------
+// ---- BN and per-channel affine folding ---------------------------------------------------
 
-// W'[o] = W[o]·s[o];  b'[o] = (b[o] − μ[o])·s[o] + β[o];  s = γ/√(σ² + ε).
+ChannelAffine batch_norm_affine(const BatchNormParams& bn) {
+  constexpr std::string_view op = "batch_norm_affine";
+  check_float_tensor(op, "running_mean", bn.running_mean);
+  REFOLD_CHECK(bn.running_mean.dim() == 1, "{}: running_mean must be 1-d, got {}", op,
+               bn.running_mean.description());
+  return batch_norm_scale(op, bn, bn.running_mean.size(0), bn.running_mean.dtype());
+}
+
+// W'[o] = W[o]·s[o];  b'[o] = b[o]·s[o] + (β[o] − μ[o]·s[o]) = (b[o] − μ[o])·s[o] + β[o].
 ConvKernel fold_batch_norm(const ConvKernel& conv, const BatchNormParams& bn) {
   constexpr std::string_view op = "fold_batch_norm";
   check_conv(op, "conv", conv);
-  const DType dtype = conv.weight.dtype();
-  const std::int64_t out = conv.out_channels();
-  const BatchNormScale s = batch_norm_scale(op, bn, out, dtype);
-
-  std::vector<double> w = values_of(conv.weight);
-  const std::size_t per_out = w.size() / idx(out);  // I/g · kh · kw, row-major after dim 0
-  for (std::size_t i = 0; i < w.size(); ++i) w[i] *= s.scale[i / per_out];
-  return {make_tensor(w, conv.weight.sizes(), dtype), folded_bias(conv.bias, s, out, dtype),
-          conv.groups};
+  return apply_affine(conv, batch_norm_scale(op, bn, conv.out_channels(), conv.weight.dtype()));
 }
 
-// Weight [in, out/g, kh, kw]: the element [g·(in/g) + i, j, :, :] feeds output channel
-// o = g·(out/g) + j, so it is scaled by s[o] — the group comes from dim 0, the position
-// within the group from dim 1.
 ConvTransposeKernel fold_batch_norm_into_conv_transpose(const ConvTransposeKernel& conv,
                                                         const BatchNormParams& bn) {
   constexpr std::string_view op = "fold_batch_norm_into_conv_transpose";
   check_conv_transpose(op, conv);
-  const DType dtype = conv.weight.dtype();
-  const std::int64_t in = conv.in_channels(), out = conv.out_channels();
-  const std::int64_t in_per_group = in / conv.groups, out_per_group = conv.weight.size(1);
-  const BatchNormScale s = batch_norm_scale(op, bn, out, dtype);
+  return apply_affine(conv, batch_norm_scale(op, bn, conv.out_channels(), conv.weight.dtype()));
+}
 
-  std::vector<double> w = values_of(conv.weight);
-  const std::size_t taps = idx(conv.weight.size(2) * conv.weight.size(3));
-  for (std::int64_t r = 0; r < in; ++r) {
-    const std::int64_t g = r / in_per_group;
-    for (std::int64_t j = 0; j < out_per_group; ++j) {
-      const double scale = s.scale[idx(g * out_per_group + j)];
-      const std::size_t base = (idx(r) * idx(out_per_group) + idx(j)) * taps;
-      for (std::size_t t = 0; t < taps; ++t) w[base + t] *= scale;
-    }
-  }
-  return {make_tensor(w, conv.weight.sizes(), dtype), folded_bias(conv.bias, s, out, dtype),
-          conv.groups};
+ConvKernel fold_affine(const ConvKernel& conv, const ChannelAffine& affine) {
+  constexpr std::string_view op = "fold_affine";
+  check_conv(op, "conv", conv);
+  return apply_affine(conv, per_channel(op, affine, conv.out_channels()));
+}
+
+ConvTransposeKernel fold_affine_into_conv_transpose(const ConvTransposeKernel& conv,
+                                                    const ChannelAffine& affine) {
+  constexpr std::string_view op = "fold_affine_into_conv_transpose";
+  check_conv_transpose(op, conv);
+  return apply_affine(conv, per_channel(op, affine, conv.out_channels()));
+}
+
+// The features run along dim `feature_axis` of the 2-d weight: W'[.., n] = W[.., n]·a[n] (or
+// W'[n, ..] for axis 0), b'[n] = b[n]·a[n] + t[n].
+LinearKernel fold_affine_into_linear(const LinearKernel& linear, const ChannelAffine& affine) {
+  constexpr std::string_view op = "fold_affine_into_linear";
+  check_float_tensor(op, "weight", linear.weight);
+  REFOLD_CHECK(linear.weight.dim() == 2, "{}: weight must be 2-d, got {}", op,
+               linear.weight.description());
+  REFOLD_CHECK(linear.feature_axis == 0 || linear.feature_axis == 1,
+               "{}: feature_axis ({}) must be 0 or 1", op, linear.feature_axis);
+  const DType dtype = linear.weight.dtype();
+  const std::int64_t n = linear.weight.size(linear.feature_axis);
+  if (linear.bias.defined()) check_vector(op, "bias", linear.bias, n, dtype);
+  const ChannelAffine a = per_channel(op, affine, n);
+  std::vector<double> w = values_of(linear.weight);
+  const auto cols = idx(linear.weight.size(1));
+  for (std::size_t i = 0; i < w.size(); ++i)
+    w[i] *= a.scale[linear.feature_axis == 1 ? i % cols : i / cols];
+  return {make_tensor(w, linear.weight.sizes(), dtype), affine_bias(linear.bias, a, n, dtype),
+          linear.feature_axis};
 }
 
 // ---- padding and alignment -----------------------------------------------------------------

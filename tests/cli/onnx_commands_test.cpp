@@ -61,6 +61,21 @@ TEST(CliOptimize, JsonReportHasCountsLayoutAndError) {
   EXPECT_LE(j["verify"]["max_abs_error"].get<double>(), 1e-4 * 2.1);
 }
 
+// DBB as its authors wrote it, exported by torch.onnx (BNAndPad's border writes as Pad +
+// ScatterND and their index arithmetic, 424 nodes): one Conv and its Relu, proven by --verify.
+TEST(CliOptimize, ExportedDiverseBranchBlockBecomesOneConvAndVerifies) {
+  const fs::path out = scratch("optimize_dbb") / "fast.onnx";
+  const std::string command =
+      "optimize " + kData + "/onnx/dbb_k5/model.onnx -o " + out.string() + " --verify";
+  CliRun run = run_cli(command + " --json");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto j = nlohmann::json::parse(run.output);
+  EXPECT_EQ(j["op_counts_before"]["ScatterND"], 4);
+  EXPECT_EQ(j["op_counts_after"], (nlohmann::json{{"Conv", 1}, {"Relu", 1}})) << run.output;
+  run = run_cli(command);  // the verdict under docs/testing.md's tolerance
+  EXPECT_NE(run.output.find("max(1, max|IN|): ok"), std::string::npos) << run.output;
+}
+
 TEST(CliOptimize, DisabledPassLeavesItsPatternAlone) {
   const fs::path out = scratch("optimize_disable") / "fast.onnx";
   const CliRun run = run_cli("optimize " + kRepVGG + "/model.onnx -o " + out.string() +

@@ -152,6 +152,75 @@ class ConvTransposeBN(nn.Module):
         return self.act(self.bn(self.up(self.stem(x))))
 
 
+class ConvTransposeAffine(nn.Module):
+    """ConvTranspose2d (groups 2, stride 2) then a learned per-channel scale and shift
+    (x * scale + shift with [1, C, 1, 1] parameters, as a decoder's affine layer writes it):
+    exported as ConvTranspose → Mul → Add with constants, which refold folds into the
+    ConvTranspose."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = Conv(3, 8, 3, 1, act=nn.ReLU())
+        self.up = nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.scale = nn.Parameter(0.5 + torch.rand(1, 6, 1, 1))
+        self.shift = nn.Parameter(torch.randn(1, 6, 1, 1))
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.up(self.stem(x)) * self.scale + self.shift)
+
+    def switch_to_deploy(self):
+        scale = self.scale.detach().reshape(-1)
+        up = self.up
+        up.weight.data = conv_transpose_scaled(up, scale)
+        up.bias.data = up.bias.detach() * scale + self.shift.detach().reshape(-1)
+        self.forward = lambda x: self.act(self.up(self.stem(x)))
+
+
+class LinearBN(nn.Module):
+    """LeViT's Linear_BN (timm levit.py): a Linear without bias, then BatchNorm1d over the
+    flattened tokens, `self.bn(self.c(x).flatten(0, 1)).reshape_as(x)`. Exported as MatMul →
+    Flatten(axis 2) → BatchNormalization (2-d: it normalizes the features) → Reshape(Shape)."""
+
+    def __init__(self, a, b):
+        super().__init__()
+        self.c = nn.Linear(a, b, bias=False)
+        self.bn = nn.BatchNorm1d(b)
+
+    def forward(self, x):
+        x = self.c(x)
+        return self.bn(x.flatten(0, 1)).reshape_as(x)
+
+    def switch_to_deploy(self):
+        bn = self.bn
+        scale = bn.weight / (bn.running_var + bn.eps).sqrt()
+        fused = nn.Linear(self.c.in_features, self.c.out_features)
+        fused.weight.data = self.c.weight.detach() * scale[:, None]
+        fused.bias.data = (bn.bias - bn.running_mean * scale).detach()
+        self.c, self.bn = fused, nn.Identity()
+
+
+class LinearBNHead(nn.Module):
+    """Two LeViT Linear_BN with a Hardswish between, the tokens averaged, then a Linear with
+    bias and a BatchNorm1d on its [N, C] output (exported as Gemm → BatchNormalization)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.act, self.fc2 = LinearBN(8, 16), nn.Hardswish(), LinearBN(16, 8)
+        self.head = nn.Linear(8, 10)
+        self.head_bn = nn.BatchNorm1d(10)
+
+    def forward(self, x):
+        return self.head_bn(self.head(self.fc2(self.act(self.fc1(x))).mean(1)))
+
+    def switch_to_deploy(self):
+        bn = self.head_bn
+        scale = bn.weight / (bn.running_var + bn.eps).sqrt()
+        self.head.weight.data = self.head.weight.detach() * scale[:, None]
+        self.head.bias.data = ((self.head.bias - bn.running_mean) * scale + bn.bias).detach()
+        self.head_bn = nn.Identity()
+
+
 class DBBPaddedConv(DiverseBranchBlock):
     """DiverseBranchBlock with the same parameters and the same function, written the way an
     export-friendly DBB writes BNAndPadLayer: the 1×1 conv before it takes the padding itself
@@ -208,6 +277,7 @@ MODELS = {
     "acnet_crop": (lambda: Seq(ACBlock(3, 8, 3, padding=0), nn.ReLU()), (1, 3, 16, 16), 13, None),
     "dbb": (lambda: Seq(dbb(3, 8, 3), dbb(8, 8, 3, stride=2, internal=16)),
             (1, 3, 16, 16), 13, None),
+    "dbb_k5": (lambda: Seq(dbb(4, 4, 5, groups=4)), (1, 4, 10, 10), 17, None),
     "dbb_padded_conv": (lambda: Seq(dbb(3, 8, 3, cls=DBBPaddedConv),
                                     dbb(8, 8, 3, stride=2, internal=16, cls=DBBPaddedConv),
                                     dbb(8, 8, 3, groups=8, cls=DBBPaddedConv)),
@@ -222,6 +292,8 @@ MODELS = {
     "yolo_repconv": (lambda: Seq(Conv(3, 8, 3, 2), RepConv(8, 8, bn=True), RepConv(8, 16, s=2)),
                      (1, 3, 32, 32), 13, None),
     "convtranspose_bn": (ConvTransposeBN, (1, 3, 8, 8), 13, None),
+    "convtranspose_affine": (ConvTransposeAffine, (1, 3, 6, 6), 13, None),
+    "linear_bn": (LinearBNHead, (2, 5, 8), 13, None),
     "nchw_ops": (NchwOps, (1, 3, 16, 16), 13, None),
 }
 
@@ -295,11 +367,20 @@ EXPECTED = {
     # parameter (not idconv1's computed weight + I: that Conv → BN stays), keeps the AvgPool's
     # BN, and writes BNAndPad's four in-place border writes (out[:, :, 0:p, :] = v, …) as
     # Pad + ScatterND with a large Shape/Gather/Range/Expand/Where index computation (1683 nodes,
-    # 16 ScatterND). Merging it needs the shape arithmetic constant-folded and the border fill
-    # recognised as "pad with the BN's zero response" (= the folded 1×1 conv's bias).
+    # 16 ScatterND). Merging it needs the shape arithmetic constant-folded (the input's shape is
+    # static) and the border fill recognised as "pad with the BN's zero response" (= the folded
+    # 1×1 conv's bias, up to float32 rounding: the exporter computes the two by two formulas).
     # After: one Conv per block, no BN, no Add, no AveragePool, no Pad, no ScatterND.
     "dbb": dict(before={"Conv": 10, "BatchNormalization": 3, "Add": 54},
-                ops_after={"Conv": 2, "Relu": 2}, layout=STRAIGHT, stretch=True),
+                ops_after={"Conv": 2, "Relu": 2}, layout=STRAIGHT),
+    # One depthwise DBB around a 5×5 (groups = channels = 4), opset 17: no dbb_1x1, the avg
+    # branch is AveragePool(5×5, pads 2) → BN on x; the 1×1 → K×K branch is conv1 4→8 (groups 4)
+    # → BNAndPad with pad 2 (its four two-pixel-wide border writes as ScatterND: 415 nodes) →
+    # conv2 5×5 8→4 (groups 4) → BN. Before: the exporter folds conv1's BN into it (its bias is
+    # the pad value) and conv2's BN; Add 14 = 2 branch sums + the index arithmetic's. After: one
+    # depthwise 5×5 Conv.
+    "dbb_k5": dict(before={"Conv": 3, "BatchNormalization": 1, "Add": 14},
+                   ops_after={"Conv": 1, "Relu": 1}, layout=STRAIGHT),
     # The same two DBBs with BNAndPad written as a padded 1×1 conv (DBBPaddedConv): per block
     # Conv K×K, Conv 1×1, Conv1×1(pads 1) → Pad(zeros, from the AvgPool export) → AveragePool
     # (pads 0) → BatchNormalization, Conv1×1(pads 1) → Conv K×K(pads 0) (block 1: idconv1's
@@ -330,6 +411,24 @@ EXPECTED = {
                                      "Add": 0},
                              ops_after={"Conv": 1, "ConvTranspose": 1, "Relu": 2},
                              layout=STRAIGHT),
+    # Stem Conv + Relu, ConvTranspose (groups 2, stride 2) → Mul(scale [1, 6, 1, 1]) →
+    # Add(shift [1, 6, 1, 1]) → Relu: both fold into the ConvTranspose (its weight's output
+    # channels scaled per group, its bias scaled and shifted). After: Mul 0, Add 0.
+    "convtranspose_affine": dict(before={"Conv": 1, "ConvTranspose": 1, "BatchNormalization": 0,
+                                         "Add": 1},
+                                 ops_after={"Conv": 1, "ConvTranspose": 1, "Relu": 2},
+                                 layout=STRAIGHT),
+    # LeViT-style tokens [2, 5, 8]: Linear_BN 8→16, Hardswish, Linear_BN 16→8, mean over the
+    # tokens, Linear 8→10 → BatchNorm1d (Hardswish exports as Mul(x, HardSigmoid(x))). Export: per Linear_BN MatMul → Flatten(axis 2) →
+    # BatchNormalization → Reshape(Shape(MatMul)); the head Gemm → BatchNormalization. After:
+    # each Linear_BN's BN is its MatMul's scaled weight and an Add of the shift (the deployed
+    # Linear with bias: MatMul + Add); the head's BN is in the Gemm. BN 3 → 0, Add 0 → 2. (The
+    # Shape of the deployed form is constant-folded by refold; only the counted ops are checked.)
+    # Layout: no conv, nothing to permute.
+    "linear_bn": dict(before={"Conv": 0, "BatchNormalization": 3, "Add": 0},
+                      ops_after={"MatMul": 2, "Add": 2, "Flatten": 2, "Shape": 2, "Reshape": 2,
+                                 "HardSigmoid": 1, "Mul": 1, "ReduceMean": 1, "Gemm": 1},
+                      layout=dict(to_nhwc=0, to_nchw=0, nhwc_outputs=0)),
     # 5 Convs (stem, two branches, down, head; BNs folded by the exporter, branch_a has a bias),
     # so nothing to merge: Conv 5, BN 0, Add 0 before and after.
     # Layout: input → stem: to_nhwc 1. Concat(axis 1) and Softmax(axis 1) remapped to the
@@ -366,6 +465,11 @@ def build(name, make):
     model = make().eval()
     with torch.no_grad():
         randomize(model, gen)
+        for m in model.modules():  # BatchNorm1d as randomize does BatchNorm2d (none elsewhere)
+            if isinstance(m, nn.BatchNorm1d):
+                for t, lo, hi in ((m.running_mean, -1, 1), (m.running_var, 0.5, 2),
+                                  (m.weight, 0.5, 1.5), (m.bias, -1, 1)):
+                    t.copy_(lo + (hi - lo) * torch.rand(t.shape, generator=gen))
     return model, gen
 
 
@@ -392,20 +496,27 @@ def run(model, x):
     return out if isinstance(out, tuple) else (out,)
 
 
-def fold_conv_transpose_bn(module):
-    """ConvTransposeBN's BN folded into its ConvTranspose2d (what refold's pass does): the
-    weight is [in, out/groups, kh, kw] and output channel g·(out/groups) + j is column j of
-    group g's rows, so each column is scaled by that channel's γ/σ; bias = β − μ·γ/σ."""
-    up, bn = module.up, module.bn
-    scale = bn.weight / (bn.running_var + bn.eps).sqrt()
+def conv_transpose_scaled(up, scale):
+    """The ConvTranspose2d's weight with output channel c scaled by scale[c]: the weight is
+    [in, out/groups, kh, kw] and output channel g·(out/groups) + j is column j of group g's
+    rows."""
     groups, in_c, per_group = up.groups, up.in_channels, up.out_channels // up.groups
     weight = up.weight.detach().clone()
     for i in range(in_c):
         g = i // (in_c // groups)
         weight[i] *= scale[g * per_group:(g + 1) * per_group].reshape(-1, 1, 1)
+    return weight
+
+
+def fold_conv_transpose_bn(module):
+    """ConvTransposeBN's BN folded into its ConvTranspose2d (what refold's pass does): each
+    output channel scaled by its γ/σ; bias = β − μ·γ/σ."""
+    up, bn = module.up, module.bn
+    scale = bn.weight / (bn.running_var + bn.eps).sqrt()
     fused = nn.ConvTranspose2d(up.in_channels, up.out_channels, up.kernel_size, up.stride,
                                up.padding, up.output_padding, up.groups, bias=True)
-    fused.weight.data, fused.bias.data = weight, bn.bias - bn.running_mean * scale
+    fused.weight.data = conv_transpose_scaled(up, scale)
+    fused.bias.data = bn.bias - bn.running_mean * scale
     module.up, module.bn = fused, nn.Identity()
 
 

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "passes/constant_folding.h"
 #include "passes/passes.h"
@@ -16,6 +18,14 @@ using testing::attrs;
 using testing::GraphBuilder;
 using testing::has_note;
 using testing::int64s;
+using testing::kPad1;
+
+// An int64 scalar constant.
+std::string int64_scalar(GraphBuilder& b, const std::string& name, std::int64_t v) {
+  Tensor t = empty({}, DType::Int64);
+  *t.data<std::int64_t>() = v;
+  return b.constant(name, t);
+}
 
 // x + ((a + b) · c): the constant subtree folds in one sweep, the Add reading x stays.
 TEST(ConstantFolding, FoldsAConstantChainInOneSweepAndKeepsTheOutput) {
@@ -136,6 +146,78 @@ TEST(ConstantFolding, ANodeThatFailsIsKeptForRunTimeToReport) {
   EXPECT_FALSE(report.changed);
   EXPECT_TRUE(has_note(report, "kept Reshape 'bad_reshape': running it failed"));
   EXPECT_THROW(b.run({testing::iota({2, 3})}), Error);
+}
+
+// The index arithmetic an exporter writes around a tensor of a fixed size (torch.onnx's slice
+// assignment reads Shape of the padded value) folds when the graph input's shape is static:
+// a Shape or Size of a computed value runs on a stand-in of its shape, found through the
+// producers (a strided Conv, an asymmetric Pad).
+TEST(ConstantFolding, ShapeOfAValueWithAStaticShapeFolds) {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 3, 8, 6});
+  const auto c = b.conv(x, 3, 4, 3, {.stride = 2, .pads = kPad1});  // [1, 4, 4, 3]
+  const auto padded =
+      b.node("Pad", {c, b.constant("pads", int64s({0, 0, 1, 2, 0, 0, 1, 2}))}, {}, "pad");
+  const auto shape = b.node("Shape", {padded}, {}, "shape");
+  const auto size = b.node("Size", {padded}, {}, "size");
+  const auto one = b.constant("one", testing::values({1.0f}, {1}));
+  const auto ones = b.node("Expand", {one, shape}, {}, "expand");
+  const auto h = b.node("Gather", {shape, int64_scalar(b, "two", 2)}, {}, "h");
+  const auto scale = b.node("Cast", {b.node("Mul", {size, h}, {}, "mul_sizes")},
+                            attrs({{"to", std::int64_t{1}}}), "cast");
+  b.output(b.node("Mul", {b.node("Add", {padded, ones}, {}, "add"), scale}, {}, "out"));
+  const Tensor in = b.random_input();
+  const Tensor expected = b.run({in})[0];
+
+  const passes::PassReport report = passes::fold_constants(b.graph());
+  b.graph().verify();
+  EXPECT_TRUE(has_note(report, "folded Shape 'shape'")) << testing::notes_of(report);
+  EXPECT_TRUE(has_note(report, "folded Size 'size'")) << testing::notes_of(report);
+  ASSERT_TRUE(b.graph().is_constant(shape));
+  const Tensor folded = b.graph().constant(shape);
+  EXPECT_EQ(std::vector<std::int64_t>(folded.data<std::int64_t>(),
+                                      folded.data<std::int64_t>() + folded.numel()),
+            (std::vector<std::int64_t>{1, 4, 6, 7}));
+  EXPECT_EQ(*b.graph().constant(size).data<std::int64_t>(), 168);
+  // What is left reads the data: the Conv, the Pad, the Add and the Mul.
+  EXPECT_EQ(b.op_counts(),
+            (std::map<std::string, int>{{"Conv", 1}, {"Pad", 1}, {"Add", 1}, {"Mul", 1}}));
+  EXPECT_TRUE(testing::all_close(b.run({in})[0], expected, testing::Tolerance::exact()));
+}
+
+// A dim that is not known (a symbolic batch), and a shape that depends on a floating-point
+// value (a Range whose limit is data: ops::ShapeRule::ReadsFloatValues — a zero stand-in would
+// give it 0 elements) keep their Shape nodes; a Shape of a static value beside them folds.
+TEST(ConstantFolding, ShapeOfAValueWithoutAStaticShapeStays) {
+  GraphBuilder b;
+  const auto x = b.input("x", {-1, 3});
+  const auto n = b.input("n", {});
+  const auto z = b.input("z", {2, 5});
+  const auto range = b.node("Range",
+                            {b.constant("start", testing::values({0.0f}, {})), n,
+                             b.constant("delta", testing::values({1.0f}, {}))},
+                            {}, "range");
+  const auto rx = b.relu(x);
+  b.output(b.node("Reshape", {rx, b.node("Shape", {rx}, {}, "shape_of_batch")}));
+  b.output(b.node("Expand", {b.constant("one", testing::values({1.0f}, {1})),
+                             b.node("Shape", {range}, {}, "shape_of_range")}));
+  b.output(b.node("Reshape", {z, b.node("Shape", {b.relu(z)}, {}, "shape_of_static")}));
+  const passes::PassReport report = passes::fold_constants(b.graph());
+  b.graph().verify();
+  EXPECT_TRUE(has_note(report, "folded Shape 'shape_of_static'")) << testing::notes_of(report);
+  EXPECT_EQ(b.count("Shape"), 2) << testing::notes_of(report);
+  EXPECT_TRUE(b.graph().find_node("shape_of_batch").has_value());
+  EXPECT_TRUE(b.graph().find_node("shape_of_range").has_value());
+  EXPECT_TRUE(
+      has_note(report, "kept Shape 'shape_of_batch': the shape of '" + rx + "' is not static"))
+      << testing::notes_of(report);
+  EXPECT_TRUE(
+      has_note(report, "kept Shape 'shape_of_range': the shape of '" + range + "' is not static"))
+      << testing::notes_of(report);
+  const std::vector<Tensor> out =
+      b.run({testing::iota({4, 3}), testing::values({3.0f}, {}), testing::iota({2, 5})});
+  EXPECT_EQ(out[0].sizes(), (Shape{4, 3}));
+  EXPECT_EQ(out[1].sizes(), (Shape{3}));
 }
 
 }  // namespace

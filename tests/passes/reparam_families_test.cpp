@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -568,6 +569,245 @@ TEST(ReparamFamilies, DBBAfterConvWithoutActivation) {
   const DBBBranches r = dbb_branches(b, conv_bn(b, x, 3, 6, 3, {.pads = kPad1}), 6);
   b.output(b.relu(b.sum({r.origin, r.one, r.avg, r.one_kxk})));
   expect_optimized_to(b, {{"Conv", 2}, {"Relu", 1}});
+}
+
+// ---- DBB as its authors wrote it: BNAndPadLayer ----
+
+// What DBB's BNAndPadLayer pads with: the BN's output for a zero input,
+// `bn.bias - bn.running_mean * bn.weight / torch.sqrt(bn.running_var + bn.eps)`, in float32 as
+// PyTorch computes it — so it may differ from the region's constant part in the last bits, as
+// in a real export.
+std::vector<float> bn_pad_values(const GraphBuilder& b, const std::string& bn_out) {
+  const graph::Graph& g = b.graph();
+  const graph::Node& n = g.nodes()[*g.producer(bn_out)];
+  const std::vector<float> gamma = g.constant(n.inputs[1]).to_vector(),
+                           beta = g.constant(n.inputs[2]).to_vector(),
+                           mean = g.constant(n.inputs[3]).to_vector(),
+                           var = g.constant(n.inputs[4]).to_vector();
+  const float eps = n.attributes.get_float("epsilon", 1e-5f);
+  std::vector<float> v(gamma.size());
+  for (std::size_t c = 0; c < v.size(); ++c)
+    v[c] = beta[c] - mean[c] * gamma[c] / std::sqrt(var[c] + eps);
+  return v;
+}
+
+// How a pad with one value per channel is written in ONNX (ONNX's Pad takes one value).
+enum class BorderForm {
+  ScatterND,           // torch.onnx's `out = F.pad(out, [p] * 4); out[:, :, 0:p, :] = v; …`:
+                       // a zero Pad, then ScatterND writing the top, bottom, left, right sides
+                       // (indices and updates constant, as constant folding leaves them)
+  ScatterNDPermuted,   // the same four writes in another order: left, bottom, right, top
+  ScatterNDFromShape,  // each side's updates expanded to Shape(the side's Slice), as the export
+                       // computes them: constants only once the static shapes fold
+  AddConstant,         // Pad(0) + a constant that is 0 inside and v[c] on the border
+  SubPadAdd,           // Pad(y − v) + v, with v [1, C, 1, 1]
+  PadOneMul,           // Pad(y, 1) · a constant that is 1 inside and v[c] on the border
+};
+
+// The four sides of a value [n, c, h, w] padded by p: rows [r0, r1) × columns [c0, c1).
+struct Side {
+  std::int64_t r0, r1, c0, c1;
+};
+std::vector<Side> sides(std::int64_t h, std::int64_t w, std::int64_t p) {
+  return {{0, p, 0, w}, {h - p, h, 0, w}, {0, h, 0, p}, {0, h, w - p, w}};
+}
+
+// ScatterND(data, indices, updates) writing `v[c]` + `offset[c]` over rows × columns of every
+// (n, c) of a value of `shape`.
+std::string scatter_side(GraphBuilder& b, const std::string& data, const Shape& shape,
+                         const Side& s, const std::vector<float>& v, bool updates_from_shape) {
+  const std::int64_t n = shape[0], c = shape[1], rows = s.r1 - s.r0, cols = s.c1 - s.c0;
+  Tensor indices = empty({n, c, rows, cols, 4}, DType::Int64);
+  std::int64_t* at = indices.data<std::int64_t>();
+  std::vector<float> u;
+  for (std::int64_t in = 0; in < n; ++in)
+    for (std::int64_t ic = 0; ic < c; ++ic)
+      for (std::int64_t i = s.r0; i < s.r1; ++i)
+        for (std::int64_t j = s.c0; j < s.c1; ++j) {
+          for (std::int64_t e : {in, ic, i, j}) *at++ = e;
+          u.push_back(v[static_cast<std::size_t>(ic)]);
+        }
+  std::string updates = b.constant("updates", testing::values(u, {n, c, rows, cols}));
+  if (updates_from_shape) {
+    const std::string side =
+        b.node("Slice", {data, b.constant("starts", testing::int64s({s.r0, s.c0})),
+                         b.constant("ends", testing::int64s({s.r1, s.c1})),
+                         b.constant("axes", testing::int64s({2, 3}))});
+    updates = b.node("Expand",
+                     {b.constant("v", testing::values(v, {1, c, 1, 1})), b.node("Shape", {side})});
+  }
+  return b.node("ScatterND", {data, b.constant("indices", indices), updates});
+}
+
+// [1, C, H, W] holding `inside` inside the border p and v[c] on it.
+Tensor border_constant(const Shape& shape, std::int64_t p, float inside,
+                       const std::vector<float>& v) {
+  const std::int64_t c = shape[1], h = shape[2], w = shape[3];
+  std::vector<float> e;
+  for (std::int64_t ic = 0; ic < c; ++ic)
+    for (std::int64_t i = 0; i < h; ++i)
+      for (std::int64_t j = 0; j < w; ++j)
+        e.push_back(i >= p && i < h - p && j >= p && j < w - p ? inside
+                                                               : v[static_cast<std::size_t>(ic)]);
+  return testing::values(e, {1, c, h, w});
+}
+
+// y of static shape [n, c, h, w] padded by p on each side with v[c] in channel c.
+std::string pad_per_channel(GraphBuilder& b, const std::string& y, const Shape& shape,
+                            std::int64_t p, const std::vector<float>& v, BorderForm form) {
+  const Shape padded = {shape[0], shape[1], shape[2] + 2 * p, shape[3] + 2 * p};
+  const auto pad = [&](const std::string& in, float value) {
+    return b.node("Pad", {in, b.constant("pads", testing::int64s({0, 0, p, p, 0, 0, p, p})),
+                          b.constant("value", testing::values({value}, {}))});
+  };
+  const std::string per_channel = b.constant("v", testing::values(v, {1, shape[1], 1, 1}));
+  switch (form) {
+    case BorderForm::AddConstant:
+      return b.add(pad(y, 0), b.constant("border", border_constant(padded, p, 0, v)));
+    case BorderForm::SubPadAdd:
+      return b.add(pad(sub(b, y, per_channel), 0), per_channel);
+    case BorderForm::PadOneMul:
+      return b.mul(pad(y, 1), b.constant("border", border_constant(padded, p, 1, v)));
+    default:
+      break;
+  }
+  std::vector<Side> order = sides(padded[2], padded[3], p);
+  if (form == BorderForm::ScatterNDPermuted) order = {order[2], order[1], order[3], order[0]};
+  std::string out = pad(y, 0);
+  for (const Side& s : order)
+    out = scatter_side(b, out, padded, s, v, form == BorderForm::ScatterNDFromShape);
+  return out;
+}
+
+// BNAndPadLayer on `x` [n, c, h, w]: BN, then the border filled with the BN's zero response.
+std::string bn_and_pad(GraphBuilder& b, const std::string& x, const Shape& shape, std::int64_t p,
+                       BorderForm form) {
+  const std::string y = b.bn(x, shape[1]);
+  return pad_per_channel(b, y, shape, p, bn_pad_values(b, y), form);
+}
+
+// DiverseBranchBlock as its authors wrote it (DingXiaoH/DiverseBranchBlock, groups 1): each
+// conv with its BN; the avg branch conv 1×1 → BNAndPad → AvgPool K×K (no padding) → BN; the
+// 1×1 → K×K branch conv 1×1 (to `internal` channels) → BNAndPad → conv K×K (no padding) → BN.
+std::string dbb_bn_and_pad(GraphBuilder& b, const std::string& x, const Shape& shape,
+                           std::int64_t p, std::int64_t internal, BorderForm form,
+                           Size2d stride = 1) {
+  const std::int64_t c = shape[1];
+  const Size2d k = 2 * p + 1;
+  const Shape mid = {shape[0], c, shape[2], shape[3]},
+              wide = {shape[0], internal, shape[2], shape[3]};
+  const std::string origin = conv_bn(b, x, c, c, k, {.stride = stride, .pads = ConvSpec::same(p)});
+  const std::string one = conv_bn(b, x, c, c, 1, {.stride = stride});
+  const std::string avg =
+      b.bn(b.avg_pool(bn_and_pad(b, b.conv(x, c, c, 1, {.bias = false}), mid, p, form), k, stride,
+                      {0, 0, 0, 0}),
+           c);
+  const std::string one_kxk =
+      conv_bn(b, bn_and_pad(b, b.conv(x, c, internal, 1, {.bias = false}), wide, p, form), internal,
+              c, k, {.stride = stride});
+  return b.relu(b.sum({origin, one, avg, one_kxk}));
+}
+
+// The reparameterize pass's notes in the optimizer's report.
+std::string reparameterize_notes(const passes::PipelineReport& r) {
+  std::string out;
+  for (const passes::PassReport& p : r.passes)
+    if (p.pass == "reparameterize")
+      for (const std::string& n : p.notes) out += n + "\n";
+  return out;
+}
+
+// The whole block becomes one Conv in every form, for pad 1 (3×3) and 2 (5×5), with the
+// internal width equal to the input's (DBB's idconv1 case) and twice it.
+TEST(ReparamFamilies, DBBWithBNAndPadEveryForm) {
+  for (const BorderForm form :
+       {BorderForm::ScatterND, BorderForm::ScatterNDPermuted, BorderForm::ScatterNDFromShape,
+        BorderForm::AddConstant, BorderForm::SubPadAdd, BorderForm::PadOneMul}) {
+    for (const std::int64_t p : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << "form " << static_cast<int>(form) << ", pad " << p);
+      GraphBuilder b(static_cast<std::uint64_t>(320 + 10 * static_cast<int>(form) + p));
+      const Shape shape = {1, 4, 7, 8};
+      const std::string x = b.input("x", shape);
+      b.output(dbb_bn_and_pad(b, x, shape, p, p == 1 ? 4 : 8, form));
+      expect_optimized_to(b, {{"Conv", 1}, {"Relu", 1}});
+    }
+  }
+}
+
+// Batch 2 and stride 2 on the K×K, the 1×1 and the pool, odd and even sizes.
+TEST(ReparamFamilies, DBBWithBNAndPadStride2) {
+  for (const std::int64_t size : {9, 10}) {
+    SCOPED_TRACE(::testing::Message() << "size " << size);
+    GraphBuilder b(static_cast<std::uint64_t>(340 + size));
+    const Shape shape = {2, 3, size, size};
+    const std::string x = b.input("x", shape);
+    b.output(dbb_bn_and_pad(b, x, shape, 1, 6, BorderForm::ScatterND, 2));
+    expect_optimized_to(b, {{"Conv", 1}, {"Relu", 1}});
+  }
+}
+
+// conv 1×1 → BNAndPad whose border is not the BN's zero response everywhere → conv 3×3 (no
+// padding), summed with a conv 3×3 of x: the merged conv would read the zero response there,
+// so the writes stay (and the note says where), and the output is the same. (A zero Pad and
+// the four right writes after the 1×1 conv are that conv padded — its border holds its bias —
+// so where only a write inside is wrong, the four go into the conv and that one stays.)
+TEST(ReparamFamilies, BNAndPadBorderThatIsNotTheZeroResponseStays) {
+  struct Case {
+    const char* what;
+    int side_off;       // a side whose value is shifted in channel 1, or −1
+    bool skip_last;     // write only three sides
+    bool write_inside;  // one more ScatterND of the zero response into the inside
+    const char* note;
+    int writes_kept;
+  };
+  const Case cases[] = {
+      {"one value off", 1, false, false, "in channel 1 where the merged conv would read", 4},
+      {"three sides", -1, true, false, "holds 0 in channel 0 where the merged conv would read", 3},
+      {"a write inside", -1, false, true, "writes inside the border of Pad", 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    GraphBuilder b(351);
+    const Shape shape = {1, 4, 6, 6}, padded = {1, 4, 8, 8};
+    const std::string x = b.input("x", shape);
+    const std::string y = b.bn(b.conv(x, 4, 4, 1, {.bias = false}), 4);
+    const std::vector<float> v = bn_pad_values(b, y);
+    std::vector<Side> order = sides(8, 8, 1);
+    if (c.skip_last) order.pop_back();
+    std::string out =
+        b.node("Pad", {y, b.constant("pads", testing::int64s({0, 0, 1, 1, 0, 0, 1, 1}))});
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      std::vector<float> w = v;
+      if (static_cast<int>(k) == c.side_off) w[1] += 0.25f;
+      out = scatter_side(b, out, padded, order[k], w, false);
+    }
+    if (c.write_inside) out = scatter_side(b, out, padded, {3, 4, 3, 5}, v, false);
+    b.output(b.add(b.conv(x, 4, 4, 3, {.pads = kPad1}), b.conv(out, 4, 4, 3)));
+    const passes::PipelineReport report = optimize_and_compare(b);
+    EXPECT_EQ(b.count("ScatterND"), c.writes_kept) << report.to_string(true);
+    EXPECT_NE(reparameterize_notes(report).find(c.note), std::string::npos)
+        << reparameterize_notes(report);
+  }
+}
+
+// Pad(0) + a constant that is not 0 everywhere inside the border changes the inside: not a
+// border write.
+TEST(ReparamFamilies, BorderConstantThatChangesTheInsideStays) {
+  GraphBuilder b(352);
+  const Shape shape = {1, 4, 6, 6};
+  const std::string x = b.input("x", shape);
+  const std::string y = b.bn(b.conv(x, 4, 4, 1, {.bias = false}), 4);
+  Tensor border = border_constant({1, 4, 8, 8}, 1, 0, bn_pad_values(b, y));
+  border.set({0, 2, 4, 4}, 0.5f);
+  const std::string padded =
+      b.add(b.node("Pad", {y, b.constant("pads", testing::int64s({0, 0, 1, 1, 0, 0, 1, 1}))}),
+            b.constant("border", border));
+  b.output(b.add(b.conv(x, 4, 4, 3, {.pads = kPad1}), b.conv(padded, 4, 4, 3)));
+  const passes::PipelineReport report = optimize_and_compare(b);
+  EXPECT_EQ(b.count("Pad"), 1) << report.to_string(true);
+  EXPECT_NE(reparameterize_notes(report).find("the constant is 0.5 inside the border of Pad"),
+            std::string::npos)
+      << reparameterize_notes(report);
 }
 
 // ---- MobileOne ----

@@ -90,6 +90,26 @@ Tensor pad_per_channel(const Tensor& y, std::int64_t p, const Tensor& values) {
   return out;
 }
 
+// y[.., c, ..] · scale[c] + shift[c] along `axis` (1 or `channels` values each), elementwise.
+Tensor affine_along(const Tensor& y, const reparam::ChannelAffine& a, std::int64_t axis) {
+  std::int64_t inner = 1;
+  for (std::int64_t d = axis + 1; d < y.dim(); ++d) inner *= y.size(d);
+  const std::int64_t channels = y.size(axis);
+  std::vector<float> v = y.contiguous().to_vector();
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto c = static_cast<std::size_t>(static_cast<std::int64_t>(i) / inner % channels);
+    const double s = a.scale[a.scale.size() == 1 ? 0 : c], t = a.shift[a.shift.size() == 1 ? 0 : c];
+    v[i] = static_cast<float>(v[i] * s + t);
+  }
+  return from_values(v, y.sizes());
+}
+
+reparam::ChannelAffine random_affine(std::int64_t channels, Generator& gen) {
+  const std::vector<float> s = uniform({channels}, -1.5, 1.5, gen).to_vector();
+  const std::vector<float> t = uniform({channels}, -1, 1, gen).to_vector();
+  return {{s.begin(), s.end()}, {t.begin(), t.end()}};
+}
+
 // ---- the seed ------------------------------------------------------------------------------
 
 // Seed 004 exactly: 2 channels, 9×9 all-ones input, conv3x3 (padding "same") + conv1x1 + x,
@@ -209,7 +229,102 @@ TEST(KernelAlgebra, FoldBatchNormIntoConvTransposeGroups) {
     const bool naive_ok =
         testing::model_close(reference::conv_transpose2d(x, naive, f.bias, o), expected);
     EXPECT_EQ(naive_ok, groups == 1);
+
+    // Any per-channel map folds into the same slices (BN's is one), with a bias or without.
+    const reparam::ChannelAffine a = random_affine(out, gen);
+    for (const Tensor& bias : {k.bias, Tensor{}}) {
+      const ConvTransposeKernel kb{k.weight, bias, groups};
+      const ConvTransposeKernel fa = reparam::fold_affine_into_conv_transpose(kb, a);
+      EXPECT_TRUE(testing::model_close(
+          reference::conv_transpose2d(x, fa.weight, fa.bias, o),
+          affine_along(reference::conv_transpose2d(x, kb.weight, kb.bias, o), a, 1)));
+    }
   }
+}
+
+// ---- per-channel affine maps ---------------------------------------------------------------
+
+// batch_norm_affine is the map BN computes; fold_batch_norm is its fold.
+TEST(KernelAlgebra, BatchNormAffineIsTheBatchNorm) {
+  Generator gen(31);
+  const BatchNormParams p = random_bn(5, gen);
+  const reparam::ChannelAffine a = reparam::batch_norm_affine(p);
+  ASSERT_EQ(a.scale.size(), 5u);
+  const Tensor y = randn({2, 5, 3, 4}, {}, gen);
+  EXPECT_TRUE(testing::model_close(affine_along(y, a, 1), bn(y, p)));
+  const ConvKernel k = random_conv(5, 3, 1, 3, true, gen);
+  const ConvKernel by_bn = reparam::fold_batch_norm(k, p), by_map = reparam::fold_affine(k, a);
+  EXPECT_TRUE(testing::all_close(by_map.weight, by_bn.weight, Tolerance::exact()));
+  EXPECT_TRUE(testing::all_close(by_map.bias, by_bn.bias, Tolerance::exact()));
+}
+
+// A conv then a·y + t per channel, with and without bias, and one value for every channel.
+TEST(KernelAlgebra, FoldAffineMatchesConvThenAffine) {
+  Generator gen(32);
+  for (const bool bias : {true, false}) {
+    const ConvKernel k = random_conv(6, 4, 2, 3, bias, gen);
+    const Tensor x = randn({1, 4, 7, 6}, {}, gen);
+    for (const reparam::ChannelAffine& a :
+         {random_affine(6, gen), reparam::ChannelAffine{{-2.0}, {0.5}}}) {
+      const ConvKernel f = reparam::fold_affine(k, a);
+      EXPECT_TRUE(testing::model_close(conv(x, f, 1), affine_along(conv(x, k, 1), a, 1)));
+    }
+  }
+}
+
+// y = x·W + b with W [K, N] (feature axis 1, MatMul) or [N, K] (axis 0, Gemm transB = 1), then
+// a·y + t per feature.
+TEST(KernelAlgebra, FoldAffineIntoLinearBothLayouts) {
+  Generator gen(34);
+  const Tensor x = randn({3, 4, 5}, {}, gen);  // tokens: [batch, length, K]
+  for (const std::int64_t axis : {0, 1}) {
+    SCOPED_TRACE(::testing::Message() << "feature axis " << axis);
+    const Tensor w_nk = uniform({6, 5}, -0.4, 0.4, gen);
+    const Tensor w = axis == 0 ? w_nk : w_nk.permute({1, 0}).contiguous();
+    for (const bool bias : {true, false}) {
+      const Tensor b = bias ? uniform({6}, -1, 1, gen) : Tensor{};
+      const reparam::ChannelAffine a = random_affine(6, gen);
+      const reparam::LinearKernel f = reparam::fold_affine_into_linear({w, b, axis}, a);
+      ASSERT_TRUE(f.bias.defined());
+      const Tensor f_nk = axis == 0 ? f.weight : f.weight.permute({1, 0}).contiguous();
+      EXPECT_TRUE(testing::model_close(reference::linear(x, f_nk, f.bias),
+                                       affine_along(reference::linear(x, w_nk, b), a, 2)));
+    }
+  }
+}
+
+TEST(KernelAlgebra, AffineFoldErrors) {
+  Generator gen(35);
+  const ConvKernel k = random_conv(4, 4, 1, 3, true, gen);
+  BatchNormParams negative_var = random_bn(4, gen);
+  negative_var.running_var = from_values(std::vector<float>{1, -0.5f, 1, 1}, {4});
+  const reparam::ChannelAffine three{{1, 2, 3}, {0}};
+  testing::expect_errors({
+      {"affine of the wrong length", [&] { reparam::fold_affine(k, three); },
+       "fold_affine: 3 scale values for 4 channels (1 or one per channel)"},
+      {"conv transpose affine length",
+       [&] {
+         reparam::fold_affine_into_conv_transpose({ones({4, 2, 3, 3}), {}, 2}, three);
+       },
+       "fold_affine_into_conv_transpose: 3 scale values for 4 channels"},
+      {"linear feature axis 2",
+       [&] {
+         reparam::fold_affine_into_linear({ones({4, 3}), {}, 2}, {});
+       },
+       "fold_affine_into_linear: feature_axis (2) must be 0 or 1"},
+      {"linear 3-d weight",
+       [&] {
+         reparam::fold_affine_into_linear({ones({2, 4, 3}), {}, 1}, {});
+       },
+       "fold_affine_into_linear: weight must be 2-d"},
+      {"linear bias length",
+       [&] {
+         reparam::fold_affine_into_linear({ones({4, 3}), ones({4}), 1}, {});
+       },
+       "fold_affine_into_linear: bias has shape [4], expected [3]"},
+      {"BN map of a negative variance", [&] { reparam::batch_norm_affine(negative_var); },
+       "batch_norm_affine: running_var[1] = -0.5 is negative"},
+  });
 }
 
 // ---- padding and alignment -----------------------------------------------------------------

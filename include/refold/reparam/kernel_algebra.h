@@ -74,6 +74,18 @@ struct BatchNormParams {
   double eps = 1e-5;
 };
 
+// A per-channel affine map y[o] = scale[o]·x[o] + shift[o] — BatchNorm in inference, or a Mul,
+// Add, Sub, Div by a per-channel constant — in double, one value per channel (or one value for
+// every channel).
+struct ChannelAffine {
+  std::vector<double> scale{1.0};
+  std::vector<double> shift{0.0};
+};
+
+// BN in inference as that map: scale s = γ/√(σ² + ε), shift t = β − μ·s. Errors as
+// fold_batch_norm's (a negative σ², σ² + ε == 0, parameters of different lengths or dtypes).
+ChannelAffine batch_norm_affine(const BatchNormParams& bn);
+
 // conv → BN as one conv. Per output channel o:
 //   BN(conv(x))[o] = (W[o]∗x + b[o] − μ[o]) · s[o] + β[o],   s[o] = γ[o] / √(σ²[o] + ε)
 //                  = (W[o]·s[o]) ∗ x + ((b[o] − μ[o]) · s[o] + β[o])
@@ -88,6 +100,27 @@ ConvKernel fold_batch_norm(const ConvKernel& conv, const BatchNormParams& bn);
 // with transpose=True does, is right only for groups == 1.)
 ConvTransposeKernel fold_batch_norm_into_conv_transpose(const ConvTransposeKernel& conv,
                                                         const BatchNormParams& bn);
+
+// conv → per-channel affine as one conv (fact 2): W'[o] = W[o]·a[o], b'[o] = b[o]·a[o] + t[o].
+// fold_batch_norm is this map with batch_norm_affine(bn).
+ConvKernel fold_affine(const ConvKernel& conv, const ChannelAffine& affine);
+// conv_transpose → per-channel affine, output channel o scaled on the slices BN folding scales.
+ConvTransposeKernel fold_affine_into_conv_transpose(const ConvTransposeKernel& conv,
+                                                    const ChannelAffine& affine);
+
+// A matrix product with a constant 2-d operand (ONNX Gemm's B, MatMul's second input) and an
+// optional bias: the features n (the output's last axis) run along `feature_axis` of the weight
+// — 1 for W [K, N] (MatMul, Gemm with transB = 0), 0 for W [N, K] (Gemm with transB = 1).
+struct LinearKernel {
+  Tensor weight;  // 2-d
+  Tensor bias;    // [N]; undefined means "no bias"
+  std::int64_t feature_axis = 1;
+};
+
+// matmul → per-feature affine as one matmul: y[.., n] = Σ_k x[.., k]·W[k, n] + b[n], so
+// a[n]·y[.., n] + t[n] has W'[k, n] = W[k, n]·a[n] and b'[n] = b[n]·a[n] + t[n]. The result has
+// a bias.
+LinearKernel fold_affine_into_linear(const LinearKernel& linear, const ChannelAffine& affine);
 
 // Zero-pads a kh×kw kernel (1×1, 1×3, 3×1, ...) centered into target.h × target.w:
 //   W'[o, c, (K_h − kh)/2 + i, (K_w − kw)/2 + j] = W[o, c, i, j], 0 elsewhere.
