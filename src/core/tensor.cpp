@@ -12,7 +12,6 @@
 #include "core/checked_math.h"
 #include "core/element_access.h"
 #include "core/tensor_impl.h"
-#include "kernels/onednn/reorder.h"
 
 namespace refold {
 
@@ -192,6 +191,10 @@ Shape channels_last_strides(const Shape& sizes) {
   strides[0] = checked_mul(strides[2], std::max<std::int64_t>(sizes[2], 1), "strides");
   return strides;
 }
+
+namespace detail {
+void count_permute() { ++g_permutes; }
+}  // namespace detail
 
 std::uint64_t permute_count() { return g_permutes.load(); }
 void reset_permute_count() { g_permutes.store(0); }
@@ -413,17 +416,7 @@ Tensor Tensor::contiguous(MemoryFormat format) const {
   REFOLD_CHECK(format != MemoryFormat::Preserve,
                "contiguous: memory format 'preserve' is not a layout");
   if (is_contiguous(format)) return *this;
-  if (format != suggest_memory_format()) ++g_permutes;
-  // A 4-d float permute of at least 16384 elements (NCHW ↔ NHWC, the conv's activation copy):
-  // oneDNN's reorder, 1.5–2.5× the generic copy's throughput on RepVGG-A0's activations
-  // (bench/layout_bench, bench/RESULTS.md). Smaller ones stay on the generic copy, where
-  // oneDNN's fixed per-call cost would dominate; anything it declines too.
-  constexpr std::int64_t kReorderMinElements = 16384;
-  if (dim() == 4 && numel() >= kReorderMinElements && dtype() != DType::Int64) {
-    std::string declined;
-    Tensor out = onednn::reorder(*this, format, &declined);
-    if (out.defined()) return out;
-  }
+  if (format != suggest_memory_format()) detail::count_permute();
   Tensor out = empty(sizes(), {dtype(), format});
   copy_elements(*this, out);
   return out;

@@ -19,6 +19,9 @@ namespace detail {
 // The live-bytes counters of refold/memory.h, updated by every Storage.
 void count_allocation(std::size_t nbytes);
 void count_free(std::size_t nbytes);
+// One more layout-changing copy for permute_count(): Tensor::contiguous and the kernels' fast
+// permute (functional::to_format) count each one here.
+void count_permute();
 }  // namespace detail
 
 // 64-byte aligned bytes; freed when the last tensor viewing them goes. Counted in

@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "kernels/verbose.h"
+#include "refold/functional.h"
 
 namespace refold::graph {
 
@@ -156,7 +157,7 @@ std::vector<Tensor> ExecutionPlan::run(const std::vector<Tensor>& feeds,
         Tensor t = value(slot);
         // The memory-format rule of Module::operator(), for every input of an Op.
         if (!step.op->accepts_channels_last() && t.defined() && !t.is_contiguous())
-          t = t.contiguous();
+          t = functional::to_format(t, MemoryFormat::Contiguous);
         args.push_back(std::move(t));
       }
       try {

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "core/check.h"
+#include "core/tensor_impl.h"
 #include "kernels/dispatch.h"
 #include "kernels/native/direct_conv2d.h"
 #include "kernels/native/winograd_conv2d.h"
@@ -22,6 +23,7 @@
 #include "kernels/onednn/eltwise.h"
 #include "kernels/onednn/inner_product.h"
 #include "kernels/onednn/pooling.h"
+#include "kernels/onednn/reorder.h"
 #include "kernels/post_ops.h"
 #include "kernels/reference/conv_common.h"
 #include "kernels/verbose.h"
@@ -39,10 +41,26 @@ namespace {
 Tensor conv_input_in_format(const Tensor& input, MemoryFormat format) {
   // A non-4-d input is left for the kernel to reject with its own message.
   if (input.dim() != 4) return input;
-  return input.contiguous(format);
+  return to_format(input, format);
 }
 
 }  // namespace
+
+Tensor to_format(const Tensor& t, MemoryFormat format) {
+  REFOLD_CHECK(t.defined(), "to_format: the tensor is undefined");
+  if (t.is_contiguous(format)) return t;
+  constexpr std::int64_t kReorderMinElements = 16384;
+  if (t.dim() != 4 || t.numel() < kReorderMinElements || t.dtype() == DType::Int64)
+    return t.contiguous(format);
+  return fastest_first(
+      "to_format",
+      [&](std::string* declined) {
+        Tensor out = onednn::reorder(t, format, declined);
+        if (out.defined() && format != t.suggest_memory_format()) detail::count_permute();
+        return out;
+      },
+      [&] { return t.contiguous(format); });
+}
 
 MemoryFormat conv_memory_format(const Tensor& input, const Tensor& weight) {
   REFOLD_CHECK(input.defined(), "conv_memory_format: input is undefined");

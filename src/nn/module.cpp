@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "nn/layout.h"
+#include "refold/functional.h"
 
 namespace refold::nn {
 
@@ -42,7 +43,7 @@ Tensor Module::operator()(const Tensor& input) {
   try {
     // An activation leaves channels_last only here, where a module cannot take it.
     if (!accepts_channels_last() && input.defined() && !input.is_contiguous())
-      return forward(input.contiguous());
+      return forward(functional::to_format(input, MemoryFormat::Contiguous));
     return forward(input);
   } catch (const Error& e) {
     const std::string path = current_path();

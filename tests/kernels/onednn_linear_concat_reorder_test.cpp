@@ -160,20 +160,25 @@ TEST_P(OnednnNewOps, ReorderIsContiguousInTheOtherLayout) {
   EXPECT_NE(declined.find("not dense"), std::string::npos);
 }
 
-TEST_P(OnednnNewOps, ContiguousUsesTheReorderForLargeFourDimFloatPermutes) {
+TEST_P(OnednnNewOps, ToFormatUsesTheReorderForLargeFourDimFloatPermutes) {
   const Tensor x = randn({1, 48, 28, 28});  // 37632 elements: over the threshold
   const auto runs = onednn::reorder_stats().runs;
   reset_permute_count();
-  const Tensor y = x.contiguous(CL);
+  const Tensor y = functional::to_format(x, CL);
   EXPECT_EQ(onednn::reorder_stats().runs, runs + 1);
   EXPECT_EQ(permute_count(), 1u);  // still counted as the seed's permute
   EXPECT_TRUE(y.is_contiguous(CL));
-  const Tensor back = y.contiguous(NCHW);
+  const Tensor back = functional::to_format(y, NCHW);
   EXPECT_EQ(onednn::reorder_stats().runs, runs + 2);
+  EXPECT_EQ(permute_count(), 2u);
   EXPECT_TRUE(testing::all_close(back, x, Tolerance::exact()));
-  // Small tensors keep the generic copy.
-  randn({1, 3, 5, 5}).contiguous(CL);
+  EXPECT_TRUE(functional::to_format(back, NCHW).is_same(back));  // nothing to do: itself
+  // Small tensors keep the generic copy, and so does Tensor::contiguous itself: the core
+  // calls no backend.
+  EXPECT_TRUE(functional::to_format(randn({1, 3, 5, 5}), CL).is_contiguous(CL));
+  EXPECT_TRUE(testing::all_close(x.contiguous(CL), y, Tolerance::exact()));
   EXPECT_EQ(onednn::reorder_stats().runs, runs + 2);
+  EXPECT_EQ(permute_count(), 4u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, OnednnNewOps, ::testing::Values(1, 2));
