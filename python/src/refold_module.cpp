@@ -106,6 +106,11 @@ std::string describe_dtype(nb::dlpack::dtype d) {
 InArray as_array(const std::string& name, nb::handle obj, const char* dtype = nullptr) {
   InArray a;
   if (nb::try_cast(obj, a)) return a;
+  // A torch tensor that requires grad refuses DLPack export; its values are what it holds.
+  if (nb::hasattr(obj, "requires_grad") && nb::hasattr(obj, "detach")) {
+    nb::object detached = obj.attr("detach")();
+    if (nb::try_cast(detached, a)) return a;
+  }
   nb::object converted;
   try {
     nb::object np = nb::module_::import_("numpy");

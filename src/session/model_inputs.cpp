@@ -12,7 +12,9 @@ namespace refold {
 
 void check_input_shapes(const InputShapes& shapes, const graph::Graph& graph,
                         const std::string& what) {
-  for (const auto& [name, sizes] : shapes) {
+  for (const auto& entry : shapes) {
+    const std::string& name = entry.first;  // (clang 14 cannot capture a structured binding)
+    const Shape& sizes = entry.second;
     const auto input = std::find_if(graph.inputs.begin(), graph.inputs.end(),
                                     [&](const graph::ValueInfo& v) { return v.name == name; });
     if (input == graph.inputs.end())

@@ -69,6 +69,9 @@ def test_contiguous_float32_input_is_not_copied(rng):
     t = torch.from_numpy(x.copy())
     (z,) = session.run(None, [t])
     assert data_pointer(z) == t.data_ptr()
+    g = t.clone().requires_grad_()  # read through .detach(), still without a copy
+    (w,) = session.run(None, [g])
+    assert data_pointer(w) == g.data_ptr()
     # The result keeps the input's memory alive after the caller drops it.
     del x
     assert np.isfinite(y).all()
