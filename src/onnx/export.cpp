@@ -28,6 +28,7 @@
 #include "core/check.h"
 #include "io/file.h"
 #include "onnx/attributes.h"
+#include "onnx/opset.h"
 #include "onnx/proto_io.h"
 #include "onnx/source_model.h"
 #include "onnx/tensor_proto.h"
@@ -42,7 +43,6 @@ using namespace detail;
 namespace fs = std::filesystem;
 
 constexpr int kDefaultIrVersion = 8;
-constexpr int kDefaultOpset = 17;
 
 void copy_header(const ::onnx::ModelProto& from, ::onnx::ModelProto& to) {
   if (from.has_ir_version()) to.set_ir_version(from.ir_version());

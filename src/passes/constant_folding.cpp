@@ -19,8 +19,15 @@
 //
 // One forward sweep reaches the fixed point: nodes are in topological order, so when a node is
 // visited every producer of its inputs has been visited and, if foldable, folded already.
+//
+// Then every node that reads a value folded here is built again from its data
+// (ops::build_module), as the importer would have built it had those inputs been constants in
+// the file: a Conv whose weight or bias came from a Constant node ran as the dynamic-weight
+// graph op and now becomes an nn::Conv2d, which bn-folding, reparameterize, dead-taps and
+// convert_conv2d_weight_memory_format reach. A node whose builder refuses keeps its module.
 #include "passes/constant_folding.h"
 
+#include "onnx/opset.h"
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
 #include "passes/known_values.h"
@@ -30,6 +37,7 @@
 #include <algorithm>
 #include <exception>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -123,10 +131,38 @@ std::size_t byte_size(const Tensor& t) {
 
 }  // namespace
 
+namespace {
+
+// The nodes reading a value that became a constant, rebuilt from their data (see the top).
+void rebuild_readers(graph::Graph& graph, const std::set<std::string>& folded, PassReport& report) {
+  if (folded.empty()) return;
+  const int opset = onnx::ai_onnx_opset(graph);
+  for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
+    const graph::Node& node = graph.nodes()[i];
+    if (!node.parts.empty() || !ops::find_op(node)) continue;
+    if (std::none_of(node.inputs.begin(), node.inputs.end(),
+                     [&](const std::string& in) { return folded.count(in) != 0; }))
+      continue;
+    nn::ModulePtr module;
+    try {
+      module = ops::build_module({node, graph, opset});
+    } catch (const std::exception&) {
+      continue;  // as it was: the run reports any problem, in context
+    }
+    if (module->type_name() == node.module->type_name()) continue;
+    report.notes.push_back(fmt::format("rebuilt {} over its now constant inputs: runs {}",
+                                       describe(node), module->type_name()));
+    graph.set_module(i, module);
+  }
+}
+
+}  // namespace
+
 PassReport fold_constants(graph::Graph& graph, std::size_t max_bytes) {
   PassReport report;
   report.pass = "constant-folding";
   std::size_t folded = 0;
+  std::set<std::string> folded_values;
   detail::StaticShapes shapes(graph);  // valid throughout: folding keeps every value's shape
   for (std::size_t i = 0; i < graph.nodes().size();) {
     const graph::Node& node = graph.nodes()[i];
@@ -193,8 +229,10 @@ PassReport fold_constants(graph::Graph& graph, std::size_t max_bytes) {
                                        made.size() == 1 ? "" : "s", fmt::join(made, ", ")));
     graph.erase_node(i);
     ++folded;
+    folded_values.insert(made.begin(), made.end());
   }
   report.changed = folded > 0;
+  rebuild_readers(graph, folded_values, report);
   return report;
 }
 

@@ -13,7 +13,8 @@
 // and m' = m, since n + p0' + p1' − d·(k' − 1) = n + p0 + p1 − d·(k − 1). The weight keeps
 // W[:, :, t0h..t1h, t0w..t1w]. Kept (with a note) where a new pad would be negative (the
 // output's first or last pixel would have to crop the input) or no tap reads the input at all.
-// Convs whose input size is not static are left alone: the rewrite holds for one size only.
+// Convs whose input size is not static (followed from the declared graph inputs through every
+// producer, passes/known_values.h) are left alone: the rewrite holds for one size only.
 #include <fmt/format.h>
 
 #include <optional>
@@ -53,12 +54,15 @@ AxisTaps live_taps(std::int64_t n, std::int64_t k, std::int64_t s, std::int64_t 
 
 PassReport drop_dead_taps(graph::Graph& graph) {
   PassReport report{"dead-taps", false, {}};
+  // The input sizes, from the declared graph inputs through every producer (stand-in runs);
+  // rewriting a conv keeps every value's shape, so one instance serves the whole pass.
+  detail::StaticShapes shapes(graph);
   for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
     const graph::Node& node = graph.nodes()[i];
     const auto conv = detail::conv_module(node);
     if (!conv || !detail::conv_problem(graph, node).empty()) continue;
-    const auto shape = detail::known_shape(graph, node.inputs[0]);
-    if (!shape || shape->size() != 4 || (*shape)[2] < 0 || (*shape)[3] < 0) continue;
+    const std::optional<Shape> shape = shapes.shape(node.inputs[0]);
+    if (!shape || shape->size() != 4) continue;
     const nn::Conv2dOptions& o = conv->options();
     const Size2d k = o.kernel_size(), s = o.stride(), d = o.dilation();
     const Pads2d p = o.padding().resolve(k, d);

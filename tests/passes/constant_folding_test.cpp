@@ -220,5 +220,35 @@ TEST(ConstantFolding, ShapeOfAValueWithoutAStaticShapeStays) {
   EXPECT_EQ(out[1].sizes(), (Shape{3}));
 }
 
+// A conv whose weight and bias come from Constant / Identity nodes (torchvision's DeepLab
+// export writes its folded biases so) runs the dynamic-weight op at import; once folding makes
+// them constants the node is built again as an nn::Conv2d, so a RepVGG block of such convs
+// merges and convert_conv2d_weight_memory_format reaches it.
+TEST(ConstantFolding, AConvWhoseWeightsBecameConstantsIsRebuiltAsAConv2d) {
+  GraphBuilder b;
+  const std::string x = b.input("x", {1, 4, 6, 6});
+  Generator gen(3);
+  auto conv_from_nodes = [&](std::int64_t k, const std::vector<std::int64_t>& pads) {
+    const std::string w = b.node("Constant", {}, attrs({{"value", randn({4, 4, k, k}, {}, gen)}}));
+    const std::string bias = b.node("Identity", {b.constant("bias", randn({4}, {}, gen))});
+    return b.node("Conv", {x, w, bias},
+                  attrs({{"kernel_shape", std::vector<std::int64_t>{k, k}}, {"pads", pads}}));
+  };
+  b.output(b.relu(b.add(conv_from_nodes(3, kPad1), conv_from_nodes(1, {0, 0, 0, 0}))));
+  for (const graph::Node& n : b.graph().nodes()) {
+    if (n.op_type != "Conv") continue;
+    EXPECT_EQ(n.module->type_name(), "Conv");  // the dynamic-weight op
+  }
+  const passes::PassReport r =
+      testing::apply_pass(b, [](graph::Graph& g) { return passes::fold_constants(g); });
+  EXPECT_TRUE(has_note(r, "over its now constant inputs: runs Conv2d")) << testing::notes_of(r);
+  for (const graph::Node& n : b.graph().nodes()) {
+    if (n.op_type != "Conv") continue;
+    EXPECT_EQ(n.module->type_name(), "Conv2d");
+  }
+  testing::apply_pass(b, passes::reparameterize_branches);
+  EXPECT_EQ(b.count("Conv"), 1) << b.graph().dump();
+}
+
 }  // namespace
 }  // namespace refold
