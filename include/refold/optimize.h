@@ -10,6 +10,12 @@
 //   // layout: 22 of 22 convs with channels_last weights, 1 permute; …
 //   // verify: max |OUT - IN| = 2.1e-06 …: ok
 //
+// Before any pass, a model whose input shapes are static is checked against itself: every node
+// runs on stand-ins of its inputs' shapes, and graph outputs and declared intermediate values
+// must get the types and static dims they are declared with — else a refold::Error names the
+// node and both values and nothing is written (a Conv with group 2 over 3 channels, a Reshape
+// that changes the element count, an output declared float32 computed as int64).
+//
 // Verification runs the model as imported (no pass applied) and the optimized one on the same
 // deterministic N(0, 1) inputs (refold/model_inputs.h; symbolic dims need `input_shapes`) and
 // requires max|OUT − IN| ≤ 1e-4 · max(1, max|IN|) (docs/testing.md), first in memory, then on

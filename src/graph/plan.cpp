@@ -69,6 +69,16 @@ void check_input(const ValueInfo& declared, const Tensor& given, std::size_t pos
 
 }  // namespace
 
+Error error_in_node(const Node& node, const Error& e) {
+  if (dynamic_cast<const Op*>(node.module.get()) != nullptr)
+    return e.with_context(fmt::format("{} '{}'", node.op_type, node.name));
+  const std::string type = node.module->type_name();
+  const std::string own = fmt::format("{} '{}': ", type, module_child_name(node.name));
+  std::string text = e.what();
+  if (text.rfind(own, 0) == 0) text.erase(0, own.size());
+  return Error(text).with_context(fmt::format("{} '{}' ({})", node.op_type, node.name, type));
+}
+
 ExecutionPlan::ExecutionPlan(const Graph& graph) : graph_(graph) {
   std::unordered_map<std::string, int> slot_of;
   auto new_slot = [&](const std::string& name) {
@@ -163,20 +173,13 @@ std::vector<Tensor> ExecutionPlan::run(const std::vector<Tensor>& feeds,
       try {
         results = step.op->run(args);
       } catch (const Error& e) {
-        throw e.with_context(fmt::format("{} '{}'", n.op_type, n.name));
+        throw error_in_node(n, e);
       }
     } else {
       try {
         results.push_back((*n.module)(value(step.inputs[0])));
       } catch (const Error& e) {
-        // The module named itself ("MaxPool2d 'MaxPool_0': …"); name the node and its op type
-        // instead, as for an Op ("MaxPool 'MaxPool_0' (MaxPool2d): …"), keeping any deeper
-        // module path the message holds.
-        const std::string type = n.module->type_name();
-        const std::string own = fmt::format("{} '{}': ", type, module_child_name(n.name));
-        std::string text = e.what();
-        if (text.rfind(own, 0) == 0) text.erase(0, own.size());
-        throw Error(text).with_context(fmt::format("{} '{}' ({})", n.op_type, n.name, type));
+        throw error_in_node(n, e);
       }
     }
     REFOLD_CHECK(results.size() >= n.outputs.size(),

@@ -21,6 +21,11 @@ namespace refold::graph {
 // names often do ("/stage1/rbr_dense/Conv" keeps its slashes, "layer1.0" becomes "layer1_0").
 std::string module_child_name(const std::string& node_name);
 
+// `e`, thrown while `node` ran, as the executor reports it: "Softmax 'sm': …" for a graph::Op;
+// for an nn module, which named itself ("MaxPool2d 'MaxPool_0': …"), the node and its op type
+// instead ("MaxPool 'MaxPool_0' (MaxPool2d): …"), keeping any deeper module path.
+Error error_in_node(const Node& node, const Error& e);
+
 class ExecutionPlan {
  public:
   explicit ExecutionPlan(const Graph& graph);

@@ -2,10 +2,15 @@
 // graph's declarations, constants and the producers that fix or keep them.
 #include "passes/known_values.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <exception>
 #include <iterator>
 
+#include "core/check.h"
+#include "graph/plan.h"
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
 #include "refold/graph/op.h"
@@ -239,9 +244,52 @@ std::optional<std::vector<Tensor>> StaticShapes::run_stand_ins(const graph::Node
       const Known& k = *memo_.at(in);
       return zeros(k.shape, {k.dtype});
     });
-  } catch (const std::exception&) {
+  } catch (const Error& e) {
+    if (strict_) throw graph::error_in_node(node, e);
     return std::nullopt;  // left for the run to report, in context
+  } catch (const std::exception&) {
+    return std::nullopt;
   }
+}
+
+std::optional<DType> StaticShapes::dtype(const std::string& value) {
+  const std::optional<Known>& k = find(value);
+  if (!k) return std::nullopt;
+  return k->dtype;
+}
+
+void check_static_graph(const graph::Graph& graph) {
+  StaticShapes shapes(graph, /*strict=*/true);
+  for (const graph::Node& n : graph.nodes()) {
+    for (const std::string& out : n.outputs)
+      if (!out.empty()) shapes.shape(out);
+  }
+  auto check = [&](const graph::ValueInfo& v, const char* what) {
+    const std::optional<Shape> shape = shapes.shape(v.name);
+    if (!shape) return;
+    const std::optional<std::size_t> writer = graph.producer(v.name);
+    const std::string by = writer ? fmt::format("node '{}' ({})", graph.nodes()[*writer].name,
+                                                graph.nodes()[*writer].op_type)
+                                  : std::string("the model");
+    if (const std::optional<DType> declared = dtype_of_elem_type(v.elem_type)) {
+      const DType computed = *shapes.dtype(v.name);
+      REFOLD_CHECK(*declared == computed, "{} '{}' is declared {}, but {} computes {}", what,
+                   v.name, dtype_name(*declared), by, dtype_name(computed));
+    }
+    if (!v.shape) return;
+    bool same = v.shape->size() == shape->size();
+    for (std::size_t i = 0; same && i < shape->size(); ++i)
+      same = !(*v.shape)[i].is_static() || (*v.shape)[i].value == (*shape)[i];
+    if (same) return;
+    std::string declared;
+    for (const graph::Dim& d : *v.shape)
+      declared += (declared.empty() ? "" : ", ") +
+                  (d.is_static() ? std::to_string(d.value) : (d.param.empty() ? "?" : d.param));
+    fail("{} '{}' is declared [{}], but {} computes [{}]", what, v.name, declared, by,
+         fmt::join(*shape, ", "));
+  };
+  for (const graph::ValueInfo& v : graph.outputs) check(v, "graph output");
+  for (const graph::ValueInfo& v : graph.value_info) check(v, "value");
 }
 
 }  // namespace refold::passes::detail

@@ -45,8 +45,12 @@ std::vector<Tensor> run_node(const graph::Node& node,
 // the producers a query reaches, with zeros.
 class StaticShapes {
  public:
-  explicit StaticShapes(const graph::Graph& graph) : graph_(graph) {}
+  // `strict`: a producer that throws on its stand-ins throws out of the query (its error named
+  // by the node), instead of leaving its outputs unknown — check_static_graph's use.
+  explicit StaticShapes(const graph::Graph& graph, bool strict = false)
+      : graph_(graph), strict_(strict) {}
   std::optional<Shape> shape(const std::string& value);
+  std::optional<DType> dtype(const std::string& value);
   // Whether `node`'s outputs follow from its inputs' shapes alone (ShapeRule::InputShapesOnly)
   // and those are static: then run_stand_ins(node) gives its true outputs.
   bool values_from_shapes(const graph::Node& node);
@@ -65,7 +69,16 @@ class StaticShapes {
   std::optional<std::optional<Known>> direct(const std::string& value) const;
 
   const graph::Graph& graph_;
+  bool strict_ = false;
   std::map<std::string, std::optional<Known>> memo_;
 };
+
+// What the graph's declarations promise, checked where its input shapes are static: every node
+// runs on stand-ins of its inputs' shapes (StaticShapes, strict) without an error, and each
+// graph output and declared intermediate value (value_info) gets the element type and the
+// static dims it is declared with. Throws refold::Error naming the node or value and both
+// values ("graph output 'y' is declared float32, but node 'c' (Cast) computes int64"). Values
+// whose shapes depend on data (a non-constant integer input, Range's limits) are not checked.
+void check_static_graph(const graph::Graph& graph);
 
 }  // namespace refold::passes::detail

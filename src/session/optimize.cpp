@@ -6,6 +6,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "passes/known_values.h"
 #include "refold/error.h"
 
 namespace refold {
@@ -26,6 +27,9 @@ OptimizedModel optimize_loaded(const Loader& load, const std::string& input,
   // The reference for verification: the model exactly as imported, no pass applied.
   std::shared_ptr<graph::Graph> original = options.verify ? load() : nullptr;
   check_input_shapes(options.input_shapes, *result.graph);
+  // A model whose declarations contradict themselves is refused here, before anything is
+  // written, as ONNX Runtime refuses it at load (docs/reliability.md).
+  passes::detail::check_static_graph(*result.graph);
   report.pipeline = passes::optimize(*result.graph, pipeline);
   report.layout = passes::current_layout(*result.graph);
 
