@@ -66,6 +66,11 @@ class Session {
   // order (empty: all of them).
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs,
                           const std::vector<std::string>& outputs = {}) const;
+  // The checks run(inputs, outputs) makes, for callers that convert their own arguments (the
+  // Python binding): `inputs` in the model's input order (each exactly once, no unknown name),
+  // and where each named output is (empty: all, in order).
+  std::vector<Tensor> inputs_by_position(const std::map<std::string, Tensor>& inputs) const;
+  std::vector<std::size_t> output_positions(const std::vector<std::string>& names) const;
 
   // Runs once on `inputs` (by position), timing each node (refold/graph/profile.h).
   graph::RunProfile profile(const std::vector<Tensor>& inputs) const;

@@ -394,7 +394,7 @@ class PySession {
         for (const auto& v : declared) type = v.name == name ? v.elem_type : type;
         named[name] = to_tensor(name, inputs[key], type);
       }
-      return by_position(named);
+      return live().inputs_by_position(named);
     }
     nb::list seq;
     try {
@@ -411,47 +411,16 @@ class PySession {
     return feeds;
   }
 
-  std::vector<Tensor> by_position(const std::map<std::string, Tensor>& named) const {
-    const refold::Session& s = live();
-    std::vector<Tensor> feeds;
-    for (const auto& v : s.inputs()) {
-      auto it = named.find(v.name);
-      if (it == named.end()) throw Error("Session.run: input '" + v.name + "' is not given");
-      feeds.push_back(it->second);
-    }
-    for (const auto& [name, t] : named) {
-      bool known = false;
-      for (const auto& v : s.inputs()) known = known || v.name == name;
-      if (!known) {
-        std::string names;
-        for (const auto& v : s.inputs()) names += (names.empty() ? "" : ", ") + v.name;
-        throw Error("Session.run: the model has no input '" + name + "' (inputs: " + names + ")");
-      }
-    }
-    return feeds;
-  }
-
+  // The outputs to return: None (all) or a sequence of names, checked by the session.
   std::vector<std::size_t> pick_outputs(nb::handle outputs) const {
-    const auto& declared = live().outputs();
-    std::vector<std::size_t> picked;
-    if (outputs.is_none()) {
-      for (std::size_t i = 0; i < declared.size(); ++i) picked.push_back(i);
-      return picked;
+    std::vector<std::string> names;
+    if (!outputs.is_none()) {
+      if (nb::isinstance<nb::str>(outputs))
+        throw Error("Session.run: outputs must be a list of names (or None), not a str");
+      for (nb::handle o : outputs) names.push_back(nb::cast<std::string>(nb::str(o)));
+      if (names.empty()) return {};
     }
-    if (nb::isinstance<nb::str>(outputs))
-      throw Error("Session.run: outputs must be a list of names (or None), not a str");
-    for (nb::handle o : outputs) {
-      const std::string name = nb::cast<std::string>(nb::str(o));
-      std::size_t i = 0;
-      while (i < declared.size() && declared[i].name != name) ++i;
-      if (i == declared.size()) {
-        std::string names;
-        for (const auto& v : declared) names += (names.empty() ? "" : ", ") + v.name;
-        throw Error("Session.run: the model has no output '" + name + "' (outputs: " + names + ")");
-      }
-      picked.push_back(i);
-    }
-    return picked;
+    return live().output_positions(names);
   }
 
   std::shared_ptr<const refold::Session> session_;

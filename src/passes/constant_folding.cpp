@@ -129,10 +129,6 @@ std::size_t byte_size(const Tensor& t) {
   return static_cast<std::size_t>(t.numel()) * t.element_size();
 }
 
-}  // namespace
-
-namespace {
-
 // The nodes reading a value that became a constant, rebuilt from their data (see the top).
 void rebuild_readers(graph::Graph& graph, const std::set<std::string>& folded, PassReport& report) {
   if (folded.empty()) return;

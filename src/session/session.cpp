@@ -100,8 +100,7 @@ graph::RunProfile Session::profile(const std::vector<Tensor>& inputs) const {
   });
 }
 
-std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs,
-                                 const std::vector<std::string>& outputs) const {
+std::vector<Tensor> Session::inputs_by_position(const std::map<std::string, Tensor>& inputs) const {
   std::vector<Tensor> feeds;
   feeds.reserve(graph_->inputs.size());
   for (const graph::ValueInfo& v : graph_->inputs) {
@@ -113,19 +112,32 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs,
     REFOLD_CHECK(graph_->is_graph_input(name), "Session: the model has no input '{}' (inputs: {})",
                  name, fmt::join(input_names(), ", "));
   }
-  // Where each requested output is, checked before anything runs.
+  return feeds;
+}
+
+std::vector<std::size_t> Session::output_positions(const std::vector<std::string>& names) const {
   std::vector<std::size_t> picked;
-  for (const std::string& name : outputs) {
+  if (names.empty()) {
+    for (std::size_t i = 0; i < graph_->outputs.size(); ++i) picked.push_back(i);
+    return picked;
+  }
+  for (const std::string& name : names) {
     const auto it = std::find_if(graph_->outputs.begin(), graph_->outputs.end(),
                                  [&](const graph::ValueInfo& v) { return v.name == name; });
     REFOLD_CHECK(it != graph_->outputs.end(), "Session: the model has no output '{}' (outputs: {})",
                  name, fmt::join(output_names(), ", "));
     picked.push_back(static_cast<std::size_t>(it - graph_->outputs.begin()));
   }
+  return picked;
+}
+
+std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs,
+                                 const std::vector<std::string>& outputs) const {
+  const std::vector<Tensor> feeds = inputs_by_position(inputs);
+  const std::vector<std::size_t> picked = output_positions(outputs);  // checked before running
   std::vector<Tensor> all = run(feeds);
-  if (outputs.empty()) return all;
   std::vector<Tensor> result;
-  for (std::size_t i : picked) result.push_back(all[i]);
+  for (std::size_t i : picked) result.push_back(std::move(all[i]));
   return result;
 }
 
