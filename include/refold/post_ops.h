@@ -1,10 +1,15 @@
 // What a convolution does to its result before writing it, fused into the conv's primitive
-// where the backend can (oneDNN post-ops) and applied afterwards where it cannot (reference):
+// where the backend can (oneDNN post-ops, refold's native epilogue) and applied afterwards where
+// it cannot (reference):
 //
-//   y = activation(conv(x) + bias + residual)
+//   y = activation(conv(x) + bias + residual)                      the head
+//   y = step.activation(y·step.scale + step.shift [+ residual])    then each of `then`, in order
 //
 // The residual (the `sum` of ResNet/RepVGG-style blocks) is added before the activation,
-// because that is where those blocks put it: relu(bn(conv(x)) + identity).
+// because that is where those blocks put it: relu(bn(conv(x)) + identity) — unless a step adds
+// it (YOLO's bottleneck, x + silu(conv(x))). The steps are the elementwise chains graphs write
+// after a conv's activation: a Mul/Add by a constant per tensor or per channel (timm's
+// LearnableAffineBlock, a BatchNorm after the activation), a second activation.
 //
 //   PostOps post;
 //   post.activation = Activation::ReLU;
@@ -16,6 +21,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "refold/tensor.h"
 
@@ -34,15 +40,32 @@ enum class Activation : std::uint8_t {
 
 std::string_view activation_name(Activation activation);  // "relu", "leaky_relu", ...
 
+// One step after the head: y = activation(y·scale + shift [+ residual]). `scale` and `shift`
+// hold 1 value (per tensor) or one per output channel (axis 1 of NCHW); empty means ×1 / +0.
+struct PostStep {
+  std::vector<float> scale = {};
+  std::vector<float> shift = {};
+  bool add_residual = false;  // adds PostOps::residual here, not before the head's activation
+  Activation activation = Activation::None;
+  double negative_slope = 0.01;  // LeakyReLU only
+};
+
 struct PostOps {
   Activation activation = Activation::None;
   double negative_slope = 0.01;  // LeakyReLU only (PyTorch's default)
-  // Added before the activation; undefined means none. Must have the op output's sizes and the
-  // input's dtype; any layout (it is copied into the output).
+  // Added before the activation (or by the step that says add_residual); undefined means none.
+  // Must have the op output's sizes and the input's dtype; any layout (it is copied into the
+  // output).
   Tensor residual;
+  std::vector<PostStep> then = {};  // after the head's activation, in order
 
-  bool empty() const { return activation == Activation::None && !residual.defined(); }
-  std::string description() const;  // "none", "relu", "sum+leaky_relu(0.1)", ...
+  bool empty() const {
+    return activation == Activation::None && !residual.defined() && then.empty();
+  }
+  // True when a step adds the residual (so the head does not).
+  bool residual_in_steps() const;
+  // "none", "relu", "sum+leaky_relu(0.1)", "relu+mul[1]+add[1]", "silu+sum", ...
+  std::string description() const;
 };
 
 }  // namespace refold

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,13 @@ namespace reference {
 // what a backend fuses. The result keeps `output`'s layout and dtype. Each step rounds to the
 // dtype, so for bfloat16 this rounds up to three times where a fused kernel rounds once.
 Tensor apply_post_ops(const Tensor& output, const PostOps& post);
+// The same with the residual added by `add_residual(y)`, unchecked: the unfused form of a fused
+// graph node whose residual may broadcast (passes/fused_conv.h). The step values broadcast as
+// [C, 1, 1], so they apply to axis −3 whatever the result's rank.
+Tensor apply_post_ops(const Tensor& output, const PostOps& post,
+                      const std::function<Tensor(const Tensor&)>& add_residual);
+// activation(x) with the reference kernels.
+Tensor apply_activation(const Tensor& x, Activation activation, double negative_slope);
 
 }  // namespace reference
 }  // namespace refold

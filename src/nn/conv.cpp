@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "core/checked_math.h"
+#include "kernels/post_ops.h"
 #include "nn/init.h"
 #include "refold/error.h"
 #include "refold/functional.h"
@@ -101,6 +102,20 @@ void Conv2d::set_activation(Activation activation, double negative_slope) {
                "{}: leaky_relu negative_slope ({}) must be finite", type_name(), negative_slope);
   post_.activation = activation;
   post_.negative_slope = negative_slope;
+}
+
+void Conv2d::set_post_ops(const PostOps& post) {
+  REFOLD_CHECK(!post.residual.defined(),
+               "{}: set_post_ops given a residual; forward_with_residual takes it per call",
+               type_name());
+  set_activation(post.activation, post.negative_slope);
+  // The steps as the conv will check them on an output of this module's channels (a step
+  // that adds the residual is checked against the residual forward_with_residual gets).
+  PostOps steps;
+  steps.then = post.then;
+  for (PostStep& step : steps.then) step.add_residual = false;
+  check_post_ops(type_name(), steps, {1, options_.out_channels(), 1, 1}, DType::Float32);
+  post_.then = post.then;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -64,7 +64,7 @@ std::size_t fuse_conv_activations(Module& module) {
       const ModulePtr& first = children[i].second;
       if (typeid(*first) != typeid(Conv2d)) continue;
       auto& conv = static_cast<Conv2d&>(*first);
-      if (conv.activation() != Activation::None) continue;
+      if (!conv.post_ops().empty()) continue;
       const auto activation = activation_of(*children[i + 1].second);
       if (!activation) continue;
       conv.set_activation(activation->first, activation->second);

@@ -1,27 +1,32 @@
-// activation-fusion: a conv's activation (and a residual Add before it) runs inside the conv's
-// primitive (oneDNN post-ops), so the conv output is written once instead of written, read and
-// written again.
+// activation-fusion: the elementwise chain after a conv — its activation, a residual Add, a
+// Mul/Add by constants — runs inside the conv's primitive (oneDNN post-ops, refold's native
+// epilogue; refold/post_ops.h), so the conv output is written once instead of written, read and
+// written again per op.
 //
-// Patterns (c = the conv's output; every intermediate value has exactly the consumers shown and
-// is not a graph output, so removing it loses nothing — docs/reliability.md F22):
-//   Conv → Relu                           relu(c)
-//   Conv → Clip(0, 6) / Clip(0, +inf)     relu6(c) / relu(c)
-//   Conv → LeakyRelu(alpha)               c ≥ 0 ? c : alpha·c
-//   Conv → Sigmoid                        1 / (1 + e^−c)
-//   Conv → HardSwish                      c·relu6(c + 3)/6  (ONNX's alpha = 1/6, beta = 0.5)
-//   Conv → HardSigmoid(1/6, 0.5)          relu6(c + 3)/6 = clamp(c/6 + 0.5, 0, 1); only
-//                                         PyTorch's constants (ONNX's default alpha is 0.2)
-//   Mul(c, Sigmoid(c))                    SiLU, c·σ(c) (c read by exactly the two nodes)
-//   Add(c, r) [→ activation above]        act(c + r): Conv2d::forward_with_residual
+// The chain (c = the conv's output; every intermediate value has exactly the consumers shown
+// and is not a graph output, so removing it loses nothing — docs/reliability.md F22) is taken
+// node by node while the next node is one of
+//   an activation     Relu, Clip(0, 6) / Clip(0, +inf), LeakyRelu(alpha), Sigmoid, HardSwish,
+//                     HardSigmoid(1/6, 0.5) (PyTorch's constants; ONNX's default alpha is 0.2),
+//                     Mul(v, Sigmoid(v)) = SiLU (v read by exactly the two nodes)
+//   an affine map     Mul/Add/Sub/Div by a constant per tensor or per output channel ([C],
+//                     [C, 1, 1], [1, C, 1, 1], …), Neg, an inference BatchNormalization:
+//                     y = v·scale + shift (detail::axis_affine; Div as ·1/c)
+//   the residual      Add(v, r) with r computed at run time, once per chain: before the first
+//                     activation (relu(conv + r), ResNet) or after it (x + silu(conv), YOLO)
+// and becomes PostOps: the head act(c + b [+ r]), then steps act(v·scale + shift [+ r]), a new
+// step wherever the order scale, shift, residual, activation would otherwise go back. A Mul or
+// Add by a constant right after the conv is normally folded into its weights before this pass
+// (reparameterize); one left there is a step.
 // The conv is a plain nn::Conv2d (constant weights; ConvTranspose2d has no fused post-ops)
-// with no activation yet, so a conv's activation is never applied before its Add.
+// with no post-ops yet.
 //
 // Apply: one node named as the conv (its weights keep their names), op_type "Conv", writing
-// the last part's output (the surviving output name), inputs = the conv's inputs (+ "" for an
-// absent bias, then r, for the Add form), parts = the replaced nodes in order (the exporter
-// writes them back as standard ONNX), placed where the last part was (every input is defined
-// there). Module: the same Conv2d with set_activation(act), or FusedConvAdd around it.
-// An Add with a constant addend is left alone: that is a bias (a later fold), not a residual.
+// the last part's output (the surviving output name), inputs = the conv's inputs, or
+// [x, W, B or "", r or "", the steps' constants…] when the chain has a residual or constants,
+// parts = the replaced nodes in order (the exporter writes them back as standard ONNX), placed
+// where the last part was (every input is defined there). Module: the same Conv2d with
+// set_post_ops(chain), or FusedConvAdd around it when there is a residual.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,6 +35,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "ops/op.h"
@@ -126,6 +132,138 @@ std::string origin_of(const graph::Graph& graph, const std::vector<std::size_t>&
   return fmt::format("{}", fmt::join(names, "+"));
 }
 
+// What the conv's node and the nodes after it compute, as the conv's post-op chain.
+struct PostChain {
+  std::vector<std::size_t> parts;      // the conv's node, then each node taken, in graph order
+  std::string out;                     // the value the last part writes
+  PostOps post;                        // without the residual tensor (a run-time value)
+  std::string residual;                // the Add's other operand, or "" when none
+  bool conv_first = true;              // Add(chain, r) rather than Add(r, chain)
+  std::vector<std::string> constants;  // the steps' constant operands (listed as node inputs)
+};
+
+// The chain's parts in the order refold/post_ops.h applies them: the head's residual and
+// activation, then per step scale, shift, residual, activation. A new part that comes no later
+// than what the last step (or the head) already has starts a new step.
+enum class ChainField { Scale, Shift, Residual, Activation };
+
+bool chain_at_head(const PostChain& c) { return c.post.then.empty(); }
+
+// The step a part of kind `f` goes into, or null for the head.
+PostStep* chain_step_for(PostChain& c, ChainField f) {
+  if (chain_at_head(c)) {
+    const bool head_has_room =
+        (f == ChainField::Residual && c.residual.empty() &&
+         c.post.activation == Activation::None) ||
+        (f == ChainField::Activation && c.post.activation == Activation::None);
+    if (head_has_room) return nullptr;
+  } else {
+    const PostStep& last = c.post.then.back();
+    const ChainField latest = last.activation != Activation::None ? ChainField::Activation
+                              : last.add_residual                 ? ChainField::Residual
+                              : !last.shift.empty()               ? ChainField::Shift
+                              : !last.scale.empty()               ? ChainField::Scale
+                                                                  : ChainField::Scale;
+    const bool empty = last.scale.empty() && last.shift.empty() && !last.add_residual &&
+                       last.activation == Activation::None;
+    if (empty || latest < f) return &c.post.then.back();
+  }
+  c.post.then.emplace_back();
+  return &c.post.then.back();
+}
+
+void chain_add_activation(PostChain& c, Activation activation, double negative_slope) {
+  if (PostStep* step = chain_step_for(c, ChainField::Activation)) {
+    step->activation = activation;
+    step->negative_slope = negative_slope;
+  } else {
+    c.post.activation = activation;
+    c.post.negative_slope = negative_slope;
+  }
+}
+
+std::vector<float> affine_floats(const std::vector<double>& values, double identity) {
+  if (std::all_of(values.begin(), values.end(), [&](double v) { return v == identity; })) return {};
+  return {values.begin(), values.end()};
+}
+
+// Takes the one node that reads c.out when the conv can apply it: an activation (SiLU's
+// Sigmoid + Mul pair too), a Mul/Add/Sub/Div by a constant per tensor or per output channel,
+// a Neg or an inference BatchNormalization (detail::axis_affine over the channels of the 4-d
+// output), or, while the chain has none, an Add of a computed value (the residual). Returns
+// false when there is nothing (more) to take; `why` then says why a candidate was not taken.
+bool chain_take_next(const graph::Graph& graph, std::int64_t channels, PostChain& c,
+                     std::string& why) {
+  if (graph.is_graph_output(c.out)) return false;
+  if (auto m = match_activation(graph, c.out)) {
+    if (!m->problem.empty()) {
+      why = m->problem;
+      return false;
+    }
+    chain_add_activation(c, m->activation, m->negative_slope);
+    c.parts.insert(c.parts.end(), m->nodes.begin(), m->nodes.end());
+    c.out = m->output;
+    return true;
+  }
+  const std::vector<std::size_t> readers = graph.consumers(c.out);
+  if (readers.size() > 1 && c.parts.size() == 1) {
+    why = fmt::format("its output '{}' has {} readers; a fused post-op needs it to have one", c.out,
+                      readers.size());
+  }
+  if (readers.size() != 1) return false;
+  const graph::Node& n = graph.nodes()[readers[0]];
+  if (!n.parts.empty() || n.outputs.size() != 1 || n.outputs[0].empty()) return false;
+  // An Add of a value computed at run time: the residual.
+  if (is_op(n, "Add") && n.inputs.size() == 2 && n.inputs[0] != n.inputs[1]) {
+    const bool first = n.inputs[0] == c.out;
+    const std::string& r = first ? n.inputs[1] : n.inputs[0];
+    if (!r.empty() && !graph.is_constant(r)) {
+      if (!c.residual.empty()) {
+        why = fmt::format("{} adds a second residual", describe(n));
+        return false;
+      }
+      if (PostStep* step = chain_step_for(c, ChainField::Residual)) step->add_residual = true;
+      c.residual = r;
+      c.conv_first = first;
+      c.parts.push_back(readers[0]);
+      c.out = n.outputs[0];
+      return true;
+    }
+  }
+  const bool affine_op = is_op(n, "Add") || is_op(n, "Sub") || is_op(n, "Mul") || is_op(n, "Div") ||
+                         is_op(n, "Neg") || is_op(n, "BatchNormalization");
+  if (!affine_op) return false;
+  auto affine = detail::axis_affine(graph, n, 3, 4);
+  if (auto* problem = std::get_if<std::string>(&affine)) {
+    why = *problem;
+    return false;
+  }
+  const detail::AxisAffine& a = std::get<detail::AxisAffine>(affine);
+  if (a.operand != c.out) return false;
+  for (const auto* v : {&a.affine.scale, &a.affine.shift}) {
+    if (v->size() != 1 && static_cast<std::int64_t>(v->size()) != channels) {
+      why = fmt::format("{} has {} values for the conv's {} channels", describe(n), v->size(),
+                        channels);
+      return false;
+    }
+  }
+  std::vector<float> scale = affine_floats(a.affine.scale, 1.0);
+  std::vector<float> shift = affine_floats(a.affine.shift, 0.0);
+  PostStep* step = chain_step_for(c, scale.empty() ? ChainField::Shift : ChainField::Scale);
+  if (step == nullptr) step = &c.post.then.emplace_back();  // not reachable: the head has no room
+  if (!scale.empty()) step->scale = std::move(scale);
+  if (!shift.empty()) step->shift = std::move(shift);
+  for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+    if (i != 0 || n.inputs[i] != c.out) {
+      if (!n.inputs[i].empty() && graph.is_constant(n.inputs[i]))
+        c.constants.push_back(n.inputs[i]);
+    }
+  }
+  c.parts.push_back(readers[0]);
+  c.out = n.outputs[0];
+  return true;
+}
+
 // Tries the patterns at the conv node `index`. Returns true when it fused (the graph changed).
 bool fuse_at(graph::Graph& graph, std::size_t index, PassReport& report) {
   const graph::Node& conv_node = graph.nodes()[index];
@@ -138,7 +276,8 @@ bool fuse_at(graph::Graph& graph, std::size_t index, PassReport& report) {
   bool candidate = false;
   for (std::size_t r : readers) {
     const graph::Node& n = graph.nodes()[r];
-    candidate = candidate || activation_reader(n) != nullptr || is_op(n, "Mul") || is_op(n, "Add");
+    candidate = candidate || activation_reader(n) != nullptr || is_op(n, "Mul") ||
+                is_op(n, "Add") || is_op(n, "Sub") || is_op(n, "Div");
   }
   if (!candidate) return false;
   auto decline = [&](const std::string& why) {
@@ -146,8 +285,8 @@ bool fuse_at(graph::Graph& graph, std::size_t index, PassReport& report) {
     return false;
   };
   if (!conv) return decline("its weights are not constants held by an nn::Conv2d");
-  if (conv->activation() != Activation::None) return false;  // fused already
-  // set_activation changes the module: a module that also runs another node (a weight-tied
+  if (!conv->post_ops().empty()) return false;  // fused already
+  // set_post_ops changes the module: a module that also runs another node (a weight-tied
   // net built in C++) would change that node too.
   for (std::size_t j = 0; j < graph.nodes().size(); ++j) {
     if (j != index && graph.nodes()[j].module == conv_node.module) {
@@ -156,76 +295,40 @@ bool fuse_at(graph::Graph& graph, std::size_t index, PassReport& report) {
   }
   if (graph.is_graph_output(c)) return decline(fmt::format("its output '{}' is a graph output", c));
 
-  // Conv + Add(c, r) [+ activation].
-  if (readers.size() == 1 && is_op(graph.nodes()[readers[0]], "Add")) {
-    const std::size_t add_index = readers[0];
-    const graph::Node& add = graph.nodes()[add_index];
-    if (add.inputs.size() != 2 || add.outputs.size() != 1 || add.inputs[0] == add.inputs[1]) {
-      return decline(fmt::format("{} is not a residual Add of it", describe(add)));
-    }
-    const bool conv_first = add.inputs[0] == c;
-    const std::string& r = conv_first ? add.inputs[1] : add.inputs[0];
-    if (graph.is_constant(r)) {
-      return decline(
-          fmt::format("{} adds the constant '{}' (a bias, not a residual)", describe(add), r));
-    }
-    std::vector<std::size_t> parts = {index, add_index};
-    ActivationMatch act;
-    std::string out = add.outputs[0];
-    if (!graph.is_graph_output(out)) {
-      if (auto m = match_activation(graph, out)) {
-        if (m->problem.empty()) {
-          act = *m;
-          parts.insert(parts.end(), m->nodes.begin(), m->nodes.end());
-          out = m->output;
-        } else {
-          report.notes.push_back(fmt::format("{}: left the activation after {} unfused: {}",
-                                             describe(conv_node), describe(add), m->problem));
-        }
-      }
-    }
-    graph::Node fused;
-    fused.name = conv_node.name;
-    fused.op_type = "Conv";
-    fused.attributes = conv_node.attributes;
-    fused.inputs = conv_node.inputs;
-    fused.inputs.resize(3);  // x, W, B ("" when absent)
-    fused.inputs.push_back(r);
-    fused.outputs = {out};
-    fused.origin = origin_of(graph, parts);
-    const std::string note =
-        fmt::format("fused {} into {} ({})", describe(conv_node), fused.origin, out);
-    conv->set_activation(act.activation, act.negative_slope);
-    fused.module = std::make_shared<FusedConvAdd>(conv, conv_first);
-    replace_with_fused(graph, parts, std::move(fused));
-    report.notes.push_back(note);
-    return true;
+  PostChain chain;
+  chain.parts = {index};
+  chain.out = c;
+  std::string why;
+  while (chain_take_next(graph, conv->options().out_channels(), chain, why)) {
   }
+  if (chain.parts.size() == 1) return why.empty() ? false : decline(why);
+  if (!why.empty())
+    report.notes.push_back(
+        fmt::format("{}: the chain stops before {}: {}", describe(conv_node), chain.out, why));
 
-  // Conv + activation.
-  std::optional<ActivationMatch> m = match_activation(graph, c);
-  if (!m) {
-    if (readers.size() == 1) return false;  // a Mul of c and something else: not a SiLU
-    return decline(
-        fmt::format("its output '{}' has {} readers; a fused activation needs it to "
-                    "have one",
-                    c, readers.size()));
-  }
-  if (!m->problem.empty()) return decline(m->problem);
-  std::vector<std::size_t> parts = {index};
-  parts.insert(parts.end(), m->nodes.begin(), m->nodes.end());
   graph::Node fused;
   fused.name = conv_node.name;
   fused.op_type = "Conv";
   fused.attributes = conv_node.attributes;
   fused.inputs = conv_node.inputs;
-  fused.outputs = {m->output};
-  fused.origin = origin_of(graph, parts);
-  fused.module = conv;
-  const std::string note =
-      fmt::format("fused {} into {} ({})", describe(conv_node), fused.origin, m->output);
-  conv->set_activation(m->activation, m->negative_slope);
-  replace_with_fused(graph, parts, std::move(fused));
+  const bool residual = !chain.residual.empty();
+  if (residual || !chain.constants.empty()) {
+    fused.inputs.resize(3);  // x, W, B ("" when absent)
+    fused.inputs.push_back(chain.residual);
+    fused.inputs.insert(fused.inputs.end(), chain.constants.begin(), chain.constants.end());
+  }
+  fused.outputs = {chain.out};
+  fused.origin = origin_of(graph, chain.parts);
+  const bool head_sum = residual && !chain.post.residual_in_steps();
+  const std::string chain_text = chain.post.empty() ? std::string("sum")
+                                 : head_sum         ? "sum+" + chain.post.description()
+                                                    : chain.post.description();
+  const std::string note = fmt::format("fused {} into {} ({}: {})", describe(conv_node),
+                                       fused.origin, chain.out, chain_text);
+  conv->set_post_ops(chain.post);
+  fused.module =
+      residual ? std::make_shared<FusedConvAdd>(conv, chain.conv_first) : nn::ModulePtr(conv);
+  replace_with_fused(graph, chain.parts, std::move(fused));
   report.notes.push_back(note);
   return true;
 }

@@ -42,7 +42,7 @@ bool is_op(const graph::Node& node, const char* op_type) {
 std::shared_ptr<nn::Conv2d> conv_module(const graph::Node& node) {
   auto conv = exact_module<nn::Conv2d>(node, "Conv2d");
   // A conv with a fused activation is no longer linear in its kernel.
-  return conv && conv->activation() == Activation::None ? conv : nullptr;
+  return conv && conv->post_ops().empty() ? conv : nullptr;
 }
 
 std::shared_ptr<nn::ConvTranspose2d> conv_transpose_module(const graph::Node& node) {

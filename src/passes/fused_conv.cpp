@@ -1,6 +1,7 @@
 #include "passes/fused_conv.h"
 
 #include "core/check.h"
+#include "kernels/post_ops.h"
 #include "kernels/reference/conv_common.h"
 #include "ops/arithmetic.h"
 #include "refold/functional.h"
@@ -13,31 +14,9 @@ FusedConvAdd::FusedConvAdd(std::shared_ptr<nn::Conv2d> conv, bool conv_first)
   register_module("conv", conv_);
 }
 
-Tensor apply_activation(const Tensor& x, Activation activation, double negative_slope) {
-  switch (activation) {
-    case Activation::None:
-      return x;
-    case Activation::ReLU:
-      return functional::relu(x);
-    case Activation::ReLU6:
-      return functional::relu6(x);
-    case Activation::LeakyReLU:
-      return functional::leaky_relu(x, negative_slope);
-    case Activation::Sigmoid:
-      return functional::sigmoid(x);
-    case Activation::SiLU:
-      return functional::silu(x);
-    case Activation::HardSwish:
-      return functional::hardswish(x);
-    case Activation::HardSigmoid:
-      return functional::hardsigmoid(x);
-  }
-  fail("apply_activation: unknown activation ({})", static_cast<int>(activation));
-}
-
 std::vector<Tensor> FusedConvAdd::run(const std::vector<Tensor>& inputs) {
-  REFOLD_CHECK(inputs.size() == 4, "{}: expects 4 inputs (x, W, B, residual), got {}", type_name(),
-               inputs.size());
+  REFOLD_CHECK(inputs.size() >= 4, "{}: expects at least 4 inputs (x, W, B, residual), got {}",
+               type_name(), inputs.size());
   const Tensor& x = inputs[0];
   const Tensor& r = inputs[3];
   REFOLD_CHECK(x.defined(), "{}: input x is undefined", type_name());
@@ -50,12 +29,15 @@ std::vector<Tensor> FusedConvAdd::run(const std::vector<Tensor>& inputs) {
   if (r.sizes() == out_sizes && r.dtype() == x.dtype()) {
     return {conv_->forward_with_residual(x, r)};
   }
-  // Unfused: exactly the replaced nodes (conv, ONNX Add with broadcasting, activation).
+  // Unfused: exactly the replaced nodes (the conv, then its chain with the residual added by
+  // ONNX Add with broadcasting, in the Add's operand order).
   const Tensor y = functional::conv2d(x, conv.weight(), conv.bias(), conv.options().op_options());
   ops::Binary add(reference::ArithOp::Add);
-  const Tensor sum =
-      add.run(conv_first_ ? std::vector<Tensor>{y, r} : std::vector<Tensor>{r, y})[0];
-  return {apply_activation(sum, conv.activation(), conv.negative_slope())};
+  PostOps post = conv.post_ops();
+  post.residual = r;
+  return {reference::apply_post_ops(y, post, [&](const Tensor& v) {
+    return add.run(conv_first_ ? std::vector<Tensor>{v, r} : std::vector<Tensor>{r, v})[0];
+  })};
 }
 
 }  // namespace refold::passes

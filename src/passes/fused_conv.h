@@ -1,14 +1,16 @@
 // The module of a fused Conv + Add (+ activation) node, made by the activation-fusion pass:
 //
-//   y = act(conv(x) + b + r)        inputs [x, W, B or "", r]; W and B are the conv's constants,
-//                                   listed so that dead-code and the exporter still see them
+//   y = chain(conv(x) + b, r)       inputs [x, W, B or "", r, K…]; W, B and the constants K of
+//                                   the chain's steps are listed so that dead-code and the
+//                                   exporter still see them
 //
 // It wraps the fused node's own nn::Conv2d (registered as child "conv", so
 // convert_conv2d_weight_memory_format and the layout pass reach its weight) whose activation is
-// the one after the Add. When `r` has the conv output's sizes and dtype it runs one primitive,
-// Conv2d::forward_with_residual. Otherwise (the Add broadcast r, or r's dtype differs) it runs
-// the unfused steps — the conv, ONNX Add exactly as the Add node did (same operand order), the
-// activation — so the node always computes what the nodes it replaced computed.
+// the chain (refold/post_ops.h: the residual added before the activation or by a step). When `r`
+// has the conv output's sizes and dtype it runs one primitive, Conv2d::forward_with_residual.
+// Otherwise (the Add broadcast r, or r's dtype differs) it runs the unfused steps — the conv,
+// then the chain with ONNX Add exactly as the Add node did (same operand order) — so the node
+// always computes what the nodes it replaced computed.
 #pragma once
 
 #include <memory>
@@ -33,8 +35,5 @@ class FusedConvAdd : public graph::Op {
   std::shared_ptr<nn::Conv2d> conv_;
   bool conv_first_;
 };
-
-// act(x) with the functional ops (the activation a Conv2d would fuse), for unfused paths.
-Tensor apply_activation(const Tensor& x, Activation activation, double negative_slope);
 
 }  // namespace refold::passes

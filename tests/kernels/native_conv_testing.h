@@ -16,6 +16,7 @@
 #include "refold/reference.h"
 #include "refold/threads.h"
 #include "testing/compare.h"
+#include "testing/post_chains.h"
 
 namespace refold::testing::native_conv {
 
@@ -122,6 +123,25 @@ inline void expect_every_epilogue_matches(const Kernel& kernel, Case base) {
       base.activation = a;
       base.residual = residual;
       expect_matches_reference(kernel, base);
+    }
+  }
+}
+
+// Every chain of testing::post_chain_cases (steps after the activation: Mul/Add per tensor and
+// per channel, the residual after the activation) on `base`.
+inline void expect_every_chain_matches(const Kernel& kernel, const Case& base) {
+  const Operands o = make_operands(base);
+  const Tensor plain = reference::conv2d(o.input, o.weight, o.bias, base.options());
+  for (PostChainCase& k : post_chain_cases(plain.sizes())) {
+    SCOPED_TRACE(k.name);
+    const Tensor expected = reference::apply_post_ops(plain, k.post);
+    if (k.post.residual.defined()) k.post.residual = k.post.residual.contiguous(NHWC);
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      std::string declined;
+      const Tensor y = kernel(o.input, o.weight, o.bias, base.options(), k.post, &declined);
+      ASSERT_TRUE(y.defined()) << "declined: " << declined;
+      EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32())) << "threads " << threads;
     }
   }
 }

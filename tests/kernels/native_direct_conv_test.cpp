@@ -98,6 +98,12 @@ TEST_F(NativeDirect, FusesEveryActivationAndTheResidual) {
       {.name = "epilogue", .n = 2, .c_in = 16, .c_out = 24, .h = 9, .w = 8, .stride = 2});
 }
 
+TEST_F(NativeDirect, FusesEveryPostOpChain) {
+  expect_every_chain_matches(
+      native::direct_conv2d,
+      {.name = "chain", .n = 2, .c_in = 16, .c_out = 24, .h = 9, .w = 8, .stride = 2});
+}
+
 TEST_F(NativeDirect, SameBitsWithOneOrTwoThreads) {
   const Case c{.name = "threads", .n = 2, .c_in = 32, .c_out = 48, .h = 21, .w = 19, .stride = 2};
   const Operands o = make_operands(c);

@@ -21,6 +21,7 @@
 #include "refold/reference.h"
 #include "refold/threads.h"
 #include "testing/compare.h"
+#include "testing/post_chains.h"
 
 namespace refold {
 namespace {
@@ -222,6 +223,39 @@ TEST_F(OnednnConv, PostOpsMatchReference) {
                   .groups = 19,
                   .activation = a,
                   .residual = residual});
+    }
+  }
+}
+
+// The chains after the activation (testing::post_chain_cases): eltwise_linear for per-tensor
+// values, binary post-ops for per-channel ones, the sum where a step adds the residual; in
+// both layouts, a grouped and a transposed conv too.
+TEST_F(OnednnConv, PostOpChainsMatchReference) {
+  const std::vector<ConvCase> convs = {
+      {.name = "3x3"},
+      {.name = "depthwise s2", .c_in = 19, .c_out = 19, .stride = 2, .groups = 19},
+      {.name = "transposed s2",
+       .transposed = true,
+       .stride = 2,
+       .tpadding = 1,
+       .output_padding = 1},
+  };
+  for (const ConvCase& c : convs) {
+    const Operands o = make_operands(c);
+    const Tensor conv = reference_conv(c, o.input, o.weight, o.bias);
+    for (testing::PostChainCase& k : testing::post_chain_cases(conv.sizes())) {
+      SCOPED_TRACE(fmt::format("{}, {}", c.name, k.name));
+      const Tensor expected = reference::apply_post_ops(conv, k.post);
+      for (MemoryFormat layout : {NCHW, NHWC}) {
+        PostOps post = k.post;
+        if (post.residual.defined()) post.residual = post.residual.contiguous(layout);
+        std::string declined;
+        const Tensor y = onednn_conv(c, o.input.contiguous(layout), o.weight.contiguous(layout),
+                                     o.bias, post, &declined);
+        ASSERT_TRUE(y.defined()) << declined;
+        EXPECT_TRUE(testing::all_close(y, expected, Tolerance::op_f32()))
+            << memory_format_name(layout);
+      }
     }
   }
 }

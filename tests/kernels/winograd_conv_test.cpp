@@ -54,6 +54,11 @@ TEST_F(NativeWinograd, FusesEveryActivationAndTheResidual) {
       {.name = "epilogue", .n = 2, .c_in = 48, .c_out = 40, .h = 7, .w = 6});
 }
 
+TEST_F(NativeWinograd, FusesEveryPostOpChain) {
+  expect_every_chain_matches(native::winograd_conv2d,
+                             {.name = "chain", .n = 2, .c_in = 48, .c_out = 40, .h = 7, .w = 6});
+}
+
 TEST_F(NativeWinograd, SameBitsWithOneOrTwoThreads) {
   const Case c{.name = "threads", .n = 2, .c_in = 48, .c_out = 48, .h = 20, .w = 18};
   const Operands o = make_operands(c);

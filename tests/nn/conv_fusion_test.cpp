@@ -121,7 +121,7 @@ TEST_P(ConvFusion, FunctionalConv2dTakesPostOps) {
   // either way the same function, within the bf16 policy of the f32 result.
   const Tensor y16 =
       functional::conv2d(x.to(DType::BFloat16), w.to(DType::BFloat16), b.to(DType::BFloat16),
-                         options, PostOps{Activation::ReLU, 0.01, {}});
+                         options, PostOps{Activation::ReLU, 0.01, {}, {}});
   EXPECT_EQ(y16.dtype(), DType::BFloat16);
   EXPECT_TRUE(testing::all_close(y16.to(DType::Float32), reference::relu(plain),
                                  testing::Tolerance::bf16()));

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 
@@ -159,12 +160,13 @@ TEST(ActivationFusion, DeclinedCandidatesAreLeftAloneWithAReason) {
          b.output(b.node("Clip", {c, lo, hi}, {}, "act"));
        },
        "neither relu nor relu6"},
-      {"constant addend",
+      {"constant that is not per channel",
        [](GraphBuilder& b, const std::string& c) {
-         const auto k = b.constant("k", testing::values({1, 2, 3}, {3, 1, 1}));
+         const auto k =
+             b.constant("k", testing::values(std::vector<float>(15, 0.5f), {1, 1, 5, 3}));
          b.output(b.node("Add", {c, k}, {}, "add"));
        },
-       "a bias, not a residual"},
+       "does not broadcast per channel"},
       {"silu sigmoid used twice",
        [](GraphBuilder& b, const std::string& c) {
          const auto s = b.node("Sigmoid", {c}, {}, "sig");
@@ -188,6 +190,114 @@ TEST(ActivationFusion, DeclinedCandidatesAreLeftAloneWithAReason) {
     ASSERT_NE(conv, nullptr);
     EXPECT_EQ(conv->activation(), Activation::None);
   }
+}
+
+// The elementwise chains graphs write after a conv's activation, each fused whole into one
+// conv node: its post-ops say what it computes, its inputs list the steps' constants, its
+// parts are the replaced nodes, and the values are the unfused graph's.
+TEST(ActivationFusion, ElementwiseChainsAfterTheConvJoinIt) {
+  struct Chain {
+    const char* name;
+    std::function<std::string(GraphBuilder&, const std::string& c, const std::string& x)> add;
+    const char* post;  // PostOps::description() of the fused conv
+    bool residual;
+  };
+  auto scalar = [](GraphBuilder& b, const char* name, float v) {
+    return b.constant(name, testing::values({v}, {1}));
+  };
+  const std::vector<Chain> chains = {
+      {"LearnableAffineBlock: relu, mul, add by scalars",
+       [&](GraphBuilder& b, const std::string& c, const std::string&) {
+         const auto r = b.node("Relu", {c}, {}, "act");
+         const auto m = b.node("Mul", {r, scalar(b, "s", 0.7f)}, {}, "lab_mul");
+         return b.node("Add", {m, scalar(b, "t", -0.2f)}, {}, "lab_add");
+       },
+       "relu+mul[1]+add[1]", false},
+      {"per-channel Sub and Div, then HardSwish",
+       [&](GraphBuilder& b, const std::string& c, const std::string&) {
+         const auto k = b.constant("k", testing::values({0.5f, -1, 2, 0.1f}, {1, 4, 1, 1}));
+         const auto d = b.constant("d", testing::values({2, 4, 0.5f, 8}, {4, 1, 1}));
+         const auto sub = b.node("Sub", {c, k}, {}, "sub");
+         const auto div = b.node("Div", {sub, d}, {}, "div");
+         return b.node("HardSwish", {div}, {}, "act");
+       },
+       "add[4]+mul[4]+hardswish", false},
+      {"SiLU, then the residual (YOLO's bottleneck)",
+       [&](GraphBuilder& b, const std::string& c, const std::string& x) {
+         const auto s = b.node("Sigmoid", {c}, {}, "sig");
+         const auto m = b.node("Mul", {c, s}, {}, "silu");
+         return b.node("Add", {x, m}, {}, "shortcut");
+       },
+       "silu+sum", true},
+      {"residual, relu, then a BatchNormalization after the activation",
+       [&](GraphBuilder& b, const std::string& c, const std::string& x) {
+         const auto a = b.node("Add", {c, x}, {}, "add");
+         const auto r = b.node("Relu", {a}, {}, "act");
+         return b.bn(r, 4);
+       },
+       "sum+relu+mul[4]+add[4]", true},
+  };
+  for (const Chain& k : chains) {
+    SCOPED_TRACE(k.name);
+    GraphBuilder b;
+    const auto x = b.input("x", {2, 4, 7, 7});
+    const auto c = b.conv(x, 4, 4, 3, {.name = "conv", .pads = kPad1});
+    const auto y = k.add(b, c, x);
+    b.output(y);
+    const std::size_t nodes_before = b.graph().nodes().size();
+    const Tensor in = input({2, 4, 7, 7});
+    const Tensor expected = b.run({in})[0];
+
+    const passes::PassReport report = passes::fuse_activations(b.graph());
+    EXPECT_TRUE(report.changed) << notes_of(report);
+    b.graph().verify();
+    ASSERT_EQ(b.graph().nodes().size(), 1u) << b.graph().dump();
+    const graph::Node& fused = b.graph().nodes()[0];
+    EXPECT_EQ(fused.outputs, std::vector<std::string>{y});
+    EXPECT_EQ(fused.parts.size(), nodes_before);
+    nn::ModulePtr module = fused.module;
+    if (k.residual) {
+      auto op = std::dynamic_pointer_cast<passes::FusedConvAdd>(module);
+      ASSERT_NE(op, nullptr);
+      EXPECT_EQ(fused.inputs[3], x);
+      module = op->conv();
+    }
+    auto conv = std::dynamic_pointer_cast<nn::Conv2d>(module);
+    ASSERT_NE(conv, nullptr);
+    PostOps post = conv->post_ops();
+    if (k.residual) post.residual = in;  // what the description shows with its residual
+    EXPECT_EQ(post.description(), k.post);
+    // The steps' constants stay inputs of the node (dead-code and export still see them).
+    for (const graph::Node& part : fused.parts) {
+      for (const std::string& name : part.inputs) {
+        if (b.graph().is_constant(name) && name.rfind("conv.", 0) != 0) {
+          EXPECT_NE(std::find(fused.inputs.begin(), fused.inputs.end(), name), fused.inputs.end())
+              << name;
+        }
+      }
+    }
+    EXPECT_TRUE(testing::all_close(b.run({in})[0], expected, kFused));
+    // Channels_last, where the native and oneDNN kernels apply the chain in their epilogue.
+    nn::utils::convert_conv2d_weight_memory_format(*conv, MemoryFormat::ChannelsLast);
+    EXPECT_TRUE(testing::all_close(b.run({in.contiguous(MemoryFormat::ChannelsLast)})[0], expected,
+                                   kFused));
+    EXPECT_FALSE(passes::fuse_activations(b.graph()).changed);
+  }
+}
+
+// The chain stops where a node cannot join, and says why; what came before still fuses.
+TEST(ActivationFusion, AChainStopsAtTheFirstNodeThatCannotJoin) {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 4, 6, 6});
+  const auto c = b.conv(x, 4, 4, 3, {.name = "conv", .pads = kPad1});
+  const auto r = b.node("Relu", {c}, {}, "act");
+  const auto wide = b.constant("wide", testing::values(std::vector<float>(36, 2.0f), {1, 1, 6, 6}));
+  b.output(b.node("Mul", {r, wide}, {}, "mul"));
+  const passes::PassReport report = passes::fuse_activations(b.graph());
+  EXPECT_TRUE(report.changed);
+  ASSERT_EQ(b.graph().nodes().size(), 2u) << b.graph().dump();
+  EXPECT_EQ(b.graph().nodes()[0].parts.size(), 2u);
+  EXPECT_TRUE(has_note(report, "does not broadcast per channel")) << notes_of(report);
 }
 
 // A module that runs two nodes (weight tying) is not changed for one of them.

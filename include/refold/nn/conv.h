@@ -105,6 +105,12 @@ class Conv2d : public Module {
   void set_activation(Activation activation, double negative_slope = 0.01);
   Activation activation() const { return post_.activation; }
   double negative_slope() const { return post_.negative_slope; }
+  // The whole chain forward() applies: the activation and the steps after it (PostOps::then,
+  // a Mul/Add by constants, another activation — what activation-fusion takes from a graph).
+  // `post.residual` must be undefined (forward_with_residual gives it per call); the steps are
+  // checked as check_post_ops does when the conv runs. Throws refold::Error.
+  void set_post_ops(const PostOps& post);
+  const PostOps& post_ops() const { return post_; }
 
   const Conv2dOptions& options() const { return options_; }
   // The registered handles: copies share the tensor, so weight().set_data(…) converts the
@@ -122,7 +128,7 @@ class Conv2d : public Module {
   Conv2dOptions options_;
   Tensor weight_;
   Tensor bias_;
-  PostOps post_;  // activation only; the residual is per call
+  PostOps post_;  // activation and steps; the residual is per call
 };
 
 class ConvTranspose2dOptions {

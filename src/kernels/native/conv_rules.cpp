@@ -46,8 +46,22 @@ ConvEpilogue::ConvEpilogue(const Tensor& bias, std::int64_t out_channels, const 
     : bias_(reference::detail::bias_values(bias, out_channels)) {
   epilogue_.bias = bias_.data();
   epilogue_.residual = post.residual.defined() ? post.residual.data<float>() : nullptr;
+  epilogue_.residual_in_steps = post.residual_in_steps();
   epilogue_.activation = post.activation;
   epilogue_.negative_slope = static_cast<float>(post.negative_slope);
+  // One value per channel (a per-tensor value repeated); null for an empty scale or shift.
+  auto per_channel = [&](const std::vector<float>& v) -> const float* {
+    if (v.empty()) return nullptr;
+    values_.emplace_back(v.size() == 1 ? std::vector<float>(out_channels, v[0]) : v);
+    return values_.back().data();
+  };
+  values_.reserve(2 * post.then.size());  // the pointers taken stay valid
+  for (const PostStep& step : post.then) {
+    steps_.push_back({per_channel(step.scale), per_channel(step.shift), step.add_residual,
+                      step.activation, static_cast<float>(step.negative_slope)});
+  }
+  epilogue_.steps = steps_.data();
+  epilogue_.step_count = static_cast<int>(steps_.size());
 }
 
 }  // namespace refold::native

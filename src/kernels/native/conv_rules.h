@@ -30,7 +30,8 @@ std::optional<reference::detail::Conv2dGeometry> accept_conv2d(
     std::string_view kernel, const Tensor& input, const Tensor& weight, const Tensor& bias,
     const Conv2dOptions& options, const PostOps& post, DeclineRule own_rule, std::string* declined);
 
-// The epilogue of one call; owns the bias values it points to.
+// The epilogue of one call; owns the bias and step values it points to (each step's scale and
+// shift expanded to one value per output channel).
 class ConvEpilogue {
  public:
   ConvEpilogue(const Tensor& bias, std::int64_t out_channels, const PostOps& post);
@@ -40,6 +41,8 @@ class ConvEpilogue {
 
  private:
   std::vector<float> bias_;
+  std::vector<std::vector<float>> values_;
+  std::vector<EpilogueStep> steps_;
   Epilogue epilogue_;
 };
 

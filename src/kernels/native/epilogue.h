@@ -1,5 +1,6 @@
 // What refold's own conv kernels apply to a result before writing it, fused into the store:
-//   y = activation(conv + bias + residual)            (refold/post_ops.h's order)
+//   y = activation(conv + bias + residual)                     the head
+//   y = step.activation(y·step.scale + step.shift [+ residual]) each step (refold/post_ops.h)
 // AVX2, 8 output channels per vector; include only from files whose callers checked
 // cpu_has_avx2_fma() (cpu.h).
 #pragma once
@@ -16,22 +17,34 @@
 
 namespace refold::native {
 
+// One PostStep with its values per output channel (ConvEpilogue expands a per-tensor value).
+struct EpilogueStep {
+  const float* scale = nullptr;  // [C_out] or null (×1)
+  const float* shift = nullptr;  // [C_out] or null (+0)
+  bool add_residual = false;
+  Activation activation = Activation::None;
+  float negative_slope = 0.01f;
+};
+
 struct Epilogue {
   const float* bias = nullptr;  // [C_out] or null (no bias)
   // The whole residual, laid out like the output (NHWC: the same element offsets), or null.
   const float* residual = nullptr;
+  bool residual_in_steps = false;  // a step adds it, not the head
   Activation activation = Activation::None;
   float negative_slope = 0.01f;  // LeakyReLU
+  const EpilogueStep* steps = nullptr;
+  int step_count = 0;
 };
 
 #if REFOLD_HAVE_X86_KERNELS
 
 // activation(x) over 8 lanes. The sigmoid-based ones go through std::exp per lane, as the
 // reference computes them (1 / (1 + e^−x)); the others are exact in vector form.
-REFOLD_TARGET_AVX2 inline __m256 activate(__m256 x, const Epilogue& e) {
+REFOLD_TARGET_AVX2 inline __m256 activate(__m256 x, Activation activation, float negative_slope) {
   const __m256 zero = _mm256_setzero_ps();
   const __m256 three = _mm256_set1_ps(3.0f), six = _mm256_set1_ps(6.0f);
-  switch (e.activation) {
+  switch (activation) {
     case Activation::None:
       return x;
     case Activation::ReLU:
@@ -39,14 +52,14 @@ REFOLD_TARGET_AVX2 inline __m256 activate(__m256 x, const Epilogue& e) {
     case Activation::ReLU6:
       return _mm256_min_ps(_mm256_max_ps(x, zero), six);
     case Activation::LeakyReLU: {
-      const __m256 scaled = _mm256_mul_ps(x, _mm256_set1_ps(e.negative_slope));
+      const __m256 scaled = _mm256_mul_ps(x, _mm256_set1_ps(negative_slope));
       return _mm256_blendv_ps(scaled, x, _mm256_cmp_ps(x, zero, _CMP_GT_OQ));
     }
     case Activation::HardSigmoid:
     case Activation::HardSwish: {
       const __m256 gate =
           _mm256_div_ps(_mm256_min_ps(_mm256_max_ps(_mm256_add_ps(x, three), zero), six), six);
-      return e.activation == Activation::HardSigmoid ? gate : _mm256_mul_ps(x, gate);
+      return activation == Activation::HardSigmoid ? gate : _mm256_mul_ps(x, gate);
     }
     case Activation::Sigmoid:
     case Activation::SiLU: {
@@ -54,7 +67,7 @@ REFOLD_TARGET_AVX2 inline __m256 activate(__m256 x, const Epilogue& e) {
       _mm256_store_ps(lanes, x);
       for (float& value : lanes) {
         const float sigmoid = 1.0f / (1.0f + std::exp(-value));
-        value = e.activation == Activation::Sigmoid ? sigmoid : value * sigmoid;
+        value = activation == Activation::Sigmoid ? sigmoid : value * sigmoid;
       }
       return _mm256_load_ps(lanes);
     }
@@ -62,13 +75,23 @@ REFOLD_TARGET_AVX2 inline __m256 activate(__m256 x, const Epilogue& e) {
   return x;
 }
 
-// activation(acc + bias[channel…] + residual[offset…]) for 8 output channels; `offset` is the
-// element's offset in the output (and so in the residual).
+// The epilogue of 8 output channels from `channel`: activation(acc + bias + residual), then
+// each step; `offset` is the element's offset in the output (and so in the residual). Mul and
+// add stay separate (no FMA), so each rounds as the graph's Mul and Add nodes do.
 REFOLD_TARGET_AVX2 inline __m256 finish(__m256 acc, const Epilogue& e, std::int64_t channel,
                                         std::int64_t offset) {
   if (e.bias != nullptr) acc = _mm256_add_ps(acc, _mm256_loadu_ps(e.bias + channel));
-  if (e.residual != nullptr) acc = _mm256_add_ps(acc, _mm256_loadu_ps(e.residual + offset));
-  return activate(acc, e);
+  if (e.residual != nullptr && !e.residual_in_steps)
+    acc = _mm256_add_ps(acc, _mm256_loadu_ps(e.residual + offset));
+  acc = activate(acc, e.activation, e.negative_slope);
+  for (int i = 0; i < e.step_count; ++i) {
+    const EpilogueStep& s = e.steps[i];
+    if (s.scale != nullptr) acc = _mm256_mul_ps(acc, _mm256_loadu_ps(s.scale + channel));
+    if (s.shift != nullptr) acc = _mm256_add_ps(acc, _mm256_loadu_ps(s.shift + channel));
+    if (s.add_residual) acc = _mm256_add_ps(acc, _mm256_loadu_ps(e.residual + offset));
+    acc = activate(acc, s.activation, s.negative_slope);
+  }
+  return acc;
 }
 
 #endif

@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "core/check.h"
 #include "kernels/lru_cache.h"
@@ -64,30 +65,79 @@ dt to_dnnl(DType dtype) {
   fail("onednn: dtype {} has no oneDNN type", dtype_name(dtype));
 }
 
-// Appends the activation as oneDNN eltwise post-ops (applied in f32 to the accumulator).
-void append_activation(dnnl::post_ops& ops, const PostOps& post) {
+// One entry of the oneDNN post-op chain of a PostOps, in the order oneDNN applies them.
+struct ChainEntry {
+  enum class Kind : std::uint8_t { Sum, Eltwise, Binary } kind;
+  dnnl::algorithm alg = dnnl::algorithm::undef;
+  float alpha = 0.f, beta = 0.f;               // Eltwise
+  const std::vector<float>* values = nullptr;  // Binary: one per output channel
+};
+
+// The activation as eltwise entries (oneDNN applies them in f32 to the accumulator).
+void add_activation(std::vector<ChainEntry>& chain, Activation activation, double negative_slope) {
   using alg = dnnl::algorithm;
-  switch (post.activation) {
+  auto eltwise = [&](alg a, float alpha, float beta) {
+    chain.push_back({ChainEntry::Kind::Eltwise, a, alpha, beta, nullptr});
+  };
+  switch (activation) {
     case Activation::None:
       return;
     case Activation::ReLU:
-      return ops.append_eltwise(1.f, alg::eltwise_relu, 0.f, 0.f);
+      return eltwise(alg::eltwise_relu, 0.f, 0.f);
     case Activation::ReLU6:  // clip_v2(x, 0, 6) = min(max(x, 0), 6)
-      return ops.append_eltwise(1.f, alg::eltwise_clip_v2, 0.f, 6.f);
+      return eltwise(alg::eltwise_clip_v2, 0.f, 6.f);
     case Activation::LeakyReLU:  // oneDNN's relu with alpha is leaky: x > 0 ? x : alpha·x
-      return ops.append_eltwise(1.f, alg::eltwise_relu, static_cast<float>(post.negative_slope),
-                                0.f);
+      return eltwise(alg::eltwise_relu, static_cast<float>(negative_slope), 0.f);
     case Activation::Sigmoid:
-      return ops.append_eltwise(1.f, alg::eltwise_logistic, 0.f, 0.f);
+      return eltwise(alg::eltwise_logistic, 0.f, 0.f);
     case Activation::SiLU:  // swish(x) = x·sigmoid(alpha·x), alpha = 1
-      return ops.append_eltwise(1.f, alg::eltwise_swish, 1.f, 0.f);
+      return eltwise(alg::eltwise_swish, 1.f, 0.f);
     case Activation::HardSwish:  // oneDNN 2.6: x·relu6(x + 3)/6, alpha and beta ignored
-      return ops.append_eltwise(1.f, alg::eltwise_hardswish, 0.f, 0.f);
+      return eltwise(alg::eltwise_hardswish, 0.f, 0.f);
     case Activation::HardSigmoid:
       // oneDNN 2.6 has no eltwise_hardsigmoid: relu6(x + 3)/6 = clip(x/6 + 1/2, 0, 1).
-      ops.append_eltwise(1.f, alg::eltwise_linear, 1.f / 6.f, 0.5f);
-      return ops.append_eltwise(1.f, alg::eltwise_clip_v2, 0.f, 1.f);
+      eltwise(alg::eltwise_linear, 1.f / 6.f, 0.5f);
+      return eltwise(alg::eltwise_clip_v2, 0.f, 1.f);
   }
+}
+
+// y = act(conv + bias + residual), then each step: the sum post-op adds what dst holds before
+// the primitive runs (the residual, copied there); a per-tensor scale or shift is
+// eltwise_linear(α·x + β), a per-channel one a binary mul/add with a [1, C, 1, 1] operand.
+std::vector<ChainEntry> post_op_chain(const PostOps& post) {
+  std::vector<ChainEntry> chain;
+  const bool late = post.residual_in_steps();
+  if (post.residual.defined() && !late) chain.push_back({ChainEntry::Kind::Sum});
+  add_activation(chain, post.activation, post.negative_slope);
+  using alg = dnnl::algorithm;
+  for (const PostStep& step : post.then) {
+    const bool uniform_scale = step.scale.size() <= 1, uniform_shift = step.shift.size() <= 1;
+    if (uniform_scale && uniform_shift && !(step.scale.empty() && step.shift.empty())) {
+      chain.push_back({ChainEntry::Kind::Eltwise, alg::eltwise_linear,
+                       step.scale.empty() ? 1.f : step.scale[0],
+                       step.shift.empty() ? 0.f : step.shift[0], nullptr});
+    } else {
+      auto affine = [&](const std::vector<float>& v, alg binary, bool scale) {
+        if (v.empty()) return;
+        if (v.size() == 1) {
+          chain.push_back({ChainEntry::Kind::Eltwise, alg::eltwise_linear, scale ? v[0] : 1.f,
+                           scale ? 0.f : v[0], nullptr});
+        } else {
+          chain.push_back({ChainEntry::Kind::Binary, binary, 0.f, 0.f, &v});
+        }
+      };
+      affine(step.scale, alg::binary_mul, true);
+      affine(step.shift, alg::binary_add, false);
+    }
+    if (step.add_residual) chain.push_back({ChainEntry::Kind::Sum});
+    add_activation(chain, step.activation, step.negative_slope);
+  }
+  return chain;
+}
+
+// A binary entry's operand: its values as [1, C, 1, 1] f32.
+md channel_operand_desc(std::size_t channels) {
+  return md({1, static_cast<dnnl::memory::dim>(channels), 1, 1}, dt::f32, tag::abcd);
 }
 
 // Builds the primitive for `p`. Runs outside the cache lock (JIT compilation takes a while).
@@ -108,11 +158,20 @@ std::shared_ptr<Primitive> create_primitive(const detail::ConvProblem& p, DType 
   const dnnl::memory::dims pad_l(p.pad_l.begin(), p.pad_l.end());
   const dnnl::memory::dims pad_r(p.pad_r.begin(), p.pad_r.end());
 
-  // y = act(conv + bias + residual): the sum post-op adds what dst holds before the primitive
-  // runs (the residual, copied there), then the eltwise post-ops apply the activation.
   dnnl::post_ops ops;
-  if (post.residual.defined()) ops.append_sum(1.f);
-  append_activation(ops, post);
+  for (const ChainEntry& entry : post_op_chain(post)) {
+    switch (entry.kind) {
+      case ChainEntry::Kind::Sum:
+        ops.append_sum(1.f);
+        break;
+      case ChainEntry::Kind::Eltwise:
+        ops.append_eltwise(1.f, entry.alg, entry.alpha, entry.beta);
+        break;
+      case ChainEntry::Kind::Binary:
+        ops.append_binary(entry.alg, channel_operand_desc(entry.values->size()));
+        break;
+    }
+  }
   dnnl::primitive_attr attr = user_scratchpad();
   attr.set_post_ops(ops);
 
@@ -281,7 +340,7 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
 
   // The primitive depends on everything but the weight's values and strides.
   CacheKey key;
-  key.reserve(48);  // one allocation: this runs on every call
+  key.reserve(64);  // one allocation (usually): this runs on every call
   key.insert(key.end(),
              {p.transposed, static_cast<std::int64_t>(dtype), static_cast<std::int64_t>(layout)});
   key.insert(key.end(), p.src_dims.begin(), p.src_dims.end());
@@ -291,11 +350,16 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
   for (const auto* a : {&p.strides, &p.dilates, &p.pad_l, &p.pad_r})
     key.insert(key.end(), a->begin(), a->end());
   key.push_back(has_bias);
-  key.push_back(static_cast<std::int64_t>(post.activation));
-  key.push_back(post.activation == Activation::LeakyReLU
-                    ? std::bit_cast<std::int64_t>(post.negative_slope)
-                    : 0);
-  key.push_back(post.residual.defined());
+  // The post-op chain, entry by entry (a binary operand's values are bound at run time).
+  const std::vector<ChainEntry> chain = post_op_chain(post);
+  for (const ChainEntry& entry : chain) {
+    key.insert(key.end(),
+               {static_cast<std::int64_t>(entry.kind), static_cast<std::int64_t>(entry.alg),
+                static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(entry.alpha)),
+                static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(entry.beta)),
+                entry.values != nullptr ? static_cast<std::int64_t>(entry.values->size()) : 0});
+  }
+  key.push_back(static_cast<std::int64_t>(chain.size()));
   key.push_back(threads);
 
   Caches& c = caches();
@@ -381,6 +445,13 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
     if (has_bias)
       args.emplace(DNNL_ARG_BIAS,
                    dnnl::memory(prim->bias_desc, engine, const_cast<void*>(bias_f32.data_ptr())));
+    for (std::size_t i = 0; i < chain.size(); ++i) {
+      if (chain[i].kind != ChainEntry::Kind::Binary) continue;
+      const std::vector<float>& values = *chain[i].values;
+      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
+                   dnnl::memory(channel_operand_desc(values.size()), engine,
+                                const_cast<float*>(values.data())));
+    }
     dnnl::stream& stream = cpu_stream();
     execute(prim->primitive, stream, std::move(args));
     stream.wait();
