@@ -43,7 +43,8 @@ SEED = 0
 OPSET = 17
 BATCH = 1
 
-# name → (source, input side). Sources: timm, torchvision, ultralytics.
+# name → (source, input side). Sources: timm, torchvision, torchvision_segmentation,
+# ultralytics.
 ZOO = {
     "resnet18": ("timm", 224),
     "resnet50": ("timm", 224),
@@ -62,6 +63,8 @@ ZOO = {
     "mobilenet_v2": ("torchvision", 224),
     "shufflenet_v2_x0_5": ("torchvision", 224),
     "yolov8n": ("ultralytics", 320),
+    "hgnetv2_b0": ("timm", 224),
+    "deeplabv3_mobilenet_v3_large": ("torchvision_segmentation", 256),
 }
 DYNAMIC = {"resnet18"}  # models also exported with dynamic batch, height and width
 
@@ -83,6 +86,17 @@ class YoloRaw(nn.Module):
         return out[0] if isinstance(out, (tuple, list)) else out
 
 
+class SegmentationOut(nn.Module):
+    """A torchvision segmentation model whose forward returns its "out" tensor, not a dict."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
 def build(name, source):
     """The model, randomly initialized (seeded by the caller), in eval mode."""
     if source == "timm":
@@ -91,12 +105,30 @@ def build(name, source):
     elif source == "torchvision":
         import torchvision
         model = getattr(torchvision.models, name)(weights=None)
+    elif source == "torchvision_segmentation":
+        import torchvision
+        model = SegmentationOut(
+            getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None))
     elif source == "ultralytics":
         from ultralytics.nn.tasks import DetectionModel
         model = YoloRaw(DetectionModel(f"{name}.yaml", verbose=False))  # the yaml ships with it
     else:
         raise ValueError(f"unknown source {source!r}")
     return model.eval()
+
+
+def randomize_constant_scalars(model, generator):
+    """Scalar parameters outside BatchNorms (timm's LearnableAffineBlock scale and bias, a
+    learnable gamma) start at 1 or 0, where a Mul or Add by them is an identity that any
+    optimizer deletes; trained ones are not. Each gets value + U(-0.25, 0.25), so the zoo times
+    the ops a trained model has."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.modules.batchnorm._BatchNorm):
+                continue
+            for p in module.parameters(recurse=False):
+                if p.numel() == 1:
+                    p.add_(torch.rand(1, generator=generator).item() * 0.5 - 0.25)
 
 
 def randomize_batchnorms(model, x, generator):
@@ -226,6 +258,7 @@ def export_model(name, source, side, out):
     model = build(name, source)
     x_np = np.random.default_rng(SEED).standard_normal(entry["input_shape"]).astype(np.float32)
     x = torch.from_numpy(x_np)
+    randomize_constant_scalars(model, torch.Generator().manual_seed(SEED))
     randomize_batchnorms(model, x, torch.Generator().manual_seed(SEED))
     with torch.no_grad():
         golden = model(x).numpy()

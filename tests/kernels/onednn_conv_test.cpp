@@ -16,6 +16,7 @@
 #include "kernels/onednn/conv2d.h"
 #include "kernels/onednn/threads.h"
 #include "kernels/post_ops.h"
+#include "kernels/verbose.h"
 #include "kernels/reference/conv_common.h"
 #include "refold/error.h"
 #include "refold/reference.h"
@@ -27,6 +28,7 @@ namespace refold {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::Tolerance;
 constexpr auto NCHW = MemoryFormat::Contiguous;
 constexpr auto NHWC = MemoryFormat::ChannelsLast;
@@ -233,6 +235,7 @@ TEST_F(OnednnConv, PostOpsMatchReference) {
 TEST_F(OnednnConv, PostOpChainsMatchReference) {
   const std::vector<ConvCase> convs = {
       {.name = "3x3"},
+      {.name = "1x1", .kh = 1, .kw = 1, .padding = 0},
       {.name = "depthwise s2", .c_in = 19, .c_out = 19, .stride = 2, .groups = 19},
       {.name = "transposed s2",
        .transposed = true,
@@ -250,9 +253,16 @@ TEST_F(OnednnConv, PostOpChainsMatchReference) {
         PostOps post = k.post;
         if (post.residual.defined()) post.residual = post.residual.contiguous(layout);
         std::string declined;
+        DispatchLog log;
         const Tensor y = onednn_conv(c, o.input.contiguous(layout), o.weight.contiguous(layout),
                                      o.bias, post, &declined);
         ASSERT_TRUE(y.defined()) << declined;
+        // A JIT kernel, not oneDNN's reference (which it picks for a chain its JIT kernels
+        // cannot take, such as a sum after other post-ops).
+        log_dispatch("conv2d", "onednn");  // records the implementation run_conv noted
+        const std::vector<std::string> ran = log.take();
+        ASSERT_EQ(ran.size(), 1u);
+        EXPECT_THAT(ran[0], Not(HasSubstr(" ref"))) << ran[0];
         EXPECT_TRUE(testing::all_close(y, expected, Tolerance::op_f32()))
             << memory_format_name(layout);
       }

@@ -67,10 +67,13 @@ dt to_dnnl(DType dtype) {
 
 // One entry of the oneDNN post-op chain of a PostOps, in the order oneDNN applies them.
 struct ChainEntry {
+  // Sum: adds what dst holds (the residual, copied there first). Binary: a binary_mul/add with
+  // per-channel `values`, or, with values null, a binary_add of the residual itself (dst's
+  // sizes and layout): oneDNN's JIT convs take a sum only as the first post-op.
   enum class Kind : std::uint8_t { Sum, Eltwise, Binary } kind;
   dnnl::algorithm alg = dnnl::algorithm::undef;
   float alpha = 0.f, beta = 0.f;               // Eltwise
-  const std::vector<float>* values = nullptr;  // Binary: one per output channel
+  const std::vector<float>* values = nullptr;  // Binary: one per output channel, or the residual
 };
 
 // The activation as eltwise entries (oneDNN applies them in f32 to the accumulator).
@@ -102,8 +105,9 @@ void add_activation(std::vector<ChainEntry>& chain, Activation activation, doubl
 }
 
 // y = act(conv + bias + residual), then each step: the sum post-op adds what dst holds before
-// the primitive runs (the residual, copied there); a per-tensor scale or shift is
-// eltwise_linear(α·x + β), a per-channel one a binary mul/add with a [1, C, 1, 1] operand.
+// the primitive runs (the residual, copied there; a step's residual is a binary_add operand);
+// a per-tensor scale or shift is eltwise_linear(α·x + β), a per-channel one a binary mul/add
+// with a [1, C, 1, 1] operand.
 std::vector<ChainEntry> post_op_chain(const PostOps& post) {
   std::vector<ChainEntry> chain;
   const bool late = post.residual_in_steps();
@@ -129,15 +133,18 @@ std::vector<ChainEntry> post_op_chain(const PostOps& post) {
       affine(step.scale, alg::binary_mul, true);
       affine(step.shift, alg::binary_add, false);
     }
-    if (step.add_residual) chain.push_back({ChainEntry::Kind::Sum});
+    if (step.add_residual)
+      chain.push_back({ChainEntry::Kind::Binary, alg::binary_add, 0.f, 0.f, nullptr});
     add_activation(chain, step.activation, step.negative_slope);
   }
   return chain;
 }
 
-// A binary entry's operand: its values as [1, C, 1, 1] f32.
-md channel_operand_desc(std::size_t channels) {
-  return md({1, static_cast<dnnl::memory::dim>(channels), 1, 1}, dt::f32, tag::abcd);
+// A binary entry's operand: its values as [1, C, 1, 1] f32, or the residual (dst's dims, type
+// and layout).
+md binary_operand_desc(const ChainEntry& entry, const md& dst) {
+  if (entry.values == nullptr) return dst;
+  return md({1, static_cast<dnnl::memory::dim>(entry.values->size()), 1, 1}, dt::f32, tag::abcd);
 }
 
 // Builds the primitive for `p`. Runs outside the cache lock (JIT compilation takes a while).
@@ -168,7 +175,7 @@ std::shared_ptr<Primitive> create_primitive(const detail::ConvProblem& p, DType 
         ops.append_eltwise(1.f, entry.alg, entry.alpha, entry.beta);
         break;
       case ChainEntry::Kind::Binary:
-        ops.append_binary(entry.alg, channel_operand_desc(entry.values->size()));
+        ops.append_binary(entry.alg, binary_operand_desc(entry, dst_md));
         break;
     }
   }
@@ -433,8 +440,16 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
   }
 
   Tensor output = empty(p.dst_dims, {dtype, layout});
-  // The sum post-op accumulates onto dst: start dst as the residual.
-  if (post.residual.defined()) output.copy_(post.residual);
+  // The sum post-op accumulates onto dst: start dst as the residual. A step's residual is a
+  // binary operand in dst's layout.
+  Tensor late_residual;
+  if (post.residual.defined()) {
+    if (post.residual_in_steps()) {
+      late_residual = post.residual.contiguous(layout);
+    } else {
+      output.copy_(post.residual);
+    }
+  }
 
   call(p.op, [&] {
     const auto& engine = cpu_engine();
@@ -447,10 +462,11 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
                    dnnl::memory(prim->bias_desc, engine, const_cast<void*>(bias_f32.data_ptr())));
     for (std::size_t i = 0; i < chain.size(); ++i) {
       if (chain[i].kind != ChainEntry::Kind::Binary) continue;
-      const std::vector<float>& values = *chain[i].values;
+      void* data = chain[i].values != nullptr
+                       ? static_cast<void*>(const_cast<float*>(chain[i].values->data()))
+                       : const_cast<void*>(late_residual.data_ptr());
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
-                   dnnl::memory(channel_operand_desc(values.size()), engine,
-                                const_cast<float*>(values.data())));
+                   dnnl::memory(binary_operand_desc(chain[i], prim->dst_desc), engine, data));
     }
     dnnl::stream& stream = cpu_stream();
     execute(prim->primitive, stream, std::move(args));
