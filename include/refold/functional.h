@@ -47,6 +47,8 @@ Tensor hardswish(const Tensor& input);
 Tensor hardsigmoid(const Tensor& input);
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);  // a − b
+Tensor div(const Tensor& a, const Tensor& b);  // a / b
 Tensor max_pool2d(const Tensor& input, const MaxPool2dOptions& options);
 Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options);
 Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size);

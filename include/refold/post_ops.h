@@ -36,7 +36,9 @@ enum class Activation : std::uint8_t {
   SiLU,         // x·sigmoid(x)
   HardSwish,    // x·relu6(x + 3) / 6
   HardSigmoid,  // relu6(x + 3) / 6
+  GELU,         // x·Φ(x) = ½x·(1 + erf(x/√2)), the exact (erf) form
 };
+inline constexpr Activation kLastActivation = Activation::GELU;
 
 std::string_view activation_name(Activation activation);  // "relu", "leaky_relu", ...
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "kernels/reference/onnx_ops.h"
 #include "refold/reference.h"
 
 namespace refold {
@@ -26,6 +27,8 @@ std::string_view activation_name(Activation activation) {
       return "hardswish";
     case Activation::HardSigmoid:
       return "hardsigmoid";
+    case Activation::GELU:
+      return "gelu";
   }
   return "unknown";
 }
@@ -40,7 +43,7 @@ std::string activation_description(Activation activation, double negative_slope)
 
 void check_activation(std::string_view op, Activation activation, double negative_slope) {
   const auto a = static_cast<int>(activation);
-  REFOLD_CHECK(a >= 0 && a <= static_cast<int>(Activation::HardSigmoid),
+  REFOLD_CHECK(a >= 0 && a <= static_cast<int>(kLastActivation),
                "{}: unknown post-op activation ({})", op, a);
   if (activation == Activation::LeakyReLU)
     REFOLD_CHECK(std::isfinite(negative_slope), "{}: leaky_relu negative_slope ({}) must be finite",
@@ -129,6 +132,8 @@ Tensor apply_activation(const Tensor& x, Activation activation, double negative_
       return hardswish(x);
     case Activation::HardSigmoid:
       return hardsigmoid(x);
+    case Activation::GELU:
+      return unary(x, UnaryOp::Gelu, 0.0, 0.0);
   }
   fail("apply_activation: unknown activation ({})", static_cast<int>(activation));
 }

@@ -26,6 +26,7 @@
 #include "kernels/onednn/reorder.h"
 #include "kernels/post_ops.h"
 #include "kernels/reference/conv_common.h"
+#include "kernels/reference/onnx_ops.h"
 #include "kernels/verbose.h"
 #include "refold/reference.h"
 
@@ -170,8 +171,8 @@ Tensor hardsigmoid(const Tensor& input) {
                     [&] { return reference::hardsigmoid(input); });
 }
 
-// add/mul: oneDNN's binary when one operand has the output's shape (kernels/onednn/binary.h),
-// the reference for what it declines.
+// add/mul/sub/div: oneDNN's binary when one operand has the output's shape (the first, for sub
+// and div; kernels/onednn/binary.h), the reference for what it declines.
 Tensor add(const Tensor& a, const Tensor& b) {
   return fastest_first(
       "add",
@@ -183,6 +184,18 @@ Tensor mul(const Tensor& a, const Tensor& b) {
       "mul",
       [&](std::string* declined) { return onednn::binary(onednn::BinaryOp::Mul, a, b, declined); },
       [&] { return reference::mul(a, b); });
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  return fastest_first(
+      "sub",
+      [&](std::string* declined) { return onednn::binary(onednn::BinaryOp::Sub, a, b, declined); },
+      [&] { return reference::arith(a, b, reference::ArithOp::Sub); });
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  return fastest_first(
+      "div",
+      [&](std::string* declined) { return onednn::binary(onednn::BinaryOp::Div, a, b, declined); },
+      [&] { return reference::arith(a, b, reference::ArithOp::Div); });
 }
 
 // Pools: oneDNN when the input is contiguous in the format it suggests (kernels/onednn/pooling.h).

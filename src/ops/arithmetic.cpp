@@ -22,9 +22,8 @@ std::vector<Tensor> Binary::run(const std::vector<Tensor>& inputs) {
   const bool floating = is_floating(a.dtype()) && a.dtype() == b.dtype();
   if (floating && op_ == reference::ArithOp::Add) return {functional::add(a, b)};
   if (floating && op_ == reference::ArithOp::Mul) return {functional::mul(a, b)};
-  // a − b = a + (−1 · b) exactly: negation is exact in floating point (signed zeros included).
-  if (floating && op_ == reference::ArithOp::Sub)
-    return {functional::add(a, functional::mul(b, full({}, -1.0f, b.dtype())))};
+  if (floating && op_ == reference::ArithOp::Sub) return {functional::sub(a, b)};
+  if (floating && op_ == reference::ArithOp::Div) return {functional::div(a, b)};
   return {reference::arith(a, b, op_)};
 }
 

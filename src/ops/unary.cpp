@@ -1,7 +1,10 @@
 // Element-wise math: ONNX's unary functions (Abs … Atanh, Erf, Gelu, Elu, Selu, Mish, …) and
 // Pow, one graph op over reference::unary with oneDNN's eltwise as the fast path where it has
 // the function. Layout: the output keeps the input's format (FirstInput), NHWC included.
+#include <fmt/format.h>
+
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "core/check.h"
@@ -107,6 +110,15 @@ nn::ModulePtr build_gelu(const BuildContext& context) {
   return std::make_shared<Unary>(approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::Gelu);
 }
 
+// Gelu as a conv's post-op: the exact (erf) form; the tanh approximation has none.
+std::optional<FusedActivation> gelu_activation(const graph::Graph&, const graph::Node& node,
+                                               std::string& problem) {
+  const std::string approximate = node.attributes.get_string("approximate", "none");
+  if (approximate == "none") return FusedActivation{Activation::GELU};
+  problem = fmt::format("approximate '{}': only the exact GELU is a post-op", approximate);
+  return std::nullopt;
+}
+
 nn::ModulePtr build_pow(const BuildContext& context) {
   check_arity(context.node, 2, 2, 1);
   return std::make_shared<Pow>();
@@ -143,7 +155,7 @@ const std::vector<OpDef>& unary_ops() {
       {"Softplus", 1, build_plain<UnaryOp::Softplus>},
       {"Softsign", 1, build_plain<UnaryOp::Softsign>},
       {"Mish", 18, build_plain<UnaryOp::Mish>},
-      {"Gelu", 20, build_gelu},
+      {"Gelu", 20, build_gelu, LayoutRule::FirstInput, gelu_activation},
       {"Elu", 6, build_with_alpha<UnaryOp::Elu>},
       {"Selu", 6, build_selu},
       {"Celu", 12, build_with_alpha<UnaryOp::Celu>},

@@ -49,6 +49,7 @@ namespace {
 
 using detail::describe;
 using detail::is_op;
+using detail::replace_with_fused;
 
 // The activation that reads `value`, found from its consumers.
 struct ActivationMatch {
@@ -115,15 +116,6 @@ std::optional<ActivationMatch> match_activation(const graph::Graph& graph,
   if (n.inputs.empty() || n.inputs[0] != value) return std::nullopt;
   match_single(graph, readers[0], m);
   return m;
-}
-
-// A fused node's outputs replace the last part's; it goes where that part was.
-void replace_with_fused(graph::Graph& graph, std::vector<std::size_t> parts, graph::Node fused) {
-  std::sort(parts.begin(), parts.end());
-  for (std::size_t p : parts) fused.parts.push_back(graph.nodes()[p]);
-  const std::size_t position = parts.back() - (parts.size() - 1);
-  for (auto it = parts.rbegin(); it != parts.rend(); ++it) graph.erase_node(*it);
-  graph.insert_node(position, std::move(fused));
 }
 
 std::string origin_of(const graph::Graph& graph, const std::vector<std::size_t>& parts) {

@@ -35,6 +35,14 @@ std::string describe(const graph::Node& node) {
   return fmt::format("{} '{}'", node.op_type, node.name);
 }
 
+void replace_with_fused(graph::Graph& graph, std::vector<std::size_t> parts, graph::Node fused) {
+  std::sort(parts.begin(), parts.end());
+  for (std::size_t p : parts) fused.parts.push_back(graph.nodes()[p]);
+  const std::size_t position = parts.back() - (parts.size() - 1);
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) graph.erase_node(*it);
+  graph.insert_node(position, std::move(fused));
+}
+
 bool is_op(const graph::Node& node, const char* op_type) {
   return node.op_type == op_type && ops::is_ai_onnx(node);
 }

@@ -33,6 +33,12 @@ std::string describe(const graph::Node& node);
 
 bool is_op(const graph::Node& node, const char* op_type);
 
+// Replaces the nodes `parts` (indices, any order) by `fused`, which then holds them, in graph
+// order, as its parts (the exporter writes them back as standard ONNX). It goes where the last
+// part was, so every value its parts read is defined before it; its outputs must be the ones
+// of the parts that anything else reads.
+void replace_with_fused(graph::Graph& graph, std::vector<std::size_t> parts, graph::Node fused);
+
 // The modules, or nullptr when the node is not run by exactly that module type.
 std::shared_ptr<nn::Conv2d> conv_module(const graph::Node& node);
 std::shared_ptr<nn::ConvTranspose2d> conv_transpose_module(const graph::Node& node);

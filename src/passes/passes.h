@@ -10,6 +10,7 @@ namespace refold::passes {
 
 PassReport fold_constants(graph::Graph& graph);           // constant_folding.cpp
 PassReport simplify_algebra(graph::Graph& graph);         // simplify.cpp
+PassReport canonicalize(graph::Graph& graph);             // canonicalize.cpp
 PassReport eliminate_dead_code(graph::Graph& graph);      // dead_code.cpp
 PassReport drop_dead_taps(graph::Graph& graph);           // dead_taps.cpp
 PassReport fold_batch_norms(graph::Graph& graph);         // bn_folding.cpp

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/reference/onnx_ops.h"
 #include "nn/nn_test_helpers.h"
 #include "refold/refold.h"
 #include "testing/compare.h"
@@ -36,6 +37,8 @@ std::vector<ActivationCase> activation_cases() {
       {Activation::SiLU, 0.01, [](const Tensor& x) { return reference::silu(x); }},
       {Activation::HardSwish, 0.01, [](const Tensor& x) { return reference::hardswish(x); }},
       {Activation::HardSigmoid, 0.01, [](const Tensor& x) { return reference::hardsigmoid(x); }},
+      {Activation::GELU, 0.01,
+       [](const Tensor& x) { return reference::unary(x, reference::UnaryOp::Gelu); }},
   };
 }
 

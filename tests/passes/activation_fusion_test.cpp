@@ -70,6 +70,8 @@ std::vector<Case> cases() {
          return b.node("HardSigmoid", {c}, attrs({{"alpha", 1.0f / 6}, {"beta", 0.5f}}), "act");
        },
        2},
+      {"Gelu", Activation::GELU,
+       [](GraphBuilder& b, const std::string& c) { return b.node("Gelu", {c}, {}, "act"); }, 2},
       {"SiLU", Activation::SiLU,
        [](GraphBuilder& b, const std::string& c) {
          const auto s = b.node("Sigmoid", {c}, {}, "sig");
@@ -89,6 +91,7 @@ TEST(ActivationFusion, EachActivationFusesIntoTheConvAndKeepsTheValues) {
   for (const Case& k : cases()) {
     SCOPED_TRACE(k.name);
     GraphBuilder b;
+    b.set_opset(20);  // Gelu's
     const auto x = b.input("x", {2, 4, 7, 7});
     const auto c = b.conv(x, 4, 6, 3, {.name = "conv", .pads = kPad1});
     const auto y = k.add(b, c);

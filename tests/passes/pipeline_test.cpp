@@ -17,6 +17,7 @@ using testing::GraphBuilder;
 // One graph on which every pass has something to do:
 //   constant-folding  k = a + a feeds a Mul
 //   simplify          x · 1 in front of it
+//   canonicalize      the mean over H and W at the end (a GlobalAveragePool)
 //   dead-code         an Identity nobody reads
 //   bn-folding        conv0 → BN
 //   reparameterize    RepVGG block: BN(conv3×3(h)) + BN(conv1×1(h))
@@ -37,15 +38,17 @@ GraphBuilder build() {
       b.bn(b.conv(h, 8, 8, 3, {.name = "dense", .pads = testing::kPad1, .bias = false}), 8);
   const auto b1 = b.bn(b.conv(h, 8, 8, 1, {.name = "one", .bias = false}), 8);
   const auto sum = b.node("Add", {b3, b1}, {}, "sum");
-  b.output(b.node("Relu", {sum}, {}, "relu"));
+  const auto relu = b.node("Relu", {sum}, {}, "relu");
+  b.output(b.node("ReduceMean", {relu}, testing::attrs({{"axes", std::vector<std::int64_t>{2, 3}}}),
+                  "mean"));
   return b;
 }
 
 TEST(Pipeline, PassNamesInOrder) {
-  EXPECT_EQ(
-      passes::pass_names(),
-      (std::vector<std::string>{"constant-folding", "simplify", "dead-code", "dead-taps",
-                                "bn-folding", "reparameterize", "activation-fusion", "layout"}));
+  EXPECT_EQ(passes::pass_names(),
+            (std::vector<std::string>{"constant-folding", "simplify", "canonicalize", "dead-code",
+                                      "dead-taps", "bn-folding", "reparameterize",
+                                      "activation-fusion", "layout"}));
 }
 
 TEST(Pipeline, UnknownDisabledNameListsTheValidOnes) {
@@ -58,7 +61,7 @@ TEST(Pipeline, UnknownDisabledNameListsTheValidOnes) {
   } catch (const Error& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("unknown pass 'bn-fold'"), std::string::npos) << m;
-    EXPECT_NE(m.find("constant-folding, simplify, dead-code, dead-taps, bn-folding, "
+    EXPECT_NE(m.find("constant-folding, simplify, canonicalize, dead-code, dead-taps, bn-folding, "
                      "reparameterize, activation-fusion, layout"),
               std::string::npos)
         << m;

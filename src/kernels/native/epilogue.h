@@ -40,7 +40,8 @@ struct Epilogue {
 #if REFOLD_HAVE_X86_KERNELS
 
 // activation(x) over 8 lanes. The sigmoid-based ones go through std::exp per lane, as the
-// reference computes them (1 / (1 + e^−x)); the others are exact in vector form.
+// reference computes them (1 / (1 + e^−x)), GELU per lane too; the others are exact in vector
+// form.
 REFOLD_TARGET_AVX2 inline __m256 activate(__m256 x, Activation activation, float negative_slope) {
   const __m256 zero = _mm256_setzero_ps();
   const __m256 three = _mm256_set1_ps(3.0f), six = _mm256_set1_ps(6.0f);
@@ -69,6 +70,13 @@ REFOLD_TARGET_AVX2 inline __m256 activate(__m256 x, Activation activation, float
         const float sigmoid = 1.0f / (1.0f + std::exp(-value));
         value = activation == Activation::Sigmoid ? sigmoid : value * sigmoid;
       }
+      return _mm256_load_ps(lanes);
+    }
+    case Activation::GELU: {  // ½x·(1 + erf(x/√2)), per lane as the reference computes it
+      alignas(32) float lanes[8];
+      _mm256_store_ps(lanes, x);
+      for (float& value : lanes)
+        value = 0.5f * value * (1.0f + std::erf(value * 0.70710678118654752f));
       return _mm256_load_ps(lanes);
     }
   }

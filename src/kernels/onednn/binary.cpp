@@ -51,7 +51,37 @@ dnnl::memory::desc memory_desc(const Desc& d, DType dtype) {
 
 }  // namespace
 
-std::string_view binary_name(BinaryOp op) { return op == BinaryOp::Add ? "add" : "mul"; }
+std::string_view binary_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add:
+      return "add";
+    case BinaryOp::Mul:
+      return "mul";
+    case BinaryOp::Sub:
+      return "sub";
+    case BinaryOp::Div:
+      return "div";
+  }
+  return "unknown";
+}
+
+namespace {
+
+dnnl::algorithm binary_algorithm(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add:
+      return dnnl::algorithm::binary_add;
+    case BinaryOp::Mul:
+      return dnnl::algorithm::binary_mul;
+    case BinaryOp::Sub:
+      return dnnl::algorithm::binary_sub;
+    case BinaryOp::Div:
+      return dnnl::algorithm::binary_div;
+  }
+  return dnnl::algorithm::undef;
+}
+
+}  // namespace
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declined) {
   const std::string_view name = binary_name(op);
@@ -68,6 +98,13 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declin
                     "broadcasts only its second operand",
                     fmt::join(a.sizes(), ", "), fmt::join(b.sizes(), ", "), fmt::join(sizes, ", ")),
         declined);
+  // Only add and mul commute.
+  if (!a_full && (op == BinaryOp::Sub || op == BinaryOp::Div))
+    return decline(name,
+                   fmt::format("its first operand [{}] broadcasts to [{}]; oneDNN broadcasts only "
+                               "its second operand, and {} does not commute",
+                               fmt::join(a.sizes(), ", "), fmt::join(sizes, ", "), name),
+                   declined);
   const Tensor& src0 = a_full ? a : b;
   const Tensor& src1 = a_full ? b : a;
   for (const Tensor* t : {&src0, &src1})
@@ -104,9 +141,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declin
   const std::shared_ptr<Primitive> prim = cache().find_or_make(key, [&] {
     auto made = std::make_shared<Primitive>();
     made->declined = try_build(name, "binary", [&] {
-      const dnnl::binary::desc desc(
-          op == BinaryOp::Add ? dnnl::algorithm::binary_add : dnnl::algorithm::binary_mul, md0, md1,
-          md0);
+      const dnnl::binary::desc desc(binary_algorithm(op), md0, md1, md0);
       made->primitive =
           dnnl::binary(dnnl::binary::primitive_desc(desc, user_scratchpad(), cpu_engine()));
     });

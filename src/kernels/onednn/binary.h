@@ -1,5 +1,5 @@
-// oneDNN element-wise add and mul with NumPy broadcasting — the reference's add/mul
-// (refold/reference.h), run by oneDNN's binary primitive.
+// oneDNN element-wise add, mul, sub and div with NumPy broadcasting — the reference's ops
+// (refold/reference.h, reference::arith), run by oneDNN's binary primitive.
 //
 // Contract (the same as conv2d.h's):
 //   * oneDNN's binary takes src0 at the output's shape and lets only src1 broadcast (size-1 or
@@ -7,7 +7,7 @@
 //     when it has it, else `b` (a + b = b + a and a · b = b · a exactly in IEEE arithmetic) —
 //     and the output takes that operand's strides (empty_like, MemoryFormat::Preserve): the
 //     reference's layout rule. When neither has the output's shape ([3, 1] + [1, 4]) the call
-//     is declined.
+//     is declined; so is a sub or div whose first operand broadcasts (a − b ≠ b − a).
 //   * Both operands must be dense (Tensor::is_non_overlapping_and_dense), in any layout; oneDNN
 //     is handed their own strides. Expanded (stride-0) or sliced operands are declined.
 //   * Arguments are validated as the reference validates them, with the same refold::Error
@@ -28,9 +28,9 @@
 
 namespace refold::onednn {
 
-enum class BinaryOp { Add, Mul };
+enum class BinaryOp { Add, Mul, Sub, Div };
 
-std::string_view binary_name(BinaryOp op);  // "add", "mul"
+std::string_view binary_name(BinaryOp op);  // "add", "mul", "sub", "div"
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declined = nullptr);
 

@@ -101,6 +101,8 @@ void add_activation(std::vector<ChainEntry>& chain, Activation activation, doubl
       // oneDNN 2.6 has no eltwise_hardsigmoid: relu6(x + 3)/6 = clip(x/6 + 1/2, 0, 1).
       eltwise(alg::eltwise_linear, 1.f / 6.f, 0.5f);
       return eltwise(alg::eltwise_clip_v2, 0.f, 1.f);
+    case Activation::GELU:
+      return eltwise(alg::eltwise_gelu_erf, 0.f, 0.f);
   }
 }
 

@@ -1,0 +1,224 @@
+// canonicalize: one computation that exporters write in several forms becomes the one form
+// refold's fast kernels and fusions know.
+//
+// Patterns and rewrites (x is the non-constant input, y the last node's output; every value
+// inside a pattern has exactly the readers shown and is not a graph output):
+//   ReduceMean(x, axes {2, 3}, keepdims 1), x 4-d        → GlobalAveragePool(x)
+//   ReduceMax(x, axes {2, 3}, keepdims 1), x 4-d         → GlobalMaxPool(x)
+//     (axes as an attribute, opset < 18, or a constant input; negative axes counted from the
+//     end: {−2, −1} too). The node keeps its name and output and is written as the new op.
+//   GELU, as torch.onnx writes nn.GELU before opset 20 and in its variants:
+//     t = Div(x, √2) or Mul(x, 1/√2);  e = Erf(t);  a = Add(e, 1);
+//     y = Mul(Mul(x, a), 0.5)  |  Mul(x, Mul(a, 0.5))  |  Mul(Mul(x, 0.5), a)
+//                                                        → Gelu(x) = ½x·(1 + erf(x/√2))
+//     (operands of Add and Mul in either order). One fused node, named as the last Mul, whose
+//     parts are the matched nodes: the exporter writes them back, so the file keeps its opset
+//     (Gelu is an op from opset 20 on), and activation-fusion can take it into a conv.
+//
+// Why exact: a mean over H and W of an NCHW tensor, kept as [N, C, 1, 1], is GlobalAveragePool's
+// definition (max likewise); the GELU forms compute ½x·(1 + erf(x/√2)) with the constants
+// rounded to float32 (√2 and 1/√2 within 1e-6 relative, 1 and 0.5 exact), which the Gelu kernel
+// computes in one pass — the same value up to the rounding of the intermediate steps.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "onnx/opset.h"
+#include "ops/op.h"
+#include "passes/branch_nodes.h"
+#include "passes/known_values.h"
+#include "passes/passes.h"
+
+namespace refold::passes {
+namespace {
+
+using detail::describe;
+using detail::is_op;
+
+// ---- a spatial ReduceMean / ReduceMax as a global pool ----
+
+// The node's reduced axes (attribute or constant input), or nullopt when they are not known
+// here or the node reduces every axis (no axes given).
+std::optional<std::vector<std::int64_t>> reduce_axes(const graph::Graph& graph,
+                                                     const graph::Node& node) {
+  if (node.attributes.has("axes")) return node.attributes.get_ints("axes");
+  if (node.inputs.size() < 2 || node.inputs[1].empty()) return std::nullopt;
+  const auto axes = detail::constant_value(graph, node.inputs[1]);
+  if (!axes || axes->dtype() != DType::Int64 || axes->dim() > 1) return std::nullopt;
+  const auto* data = axes->contiguous().data<std::int64_t>();
+  return std::vector<std::int64_t>(data, data + axes->numel());
+}
+
+// Rewrites node `index` when it is a spatial mean or max; returns the note, or "". The input's
+// rank and dtype come from what the graph declares or, where its input sizes are static, from
+// its producers run on stand-ins.
+std::string rewrite_spatial_reduce(graph::Graph& graph, std::size_t index, int opset,
+                                   detail::StaticShapes& shapes) {
+  graph::Node& node = graph.node(index);
+  const bool mean = is_op(node, "ReduceMean"), max = is_op(node, "ReduceMax");
+  if ((!mean && !max) || !node.parts.empty() || node.inputs.empty() || node.inputs[0].empty() ||
+      node.outputs.size() != 1 || node.attributes.get_int("keepdims", 1) != 1)
+    return {};
+  const auto axes = reduce_axes(graph, node);
+  if (!axes) return {};
+  const std::string& x = node.inputs[0];
+  std::optional<std::size_t> rank;
+  if (const auto known = detail::known_shape(graph, x)) rank = known->size();
+  if (!rank) {
+    if (const auto s = shapes.shape(x)) rank = s->size();
+  }
+  std::optional<DType> dtype = detail::known_dtype(graph, x);
+  if (!dtype) dtype = shapes.dtype(x);
+  if (rank != 4u || !dtype || !is_floating(*dtype)) return {};
+  std::vector<std::int64_t> normalized;
+  for (std::int64_t a : *axes) normalized.push_back(a < 0 ? a + 4 : a);
+  std::sort(normalized.begin(), normalized.end());
+  if (normalized != std::vector<std::int64_t>{2, 3}) return {};
+
+  const std::string was = describe(node);
+  node.op_type = mean ? "GlobalAveragePool" : "GlobalMaxPool";
+  node.domain.clear();
+  node.attributes = {};
+  node.inputs.resize(1);
+  node.origin = fmt::format("{} (over H and W)", was);
+  node.source = -1;  // no longer the imported node: export writes it anew
+  graph.set_module(index, ops::build_module({node, graph, opset}));
+  return fmt::format("rewrote {} over H and W as {}", was, node.op_type);
+}
+
+// ---- GELU written out with Erf ----
+
+bool near(const graph::Graph& graph, const std::string& name, double value, double relative) {
+  const auto c = detail::constant_value(graph, name);
+  if (!c || c->numel() != 1 || !is_floating(c->dtype())) return false;
+  return std::abs(static_cast<double>(c->item()) - value) <= relative * std::abs(value);
+}
+
+// The other operand of a binary node whose one operand is `value`, or "".
+std::string other_operand(const graph::Node& node, const std::string& value) {
+  if (node.inputs.size() != 2) return {};
+  if (node.inputs[0] == value) return node.inputs[1];
+  if (node.inputs[1] == value) return node.inputs[0];
+  return {};
+}
+
+// The one node reading `value`, when exactly one does and it is a plain `op_type` node.
+std::optional<std::size_t> single_reader(const graph::Graph& graph, const std::string& value,
+                                         const char* op_type) {
+  if (graph.is_graph_output(value)) return std::nullopt;
+  const std::vector<std::size_t> readers = graph.consumers(value);
+  if (readers.size() != 1) return std::nullopt;
+  const graph::Node& n = graph.nodes()[readers[0]];
+  if (!is_op(n, op_type) || !n.parts.empty() || n.outputs.size() != 1) return std::nullopt;
+  return readers[0];
+}
+
+struct GeluMatch {
+  std::string x, y;
+  std::vector<std::size_t> parts;
+};
+
+constexpr double kConstantTolerance = 1e-6;  // √2 and 1/√2 as float32, relative
+
+std::optional<GeluMatch> match_gelu(const graph::Graph& graph, std::size_t erf_index) {
+  const graph::Node& erf = graph.nodes()[erf_index];
+  if (!is_op(erf, "Erf") || !erf.parts.empty() || erf.inputs.size() != 1 || erf.outputs.size() != 1)
+    return std::nullopt;
+  // t = x / √2 or x · (1/√2), read by the Erf alone.
+  const std::string& t = erf.inputs[0];
+  const auto scale = graph.producer(t);
+  if (!scale || !detail::single_use_problem(graph, t, erf_index).empty()) return std::nullopt;
+  const graph::Node& s = graph.nodes()[*scale];
+  if (!s.parts.empty() || s.inputs.size() != 2) return std::nullopt;
+  GeluMatch m;
+  if (is_op(s, "Div") && near(graph, s.inputs[1], std::numbers::sqrt2, kConstantTolerance)) {
+    m.x = s.inputs[0];
+  } else if (is_op(s, "Mul")) {
+    for (std::size_t k : {0, 1}) {
+      if (near(graph, s.inputs[k], 1.0 / std::numbers::sqrt2, kConstantTolerance))
+        m.x = s.inputs[1 - k];
+    }
+  }
+  if (m.x.empty() || graph.is_constant(m.x)) return std::nullopt;
+  // a = erf + 1.
+  const auto add = single_reader(graph, erf.outputs[0], "Add");
+  if (!add) return std::nullopt;
+  if (!near(graph, other_operand(graph.nodes()[*add], erf.outputs[0]), 1.0, 0.0))
+    return std::nullopt;
+  const std::string& a = graph.nodes()[*add].outputs[0];
+  // The Mul reading a, and what it multiplies a by.
+  const auto mul = single_reader(graph, a, "Mul");
+  if (!mul) return std::nullopt;
+  const graph::Node& first = graph.nodes()[*mul];
+  const std::string by = other_operand(first, a);
+  m.parts = {*scale, erf_index, *add, *mul};
+  if (by == m.x || near(graph, by, 0.5, 0.0)) {
+    // (x · a) · 0.5 or x · (a · 0.5): one more Mul, by what the first did not multiply.
+    const auto last = single_reader(graph, first.outputs[0], "Mul");
+    if (!last) return std::nullopt;
+    const std::string rest = other_operand(graph.nodes()[*last], first.outputs[0]);
+    const bool ok = by == m.x ? near(graph, rest, 0.5, 0.0) : rest == m.x;
+    if (!ok) return std::nullopt;
+    m.parts.push_back(*last);
+    m.y = graph.nodes()[*last].outputs[0];
+    return m;
+  }
+  // (x · 0.5) · a: `by` is h = Mul(x, 0.5), read by this Mul alone.
+  const auto half = graph.producer(by);
+  if (!half || !detail::single_use_problem(graph, by, *mul).empty()) return std::nullopt;
+  const graph::Node& h = graph.nodes()[*half];
+  if (!is_op(h, "Mul") || !h.parts.empty() || !near(graph, other_operand(h, m.x), 0.5, 0.0))
+    return std::nullopt;
+  m.parts.push_back(*half);
+  m.y = first.outputs[0];
+  return m;
+}
+
+std::string fuse_gelu(graph::Graph& graph, const GeluMatch& m, int opset) {
+  std::vector<std::string> ops;
+  std::vector<std::size_t> sorted = m.parts;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t p : sorted) ops.push_back(graph.nodes()[p].op_type);
+  graph::Node gelu;
+  gelu.name = graph.nodes()[sorted.back()].name;
+  gelu.op_type = "Gelu";
+  gelu.inputs = {m.x};
+  gelu.outputs = {m.y};
+  gelu.origin = fmt::format("{}", fmt::join(ops, "+"));
+  gelu.module = ops::build_module({gelu, graph, std::max(opset, 20)});  // Gelu: opset 20
+  const std::string note =
+      fmt::format("rewrote {} ({}) as Gelu", describe(graph.nodes()[sorted.back()]), gelu.origin);
+  detail::replace_with_fused(graph, m.parts, std::move(gelu));
+  return note;
+}
+
+}  // namespace
+
+PassReport canonicalize(graph::Graph& graph) {
+  PassReport report{"canonicalize", false, {}};
+  const int opset = onnx::ai_onnx_opset(graph);
+  detail::StaticShapes shapes(graph);
+  for (std::size_t i = 0; i < graph.nodes().size();) {
+    std::string note = rewrite_spatial_reduce(graph, i, opset, shapes);
+    std::size_t next = i + 1;
+    if (note.empty()) {
+      if (const auto gelu = match_gelu(graph, i)) {
+        // Nodes after the first part moved; look again from there.
+        next = *std::min_element(gelu->parts.begin(), gelu->parts.end());
+        note = fuse_gelu(graph, *gelu, opset);
+      }
+    }
+    i = next;
+    if (note.empty()) continue;
+    report.notes.push_back(std::move(note));
+    report.changed = true;
+  }
+  return report;
+}
+
+}  // namespace refold::passes

@@ -1,0 +1,210 @@
+// canonicalize: a spatial ReduceMean/ReduceMax becomes a global pool, GELU written out with Erf
+// becomes one Gelu node (its parts the original nodes) — with the values kept; the near misses
+// stay as they are.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "passes/passes.h"
+#include "refold/nn/conv.h"
+#include "testing/compare.h"
+#include "testing/graph_builder.h"
+#include "testing/pass_checks.h"
+
+namespace refold {
+namespace {
+
+using testing::apply_pass;
+using testing::attrs;
+using testing::expect_left_alone;
+using testing::GraphBuilder;
+using testing::has_note;
+using testing::int64s;
+using testing::notes_of;
+
+TEST(Canonicalize, SpatialReduceMeanAndMaxBecomeGlobalPools) {
+  struct Case {
+    const char* name;
+    const char* op;
+    int opset;
+    std::vector<std::int64_t> axes;
+    const char* expected;
+  };
+  for (const Case& k : std::vector<Case>{
+           {"mean, attribute axes", "ReduceMean", 13, {2, 3}, "GlobalAveragePool"},
+           {"mean, negative axes", "ReduceMean", 13, {-1, -2}, "GlobalAveragePool"},
+           {"mean, axes input (opset 18)", "ReduceMean", 18, {3, 2}, "GlobalAveragePool"},
+           {"max", "ReduceMax", 13, {2, 3}, "GlobalMaxPool"},
+       }) {
+    SCOPED_TRACE(k.name);
+    GraphBuilder b;
+    b.set_opset(k.opset);
+    const auto x = b.input("x", {2, 5, 6, 7});
+    const auto y = k.opset >= 18 ? b.node(k.op, {x, b.constant("axes", int64s(k.axes))}, {}, "se")
+                                 : b.node(k.op, {x}, attrs({{"axes", k.axes}}), "se");
+    b.output(y);
+    const passes::PassReport r = apply_pass(b, passes::canonicalize);
+    EXPECT_TRUE(r.changed) << notes_of(r);
+    EXPECT_EQ(b.count(k.expected), 1) << b.graph().dump();
+    EXPECT_EQ(b.count(k.op), 0);
+    EXPECT_EQ(b.graph().nodes()[0].name, "se");
+    EXPECT_EQ(b.graph().nodes()[0].outputs, std::vector<std::string>{y});
+    EXPECT_TRUE(has_note(r, std::string("as ") + k.expected)) << notes_of(r);
+  }
+}
+
+TEST(Canonicalize, OtherReductionsStay) {
+  struct Case {
+    const char* name;
+    Shape shape;
+    std::vector<std::int64_t> axes;
+    std::int64_t keepdims;
+  };
+  for (const Case& k : std::vector<Case>{
+           {"keepdims 0", {1, 4, 5, 5}, {2, 3}, 0},
+           {"channels and H", {1, 4, 5, 5}, {1, 2}, 1},
+           {"only H", {1, 4, 5, 5}, {2}, 1},
+           {"a 3-d input", {4, 5, 5}, {1, 2}, 1},
+       }) {
+    SCOPED_TRACE(k.name);
+    GraphBuilder b;
+    b.set_opset(13);
+    const auto x = b.input("x", k.shape);
+    b.output(
+        b.node("ReduceMean", {x}, attrs({{"axes", k.axes}, {"keepdims", k.keepdims}}), "mean"));
+    expect_left_alone(b, passes::canonicalize);
+  }
+}
+
+// The forms GELU is written in, ½x·(1 + erf(x/√2)).
+struct GeluForm {
+  const char* name;
+  std::function<std::string(GraphBuilder&, const std::string&)> build;
+  int nodes;
+};
+
+std::vector<GeluForm> gelu_forms() {
+  auto scalar = [](GraphBuilder& b, const std::string& name, double v) {
+    return b.constant(name, testing::values({static_cast<float>(v)}, {}));
+  };
+  auto erf_plus_one = [=](GraphBuilder& b, const std::string& t) {
+    const auto e = b.node("Erf", {t});
+    return b.node("Add", {scalar(b, "one", 1.0), e});  // 1 + erf, the other operand order
+  };
+  return {
+      {"torch.onnx: ((x·(1 + erf(x/√2)))·0.5",
+       [=](GraphBuilder& b, const std::string& x) {
+         const auto t = b.node("Div", {x, scalar(b, "sqrt2", std::numbers::sqrt2)});
+         const auto m = b.node("Mul", {x, erf_plus_one(b, t)});
+         return b.node("Mul", {m, scalar(b, "half", 0.5)}, {}, "gelu_out");
+       },
+       5},
+      {"x·((1 + erf(x·(1/√2)))·0.5)",
+       [=](GraphBuilder& b, const std::string& x) {
+         const auto t = b.node("Mul", {scalar(b, "rsqrt2", 1 / std::numbers::sqrt2), x});
+         const auto h = b.node("Mul", {erf_plus_one(b, t), scalar(b, "half", 0.5)});
+         return b.node("Mul", {h, x}, {}, "gelu_out");
+       },
+       5},
+      {"(x·0.5)·(1 + erf(x/√2))",
+       [=](GraphBuilder& b, const std::string& x) {
+         const auto half = b.node("Mul", {x, scalar(b, "half", 0.5)});
+         const auto t = b.node("Div", {x, scalar(b, "sqrt2", std::numbers::sqrt2)});
+         return b.node("Mul", {half, erf_plus_one(b, t)}, {}, "gelu_out");
+       },
+       5},
+  };
+}
+
+TEST(Canonicalize, EachGeluFormBecomesOneGeluNode) {
+  for (const GeluForm& form : gelu_forms()) {
+    SCOPED_TRACE(form.name);
+    GraphBuilder b;
+    const auto x = b.input("x", {2, 3, 4, 5});
+    const auto y = form.build(b, x);
+    b.output(b.node("Relu", {y}, {}, "after"));  // a reader after the pattern
+    const passes::PassReport r = apply_pass(b, passes::canonicalize);
+    EXPECT_TRUE(r.changed) << notes_of(r);
+    ASSERT_EQ(b.graph().nodes().size(), 2u) << b.graph().dump();
+    const graph::Node& gelu = b.graph().nodes()[0];
+    EXPECT_EQ(gelu.op_type, "Gelu");
+    EXPECT_EQ(gelu.name, "gelu_out");
+    EXPECT_EQ(gelu.inputs, std::vector<std::string>{x});
+    EXPECT_EQ(gelu.outputs, std::vector<std::string>{y});
+    EXPECT_EQ(static_cast<int>(gelu.parts.size()), form.nodes);  // export writes these back
+    EXPECT_FALSE(passes::canonicalize(b.graph()).changed);
+  }
+}
+
+TEST(Canonicalize, NearMissesOfGeluStay) {
+  auto scalar = [](GraphBuilder& b, const std::string& name, float v) {
+    return b.constant(name, testing::values({v}, {}));
+  };
+  struct Case {
+    const char* name;
+    std::function<void(GraphBuilder&, const std::string&)> build;
+  };
+  for (const Case& k : std::vector<Case>{
+           {"divides by 1.5, not √2",
+            [&](GraphBuilder&b, const std::string&x) {
+              const auto t = b.node("Div", {x, scalar(b, "c", 1.5f)});
+              const auto a = b.node("Add", {b.node("Erf", {t}), scalar(b, "one", 1)});
+              b.output(b.node("Mul", {b.node("Mul", {x, a}), scalar(b, "half", 0.5f)}));
+            }},
+           {"adds 2, not 1",
+            [&](GraphBuilder&b, const std::string&x) {
+              const auto t = b.node("Div", {x, scalar(b, "c", 1.41421356f)});
+              const auto a = b.node("Add", {b.node("Erf", {t}), scalar(b, "two", 2)});
+              b.output(b.node("Mul", {b.node("Mul", {x, a}), scalar(b, "half", 0.5f)}));
+            }},
+           {"erf(x/√2) is also a graph output",
+            [&](GraphBuilder&b, const std::string&x) {
+              const auto t = b.node("Div", {x, scalar(b, "c", 1.41421356f)});
+              const auto e = b.node("Erf", {t});
+              const auto a = b.node("Add", {e, scalar(b, "one", 1)});
+              b.output(b.node("Mul", {b.node("Mul", {x, a}), scalar(b, "half", 0.5f)}));
+              b.output(e);
+            }},
+           {"multiplies by another value than x",
+            [&](GraphBuilder&b, const std::string&x) {
+              const auto z = b.input("z", {2, 3, 4, 5});
+              const auto t = b.node("Div", {x, scalar(b, "c", 1.41421356f)});
+              const auto a = b.node("Add", {b.node("Erf", {t}), scalar(b, "one", 1)});
+              b.output(b.node("Mul", {b.node("Mul", {z, a}), scalar(b, "half", 0.5f)}));
+            }},
+       }) {
+    SCOPED_TRACE(k.name);
+    GraphBuilder b;
+    const auto x = b.input("x", {2, 3, 4, 5});
+    k.build(b, x);
+    expect_left_alone(b, passes::canonicalize);
+  }
+}
+
+// Conv → GELU (as torch.onnx writes it before opset 20): canonicalize makes the Gelu, and
+// activation-fusion takes it into the conv, which then computes the whole chain.
+TEST(Canonicalize, AGeluAfterAConvJoinsTheConv) {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 4, 6, 6});
+  const auto c = b.conv(x, 4, 8, 3, {.name = "conv", .pads = testing::kPad1});
+  b.output(gelu_forms()[0].build(b, c));
+  apply_pass(b, [](graph::Graph& g) {
+    passes::PassReport r = passes::canonicalize(g);
+    passes::fuse_activations(g);
+    return r;
+  });
+  ASSERT_EQ(b.graph().nodes().size(), 1u) << b.graph().dump();
+  auto conv = std::dynamic_pointer_cast<nn::Conv2d>(b.graph().nodes()[0].module);
+  ASSERT_NE(conv, nullptr);
+  EXPECT_EQ(conv->activation(), Activation::GELU);
+  // The parts: the conv, then the Gelu node holding the five original nodes.
+  ASSERT_EQ(b.graph().nodes()[0].parts.size(), 2u);
+  EXPECT_EQ(b.graph().nodes()[0].parts[1].parts.size(), 5u);
+}
+
+}  // namespace
+}  // namespace refold
