@@ -8,7 +8,7 @@
 //               noop_with_empty_axes = 1, no axis (the input unchanged).
 //   keepdims (default 1) keeps each reduced axis as size 1, else drops it.
 // The mean over H and W of a 4-d input, kept (a squeeze-excite block's pooling), runs as the
-// global average pool it is (functional::adaptive_avg_pool2d, oneDNN where it can); any other
+// global average pool it is (functional::adaptive_avg_pool2d, native where it can); any other
 // reduction runs the reference kernel. Layout: the result is new and contiguous (Fresh).
 #include <algorithm>
 
