@@ -50,8 +50,8 @@ bool is_identity(const std::vector<ResizeTap>& taps) {
 }
 
 // dst[k] = w0·a[k] + w1·b[k] for k < n.
-REFOLD_TARGET_AVX2 void blend_rows(const float* a, const float* b, float w0, float w1, float* dst,
-                                   std::int64_t n) {
+REFOLD_TARGET_AVX2 inline void blend_rows(const float* a, const float* b, float w0, float w1,
+                                          float* dst, std::int64_t n) {
   const __m256 v0 = _mm256_set1_ps(w0), v1 = _mm256_set1_ps(w1);
   std::int64_t k = 0;
   for (; k + 8 <= n; k += 8)
@@ -65,7 +65,8 @@ REFOLD_TARGET_AVX2 void blend_rows(const float* a, const float* b, float w0, flo
 }
 
 // NHWC: one output row of out_w pixels × c channels from a row of input pixels.
-void nhwc_columns(const float* src, const Taps1d& x, std::int64_t c, float* dst) {
+REFOLD_TARGET_AVX2 void nhwc_columns(const float* src, const Taps1d& x, std::int64_t c,
+                                     float* dst) {
   const auto bytes = static_cast<std::size_t>(c) * sizeof(float);
   for (std::size_t ox = 0; ox < x.i0.size(); ++ox, dst += c) {
     const float* a = src + x.i0[ox] * c;
