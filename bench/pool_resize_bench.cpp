@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/native/adaptive_avg_pool2d.h"
+#include "kernels/native/adaptive_pool2d.h"
 #include "kernels/native/resize2d.h"
 #include "refold/reference.h"
 

@@ -14,7 +14,7 @@
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "kernels/dispatch.h"
-#include "kernels/native/adaptive_avg_pool2d.h"
+#include "kernels/native/adaptive_pool2d.h"
 #include "kernels/native/direct_conv2d.h"
 #include "kernels/native/winograd_conv2d.h"
 #include "kernels/onednn/batch_norm.h"
@@ -200,7 +200,7 @@ Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options) {
       [&] { return reference::avg_pool2d(input, options); });
 }
 // Adaptive average pooling (and so global average pooling): refold's AVX2 kernel on NCHW or NHWC
-// float32 (kernels/native/adaptive_avg_pool2d.h), the reference for what it declines.
+// float32 (kernels/native/adaptive_pool2d.h), the reference for what it declines.
 Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size) {
   return fastest_first(
       "adaptive_avg_pool2d",

@@ -1,9 +1,9 @@
-// refold's AVX2 adaptive average pooling and Resize (kernels/native) against the reference
-// kernels: NCHW and NHWC (and 3-d for the pool), batches > 1, channel counts that leave vector
-// tails (1, 3, 13, 19, 21, 37), widths and heights of 1, upscales and downscales, overlapping
-// adaptive windows, every nearest mode and coordinate mode, sizes- and scales-given geometry,
-// 1 and 2 threads; Inf/NaN inputs; the declines with their reasons; and that the dispatch
-// (functional::adaptive_avg_pool2d, the graph op Resize) runs them.
+// refold's AVX2 adaptive average pooling, global max pooling and Resize (kernels/native) against
+// the reference kernels: NCHW and NHWC (and 3-d for the pool), batches > 1, channel counts that
+// leave vector tails (1, 3, 13, 19, 21, 37), widths and heights of 1, upscales and downscales,
+// overlapping adaptive windows, every nearest mode and coordinate mode, sizes- and scales-given
+// geometry, 1 and 2 threads; Inf/NaN inputs; the declines with their reasons; and that the dispatch
+// (functional::adaptive_avg_pool2d, the graph ops GlobalMaxPool and Resize) runs them.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gmock/gmock.h>
@@ -13,11 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "kernels/native/adaptive_avg_pool2d.h"
+#include "kernels/native/adaptive_pool2d.h"
 #include "kernels/native/cpu.h"
 #include "kernels/native/resize2d.h"
+#include "kernels/reference/onnx_ops.h"
 #include "kernels/reference/tensor_ops.h"
 #include "kernels/verbose.h"
+#include "onnx/ops_cnn_helpers.h"
 #include "ops/resize.h"
 #include "refold/error.h"
 #include "refold/functional.h"
@@ -156,6 +158,57 @@ TEST_F(NativePoolResize, FunctionalAdaptiveAvgPoolRunsNative) {
   EXPECT_THAT(log.take(), Contains("adaptive_avg_pool2d: reference"));
   EXPECT_TRUE(
       testing::all_close(y, reference::adaptive_avg_pool2d(strided, 1), Tolerance::exact()));
+}
+
+// --- global max pooling (ONNX GlobalMaxPool: the reference is reduce max over H, W, kept)
+
+Tensor reference_global_max(const Tensor& x) {
+  return reference::reduce(x, {2, 3}, true, reference::ReduceOp::Max);
+}
+
+TEST_F(NativePoolResize, GlobalMaxPoolIsExact) {
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const PoolCase& c : pool_cases()) {
+      for (MemoryFormat format : {NCHW, NHWC}) {
+        SCOPED_TRACE(fmt::format("[{}] {}, {} threads", fmt::join(c.input, ", "),
+                                 memory_format_name(format), threads));
+        const Tensor x = random_input(c.input, format);
+        std::string declined;
+        const Tensor y = native::global_max_pool2d(x, &declined);
+        ASSERT_TRUE(y.defined()) << declined;
+        EXPECT_TRUE(testing::all_close(y, reference_global_max(x), Tolerance::exact()));
+      }
+    }
+  }
+}
+
+TEST_F(NativePoolResize, GlobalMaxPoolLetsNaNWin) {
+  for (MemoryFormat format : {NCHW, NHWC}) {
+    Tensor x = random_input({2, 11, 5, 7}, NCHW);
+    float* p = x.data<float>();
+    p[0] = NAN;        // first element of a plane
+    p[35 + 34] = NAN;  // last element of a plane (the NCHW tail)
+    p[70 + 3] = INFINITY;
+    p[105 + 5] = -INFINITY;
+    x = testing::laid_out(x, format);
+    EXPECT_TRUE(testing::all_close(native::global_max_pool2d(x, nullptr), reference_global_max(x),
+                                   Tolerance::exact()));
+  }
+}
+
+TEST_F(NativePoolResize, GraphGlobalMaxPoolRunsNative) {
+  testing::OpCase global_max("GlobalMaxPool", {"x"});
+  DispatchLog log;
+  for (MemoryFormat format : {NCHW, NHWC}) {
+    const Tensor x = random_input({1, 19, 6, 6}, format);
+    const Tensor y = global_max.run_all({x}).at(0);
+    EXPECT_THAT(log.take(), Contains("global_max_pool2d: native"));
+    EXPECT_TRUE(testing::all_close(y, reference_global_max(x), Tolerance::exact()));
+  }
+  std::string why;
+  EXPECT_FALSE(native::global_max_pool2d(randn({2, 3, 4}), &why).defined());
+  EXPECT_THAT(why, HasSubstr("only 4-d"));
 }
 
 // --- Resize

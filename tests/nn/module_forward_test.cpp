@@ -110,7 +110,7 @@ TEST_P(NnForward, Pools) {
   EXPECT_EQ(y2.suggest_memory_format(), GetParam());
 
   const Tensor y3 = nn::AdaptiveAvgPool2d({3, 2})(x);
-  // refold's native kernel sums in float32 too (kernels/native/adaptive_avg_pool2d.h).
+  // refold's native kernel sums in float32 too (kernels/native/adaptive_pool2d.h).
   EXPECT_TRUE(
       testing::all_close(y3, reference::adaptive_avg_pool2d(x, {3, 2}), Tolerance::op_f32()));
   EXPECT_EQ(y3.suggest_memory_format(), GetParam());
