@@ -152,11 +152,14 @@ Tensor resize2d(const Tensor& input, const Shape& out_sizes, const std::vector<d
     return decline(kOp, "an empty input or output", declined);
   if (in[3] * in[1] > std::numeric_limits<std::int32_t>::max())
     return decline(kOp, "an input row of 2^31 elements or more", declined);
+  // N and C must come out as they are: same sizes, and taps that are the identity (scale 1 is
+  // not always: tf_half_pixel_for_nn samples x + 0.5).
   std::vector<std::vector<ResizeTap>> taps;
   for (std::size_t d = 0; d < 4; ++d)
-    taps.push_back(
-        reference::detail::resize_taps(in[d], out_sizes[d], scales[d], lengths[d], params));
-  if (!is_identity(taps[0]) || !is_identity(taps[1]))
+    if (d >= 2 || out_sizes[d] == in[d])
+      taps.push_back(
+          reference::detail::resize_taps(in[d], out_sizes[d], scales[d], lengths[d], params));
+  if (taps.size() < 4 || !is_identity(taps[0]) || !is_identity(taps[1]))
     return decline(
         kOp,
         fmt::format("only H and W are resized ([{}] → [{}] scales [{}])", fmt::join(in, ", "),
