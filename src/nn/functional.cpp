@@ -3,9 +3,9 @@
 //
 // Dispatch: each op tries its implementations fastest first — for conv2d refold's own kernels
 // (kernels/native: Winograd for 3×3 stride 1, the direct conv for strided convs), then oneDNN,
-// then the reference, which never declines. A decline
-// carries a reason; REFOLD_VERBOSE=1 prints which implementation ran and why the others declined.
-// Ops without a oneDNN kernel yet go straight to the reference.
+// then the reference, which never declines; adaptive_avg_pool2d tries refold's native kernel. A
+// decline carries a reason; REFOLD_VERBOSE=1 prints which implementation ran and why the others
+// declined. Ops without a fast kernel yet go straight to the reference.
 #include "refold/functional.h"
 
 #include <string>
@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "kernels/dispatch.h"
+#include "kernels/native/adaptive_pool2d.h"
 #include "kernels/native/direct_conv2d.h"
 #include "kernels/native/winograd_conv2d.h"
 #include "kernels/onednn/batch_norm.h"
@@ -211,8 +212,15 @@ Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options) {
       [&](std::string* declined) { return onednn::avg_pool2d(input, options, declined); },
       [&] { return reference::avg_pool2d(input, options); });
 }
+// Adaptive average pooling (and so global average pooling): refold's AVX2 kernel on NCHW or NHWC
+// float32 (kernels/native/adaptive_pool2d.h), the reference for what it declines.
 Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size) {
-  return reference::adaptive_avg_pool2d(input, output_size);
+  return fastest_first(
+      "adaptive_avg_pool2d",
+      [&](std::string* declined) {
+        return native::adaptive_avg_pool2d(input, output_size, declined);
+      },
+      [&] { return reference::adaptive_avg_pool2d(input, output_size); }, {}, "native");
 }
 
 // linear: oneDNN's inner product for float32 with a contiguous input

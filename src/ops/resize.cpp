@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "kernels/dispatch.h"
+#include "kernels/native/resize2d.h"
 #include "kernels/reference/tensor_ops.h"
 #include "ops/op.h"
 #include "ops/tensor_values.h"
@@ -131,7 +133,15 @@ std::vector<Tensor> Resize::run(const std::vector<Tensor>& inputs) {
     REFOLD_CHECK(scales.defined(), "Upsample: scales is missing");
   }
   const ResizeGeometry g = resize_geometry(x.sizes(), scales, sizes, options_.axes);
-  return {reference::resize(x, g.sizes, g.scales, g.lengths, kernel_params(options_))};
+  const reference::ResizeParams params = kernel_params(options_);
+  // 4-d float32 nearest/linear over H and W on NCHW or NHWC: refold's AVX2 kernel
+  // (kernels/native/resize2d.h); the rest, and what it declines, the reference.
+  return {fastest_first(
+      "resize",
+      [&](std::string* declined) {
+        return native::resize2d(x, g.sizes, g.scales, g.lengths, params, declined);
+      },
+      [&] { return reference::resize(x, g.sizes, g.scales, g.lengths, params); }, {}, "native")};
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // Every module's forward equals the reference kernel applied to its parameters, for NCHW and
-// channels_last inputs. Ops that functional.cpp dispatches to oneDNN (convs, batch norm,
-// activations, average pooling) compute in float32 in their own order: Tolerance::op_f32. Max
+// channels_last inputs. Ops that functional.cpp dispatches to oneDNN or refold's native kernels
+// (convs, batch norm, activations, average and adaptive average pooling) compute in float32 in
+// their own order: Tolerance::op_f32. Max
 // pooling picks an input value and the rest still run the reference: Tolerance::exact.
 #include <gtest/gtest.h>
 
@@ -109,8 +110,10 @@ TEST_P(NnForward, Pools) {
   EXPECT_EQ(y2.suggest_memory_format(), GetParam());
 
   const Tensor y3 = nn::AdaptiveAvgPool2d({3, 2})(x);
+  // refold's native kernel sums in float32 too (kernels/native/adaptive_pool2d.h).
   EXPECT_TRUE(
-      testing::all_close(y3, reference::adaptive_avg_pool2d(x, {3, 2}), Tolerance::exact()));
+      testing::all_close(y3, reference::adaptive_avg_pool2d(x, {3, 2}), Tolerance::op_f32()));
+  EXPECT_EQ(y3.suggest_memory_format(), GetParam());
 }
 
 TEST_P(NnForward, LinearFlattenIdentityPixelShuffle) {

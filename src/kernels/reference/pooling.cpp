@@ -151,18 +151,10 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size) {
   REFOLD_CHECK(output_size.h >= 0 && output_size.w >= 0,
                "{}: output_size ({}, {}) must be non-negative", op, output_size.h, output_size.w);
   const DType dtype = input.dtype();
-  // Output i of O averages input [floor(i·I / O), ceil((i + 1)·I / O)): windows cover the
-  // input, overlapping by one when O does not divide I.
-  auto start = [op](std::int64_t i, std::int64_t in_size, std::int64_t out_size) {
-    return checked_mul(i, in_size, op) / out_size;
-  };
-  auto end = [op](std::int64_t i, std::int64_t in_size, std::int64_t out_size) {
-    return (checked_mul(i + 1, in_size, op) + out_size - 1) / out_size;
-  };
   const Size2d o = output_size;
   return pool(input, o.h, o.w, [&](const Plane& in, std::int64_t oh, std::int64_t ow) {
-    const std::int64_t h0 = start(oh, in.height, o.h), h1 = end(oh, in.height, o.h);
-    const std::int64_t w0 = start(ow, in.width, o.w), w1 = end(ow, in.width, o.w);
+    const auto [h0, h1] = detail::adaptive_window(op, oh, in.height, o.h);
+    const auto [w0, w1] = detail::adaptive_window(op, ow, in.width, o.w);
     return round_to_dtype(in.sum(h0, h1, w0, w1) / static_cast<double>((h1 - h0) * (w1 - w0)),
                           dtype);
   });

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "core/checked_math.h"
 #include "refold/dtype.h"
 #include "refold/error.h"
 #include "refold/op_options.h"
@@ -50,6 +51,18 @@ inline std::int64_t pool_size(const char* op, const char* axis, std::int64_t in,
   } catch (const Error& e) {
     fail("{}: {}: {}", op, axis, e.message());
   }
+}
+
+// Adaptive pooling's window along one axis: output i of O averages input
+// [floor(i·I / O), ceil((i + 1)·I / O)); windows cover the input, overlapping by one when O does
+// not divide I. Shared by the reference and the native kernel (kernels/native).
+struct AdaptiveWindow {
+  std::int64_t begin, end;
+};
+inline AdaptiveWindow adaptive_window(const char* op, std::int64_t i, std::int64_t in_size,
+                                      std::int64_t out_size) {
+  return {checked_mul(i, in_size, op) / out_size,
+          (checked_mul(i + 1, in_size, op) + out_size - 1) / out_size};
 }
 
 }  // namespace refold::reference::detail

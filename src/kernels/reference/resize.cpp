@@ -4,16 +4,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/reference/resize_taps.h"
 #include "kernels/reference/tensor_ops.h"
 #include "kernels/reference/typed_elements.h"
 
 namespace refold::reference {
-namespace {
+namespace detail {
 
-// Input coordinate of output coordinate x (see tensor_ops.h); `length` is the resized length
-// before flooring (in · scale), as the ONNX reference uses it.
-double source_coordinate(std::int64_t x, std::int64_t in, double length, double scale,
-                         CoordinateMode mode) {
+double resize_source_coordinate(std::int64_t x, std::int64_t in, double length, double scale,
+                                CoordinateMode mode) {
   const auto xd = static_cast<double>(x);
   switch (mode) {
     case CoordinateMode::HalfPixel:
@@ -30,7 +29,7 @@ double source_coordinate(std::int64_t x, std::int64_t in, double length, double 
   return 0.0;
 }
 
-std::int64_t round_nearest(double x, NearestMode mode) {
+std::int64_t resize_round_nearest(double x, NearestMode mode) {
   const double f = std::floor(x);
   switch (mode) {
     case NearestMode::RoundPreferFloor:
@@ -45,24 +44,18 @@ std::int64_t round_nearest(double x, NearestMode mode) {
   return 0;
 }
 
-// One output coordinate of one dimension: value = w0·in[i0] + w1·in[i1] (nearest: w1 = 0).
-struct Tap {
-  std::int64_t i0 = 0, i1 = 0;
-  double w0 = 1, w1 = 0;
-};
-
-std::vector<Tap> taps_for(std::int64_t in, std::int64_t out, double scale, double length,
-                          const ResizeParams& params) {
-  std::vector<Tap> taps(static_cast<std::size_t>(out));
+std::vector<ResizeTap> resize_taps(std::int64_t in, std::int64_t out, double scale, double length,
+                                   const ResizeParams& params) {
+  std::vector<ResizeTap> taps(static_cast<std::size_t>(out));
   const double last = static_cast<double>(in - 1);
   for (std::int64_t x = 0; x < out; ++x) {
     // Coordinates are clamped to [0, in − 1]: the ONNX reference pads by edge replication.
     // NaN (0 / 0 cannot occur: scale > 0) is not expected; std::clamp keeps finite values.
-    const double c = source_coordinate(x, in, length, scale, params.coordinates);
-    Tap& t = taps[static_cast<std::size_t>(x)];
+    const double c = resize_source_coordinate(x, in, length, scale, params.coordinates);
+    ResizeTap& t = taps[static_cast<std::size_t>(x)];
     if (params.mode == ResizeMode::Nearest) {
-      const double r =
-          static_cast<double>(round_nearest(std::clamp(c, -1.0, last + 1.0), params.nearest));
+      const double r = static_cast<double>(
+          resize_round_nearest(std::clamp(c, -1.0, last + 1.0), params.nearest));
       t.i0 = t.i1 = static_cast<std::int64_t>(std::clamp(r, 0.0, last));
       continue;
     }
@@ -75,6 +68,13 @@ std::vector<Tap> taps_for(std::int64_t in, std::int64_t out, double scale, doubl
   }
   return taps;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::resize_source_coordinate;
+using Tap = detail::ResizeTap;
 
 // Cubic: each output coordinate of a dimension reads up to 4 inputs, (index, weight) with the
 // zero weights left out.
@@ -89,7 +89,7 @@ CubicTaps cubic_taps(std::int64_t in, std::int64_t out, double scale, double len
   CubicTaps taps(static_cast<std::size_t>(out));
   const double a = params.cubic_coeff_a;
   for (std::int64_t x = 0; x < out; ++x) {
-    const double c = source_coordinate(x, in, length, scale, params.coordinates);
+    const double c = resize_source_coordinate(x, in, length, scale, params.coordinates);
     const double start = std::ceil(c) - 2;
     const double r = c - (start + 1);
     const double s = 1 - r;
@@ -177,7 +177,7 @@ Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<dou
   std::vector<std::vector<Tap>> taps(rank);
   std::vector<std::size_t> blended;  // dimensions where some output mixes two inputs
   for (std::size_t d = 0; d < rank; ++d) {
-    taps[d] = taps_for(input.sizes()[d], out_sizes[d], scales[d], lengths[d], params);
+    taps[d] = detail::resize_taps(input.sizes()[d], out_sizes[d], scales[d], lengths[d], params);
     for (const Tap& t : taps[d]) {
       if (t.w1 == 0) continue;
       blended.push_back(d);

@@ -1,0 +1,212 @@
+// native::adaptive_avg_pool2d and native::global_max_pool2d (adaptive_pool2d.h): validation,
+// declines, and one window reduction (sum or max) for NHWC (channels vectorized) and NCHW (spans
+// of a plane vectorized).
+#include "kernels/native/adaptive_pool2d.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "kernels/native/cpu.h"
+#include "kernels/native/decline.h"
+#include "kernels/native/tail_mask.h"
+#include "kernels/reference/pooling_checks.h"
+#include "refold/threads.h"
+
+namespace refold::native {
+namespace {
+
+namespace ref = reference::detail;
+
+// The pixels of one output: rows [h0, h1) × columns [w0, w1).
+struct Window {
+  std::int64_t h0, h1, w0, w1;
+  std::int64_t count() const { return (h1 - h0) * (w1 - w0); }
+};
+
+// The reductions: a vector step, the combination of two partial results (vectors, then the
+// lanes of one, then a chunk's result into the double total) and the output from the total.
+struct Sum {
+  REFOLD_TARGET_AVX2 static __m256 start() { return _mm256_setzero_ps(); }
+  REFOLD_TARGET_AVX2 static __m256 step(__m256 acc, __m256 x) { return _mm256_add_ps(acc, x); }
+  static float lane(float a, float b) { return a + b; }
+  static double start_total() { return 0; }
+  static double total(double t, float x) { return t + x; }
+  static double finish(double t, std::int64_t count) { return t / static_cast<double>(count); }
+  REFOLD_TARGET_AVX2 static __m256 finish(__m256 t, std::int64_t count) {
+    return _mm256_div_ps(t, _mm256_set1_ps(static_cast<float>(count)));
+  }
+};
+// NaN wins (the reference's rule): MAXPS returns its second operand when either is NaN, so
+// max(x, acc) keeps a NaN accumulator, and the blend takes a NaN x.
+struct Max {
+  REFOLD_TARGET_AVX2 static __m256 start() {
+    return _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  }
+  REFOLD_TARGET_AVX2 static __m256 step(__m256 acc, __m256 x) {
+    return _mm256_blendv_ps(_mm256_max_ps(x, acc), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  }
+  static float lane(float a, float b) { return std::isnan(a) || a > b ? a : b; }
+  static double start_total() { return -std::numeric_limits<double>::infinity(); }
+  static double total(double t, float x) { return std::isnan(t) || t > x ? t : x; }
+  static double finish(double t, std::int64_t) { return t; }
+  REFOLD_TARGET_AVX2 static __m256 finish(__m256 t, std::int64_t) { return t; }
+};
+
+// NHWC, one block of up to 32 channels: dst[k] = ⊕_window image[h][w][k] for k < lanes, image
+// pointing at the block's first channel of pixel (0, 0); a pixel is c floats, a row `row`.
+// Each window row is reduced on its own (4 vectors), then combined into the total.
+template <typename Op>
+REFOLD_TARGET_AVX2 void window_nhwc(const float* image, std::int64_t c, std::int64_t row,
+                                    const Window& win, std::int64_t lanes, float* dst) {
+  const __m256i m0 = tail_mask(std::clamp<std::int64_t>(lanes, 0, 8));
+  const __m256i m1 = tail_mask(std::clamp<std::int64_t>(lanes - 8, 0, 8));
+  const __m256i m2 = tail_mask(std::clamp<std::int64_t>(lanes - 16, 0, 8));
+  const __m256i m3 = tail_mask(std::clamp<std::int64_t>(lanes - 24, 0, 8));
+  __m256 t0 = Op::start(), t1 = t0, t2 = t0, t3 = t0;
+  for (std::int64_t h = win.h0; h < win.h1; ++h) {
+    const float* p = image + h * row + win.w0 * c;
+    __m256 r0 = Op::start(), r1 = r0, r2 = r0, r3 = r0;
+    for (std::int64_t w = win.w0; w < win.w1; ++w, p += c) {
+      r0 = Op::step(r0, _mm256_maskload_ps(p, m0));
+      r1 = Op::step(r1, _mm256_maskload_ps(p + 8, m1));
+      r2 = Op::step(r2, _mm256_maskload_ps(p + 16, m2));
+      r3 = Op::step(r3, _mm256_maskload_ps(p + 24, m3));
+    }
+    t0 = Op::step(t0, r0);
+    t1 = Op::step(t1, r1);
+    t2 = Op::step(t2, r2);
+    t3 = Op::step(t3, r3);
+  }
+  const std::int64_t n = win.count();
+  _mm256_maskstore_ps(dst, m0, Op::finish(t0, n));
+  _mm256_maskstore_ps(dst + 8, m1, Op::finish(t1, n));
+  _mm256_maskstore_ps(dst + 16, m2, Op::finish(t2, n));
+  _mm256_maskstore_ps(dst + 24, m3, Op::finish(t3, n));
+}
+
+// ⊕ p[0 … n) into `total`: float32 over chunks of at most 512 elements (4 vectors each), each
+// chunk's result combined into the double total.
+template <typename Op>
+REFOLD_TARGET_AVX2 double span(const float* p, std::int64_t n, double total) {
+  constexpr std::int64_t kChunk = 512;
+  for (std::int64_t start = 0; start < n; start += kChunk) {
+    const std::int64_t end = std::min(n, start + kChunk);
+    __m256 a0 = Op::start(), a1 = a0, a2 = a0, a3 = a0;
+    std::int64_t k = start;
+    for (; k + 32 <= end; k += 32) {
+      a0 = Op::step(a0, _mm256_loadu_ps(p + k));
+      a1 = Op::step(a1, _mm256_loadu_ps(p + k + 8));
+      a2 = Op::step(a2, _mm256_loadu_ps(p + k + 16));
+      a3 = Op::step(a3, _mm256_loadu_ps(p + k + 24));
+    }
+    // The last partial vectors: a blend keeps the start value in the lanes past the end.
+    for (; k < end; k += 8) {
+      const __m256i m = tail_mask(std::min<std::int64_t>(8, end - k));
+      a0 = Op::step(
+          a0, _mm256_blendv_ps(Op::start(), _mm256_maskload_ps(p + k, m), _mm256_castsi256_ps(m)));
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, Op::step(Op::step(a0, a1), Op::step(a2, a3)));
+    float chunk = lanes[0];
+    for (int l = 1; l < 8; ++l) chunk = Op::lane(chunk, lanes[l]);
+    total = Op::total(total, chunk);
+  }
+  return total;
+}
+
+// NCHW: one window of a plane of rows of `w` floats, reduced; a window spanning whole rows is
+// one contiguous span.
+template <typename Op>
+float window_nchw(const float* plane, std::int64_t w, const Window& win) {
+  double total = Op::start_total();
+  if (win.w0 == 0 && win.w1 == w)
+    total = span<Op>(plane + win.h0 * w, (win.h1 - win.h0) * w, total);
+  else
+    for (std::int64_t h = win.h0; h < win.h1; ++h)
+      total = span<Op>(plane + h * w + win.w0, win.w1 - win.w0, total);
+  return static_cast<float>(Op::finish(total, win.count()));
+}
+
+// The shared body: the declines every pooling here makes, then the output windows of
+// `window_of(oh, ow)` reduced by Op.
+template <typename Op, typename WindowOf>
+Tensor pool(const char* op, const Tensor& input, Size2d out, WindowOf&& window_of,
+            std::string* declined) {
+  if (!cpu_has_avx2_fma()) return decline(op, "this CPU has no AVX2/FMA", declined);
+  if (input.dtype() != DType::Float32)
+    return decline(op, fmt::format("dtype {}; only float32", dtype_name(input.dtype())), declined);
+  const bool four_d = input.dim() == 4;
+  const MemoryFormat format = four_d ? input.suggest_memory_format() : MemoryFormat::Contiguous;
+  if (!input.is_contiguous(format))
+    return decline(op,
+                   fmt::format("input strides [{}] are not dense NCHW or NHWC",
+                               fmt::join(input.strides(), ", ")),
+                   declined);
+  const std::int64_t n = four_d ? input.size(0) : 1, c = input.size(-3);
+  const std::int64_t in_h = input.size(-2), in_w = input.size(-1);
+  if (n == 0) return decline(op, "an empty batch", declined);
+  Tensor output = four_d ? empty({n, c, out.h, out.w}, {DType::Float32, format})
+                         : empty({c, out.h, out.w}, {DType::Float32});
+  const float* src = input.data<float>();
+  float* dst = output.data<float>();
+  const int threads = get_num_threads();
+  const std::int64_t pixels = out.h * out.w;
+  if (format == MemoryFormat::ChannelsLast) {
+    // Jobs: (image, output pixel, block of 32 channels); output pixel p holds c floats.
+    constexpr std::int64_t kBlock = 32;
+    const std::int64_t blocks = (c + kBlock - 1) / kBlock, jobs = n * pixels * blocks;
+#pragma omp parallel for schedule(static) num_threads(threads) if (jobs > 1)
+    for (std::int64_t job = 0; job < jobs; ++job) {
+      const std::int64_t b = job % blocks, p = job / blocks % pixels, image = job / blocks / pixels;
+      window_nhwc<Op>(src + image * in_h * in_w * c + b * kBlock, c, in_w * c,
+                      window_of(p / out.w, p % out.w), std::min(kBlock, c - b * kBlock),
+                      dst + (image * pixels + p) * c + b * kBlock);
+    }
+  } else {
+    // Jobs: (plane, output pixel), in output order.
+    const std::int64_t jobs = n * c * pixels;
+#pragma omp parallel for schedule(static) num_threads(threads) if (jobs > 1)
+    for (std::int64_t job = 0; job < jobs; ++job) {
+      const std::int64_t p = job % pixels, plane = job / pixels;
+      dst[job] = window_nchw<Op>(src + plane * in_h * in_w, in_w, window_of(p / out.w, p % out.w));
+    }
+  }
+  return output;
+}
+
+}  // namespace
+
+Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size, std::string* declined) {
+  constexpr const char* op = "adaptive_avg_pool2d";
+  ref::check_pool_input(input, op);
+  if (output_size.h <= 0 || output_size.w <= 0)
+    return decline(
+        op, fmt::format("output_size ({}, {}) is not positive", output_size.h, output_size.w),
+        declined);
+  const std::int64_t in_h = input.size(-2), in_w = input.size(-1);
+  const auto window_of = [&](std::int64_t oh, std::int64_t ow) {
+    const auto [h0, h1] = ref::adaptive_window(op, oh, in_h, output_size.h);
+    const auto [w0, w1] = ref::adaptive_window(op, ow, in_w, output_size.w);
+    return Window{h0, h1, w0, w1};
+  };
+  return pool<Sum>(op, input, output_size, window_of, declined);
+}
+
+Tensor global_max_pool2d(const Tensor& input, std::string* declined) {
+  constexpr const char* op = "global_max_pool2d";
+  if (!input.defined() || input.dim() != 4)
+    return decline(op, "only 4-d [N, C, H, W] inputs", declined);
+  if (input.numel() == 0) return decline(op, "an empty input", declined);
+  const Window whole{0, input.size(2), 0, input.size(3)};
+  return pool<Max>(
+      op, input, 1, [&](std::int64_t, std::int64_t) { return whole; }, declined);
+}
+
+}  // namespace refold::native
