@@ -22,11 +22,15 @@ struct PassEntry {
 
 const std::vector<PassEntry>& pass_list() {
   static const std::vector<PassEntry> list = {
-      {"constant-folding", &fold_constants},    {"simplify", &simplify_algebra},
-      {"canonicalize", &canonicalize},          {"dead-code", &eliminate_dead_code},
+      {"constant-folding", &fold_constants},
+      {"simplify", &simplify_algebra},
+      {"canonicalize", &canonicalize},
+      {"dead-code", &eliminate_dead_code},
       {"dead-taps", &drop_dead_taps},
-      {"bn-folding", &fold_batch_norms},        {"reparameterize", &reparameterize_branches},
-      {"activation-fusion", &fuse_activations}, {"layout", &plan_layout},
+      {"bn-folding", &fold_batch_norms},
+      {"reparameterize", &reparameterize_branches},
+      {"activation-fusion", &fuse_activations},
+      {"layout", &plan_layout},
   };
   return list;
 }

@@ -16,8 +16,8 @@
 #include "kernels/onednn/conv2d.h"
 #include "kernels/onednn/threads.h"
 #include "kernels/post_ops.h"
-#include "kernels/verbose.h"
 #include "kernels/reference/conv_common.h"
+#include "kernels/verbose.h"
 #include "refold/error.h"
 #include "refold/reference.h"
 #include "refold/threads.h"
@@ -209,10 +209,9 @@ TEST_F(OnednnConv, ShapesMatchReference) {
 }
 
 TEST_F(OnednnConv, PostOpsMatchReference) {
-  for (Activation a :
-       {Activation::None, Activation::ReLU, Activation::ReLU6, Activation::LeakyReLU,
-        Activation::Sigmoid, Activation::SiLU, Activation::HardSwish, Activation::HardSigmoid,
-        Activation::GELU}) {
+  for (Activation a : {Activation::None, Activation::ReLU, Activation::ReLU6, Activation::LeakyReLU,
+                       Activation::Sigmoid, Activation::SiLU, Activation::HardSwish,
+                       Activation::HardSigmoid, Activation::GELU}) {
     for (bool residual : {false, true}) {
       if (a == Activation::None && !residual) continue;  // covered above
       const std::string what =
