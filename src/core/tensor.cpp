@@ -8,6 +8,7 @@
 #include <numeric>
 #include <string>
 
+#include "core/block_cache.h"
 #include "core/check.h"
 #include "core/checked_math.h"
 #include "core/element_access.h"
@@ -19,14 +20,13 @@ namespace refold {
 // Storage
 
 Storage::Storage(std::size_t nbytes) : nbytes_(nbytes) {
-  // aligned_alloc wants a multiple of the alignment; always allocate at least one block so
-  // that a 0-element tensor still has a valid, distinct pointer.
-  const std::size_t rounded =
-      std::max<std::size_t>(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
+  // At least one aligned block, so that a 0-element tensor still has a valid, distinct pointer
+  // (core/block_cache.h rounds and reuses large blocks).
+  const std::size_t rounded = detail::block_size(nbytes, kAlignment);
   REFOLD_CHECK(rounded >= nbytes, "cannot allocate {} bytes: size overflow", nbytes);
   // Counted (and checked against the memory limit) before the memory is taken.
   detail::count_allocation(nbytes_);
-  data_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
+  data_ = static_cast<std::byte*>(detail::take_block(nbytes, kAlignment));
   if (data_ == nullptr) {
     detail::count_free(nbytes_);
     fail("cannot allocate {} bytes", nbytes);
@@ -41,7 +41,7 @@ Storage::~Storage() {
     if (release_) release_();
     return;
   }
-  std::free(data_);
+  detail::give_block(data_, nbytes_, kAlignment);
   detail::count_free(nbytes_);
 }
 

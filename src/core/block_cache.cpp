@@ -1,0 +1,88 @@
+// core/block_cache.h.
+#include "core/block_cache.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace refold::detail {
+namespace {
+
+constexpr std::size_t kPage = 4096;
+
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<std::size_t, std::vector<void*>> free;  // rounded size → kept blocks
+  std::size_t bytes = 0;
+};
+
+// Never destroyed: storages freed by static destructors at exit may still return blocks.
+Cache& cache() {
+  static Cache* c = new Cache;
+  return *c;
+}
+
+bool caching_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("REFOLD_CACHE_BLOCKS");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return enabled;
+}
+
+}  // namespace
+
+std::size_t block_size(std::size_t bytes, std::size_t alignment) {
+  const std::size_t unit = bytes >= kMinCachedBytes ? kPage : alignment;
+  const std::size_t rounded = (bytes + unit - 1) / unit * unit;
+  return rounded < alignment ? alignment : rounded;
+}
+
+void* take_block(std::size_t bytes, std::size_t alignment) {
+  const std::size_t size = block_size(bytes, alignment);
+  if (size >= kMinCachedBytes && caching_enabled()) {
+    Cache& c = cache();
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    auto it = c.free.find(size);
+    if (it != c.free.end() && !it->second.empty()) {
+      void* block = it->second.back();
+      it->second.pop_back();
+      c.bytes -= size;
+      return block;
+    }
+  }
+  return std::aligned_alloc(alignment, size);
+}
+
+void give_block(void* block, std::size_t bytes, std::size_t alignment) {
+  const std::size_t size = block_size(bytes, alignment);
+  if (size >= kMinCachedBytes && caching_enabled()) {
+    Cache& c = cache();
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.bytes + size <= kMaxCachedBytes) {
+      c.free[size].push_back(block);
+      c.bytes += size;
+      return;
+    }
+  }
+  std::free(block);
+}
+
+std::size_t cached_block_bytes() {
+  Cache& c = cache();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  return c.bytes;
+}
+
+void release_cached_blocks() {
+  Cache& c = cache();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  for (auto& [size, blocks] : c.free)
+    for (void* block : blocks) std::free(block);
+  c.free.clear();
+  c.bytes = 0;
+}
+
+}  // namespace refold::detail

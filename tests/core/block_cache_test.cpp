@@ -1,0 +1,60 @@
+// core/block_cache.h: large blocks come back for the next request of their size; small ones go
+// to the C allocator; the kept bytes are bounded and not counted as live tensor memory.
+#include "core/block_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "refold/memory.h"
+#include "refold/tensor.h"
+
+namespace refold {
+namespace {
+
+class BlockCache : public ::testing::Test {
+ protected:
+  void SetUp() override { detail::release_cached_blocks(); }
+  void TearDown() override { detail::release_cached_blocks(); }
+};
+
+TEST_F(BlockCache, RoundsLargeBlocksToPagesAndSmallOnesToTheAlignment) {
+  EXPECT_EQ(detail::block_size(0, 64), 64u);
+  EXPECT_EQ(detail::block_size(65, 64), 128u);
+  EXPECT_EQ(detail::block_size(detail::kMinCachedBytes + 1, 64), detail::kMinCachedBytes + 4096);
+}
+
+TEST_F(BlockCache, AFreedLargeTensorsMemoryServesTheNextOfItsSize) {
+  const Shape sizes = {1, 64, 64, 64};  // 1 MiB of float32
+  const void* first = nullptr;
+  {
+    const Tensor a = empty(sizes);
+    first = a.data_ptr();
+  }
+  EXPECT_GE(detail::cached_block_bytes(), std::size_t{1} << 20);
+  const Tensor b = empty(sizes);
+  EXPECT_EQ(b.data_ptr(), first);
+  EXPECT_EQ(detail::cached_block_bytes(), 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data_ptr()) % 64, 0u);  // still aligned
+  // Live memory counts the tensor, not what the cache keeps.
+  EXPECT_GE(memory_stats().current_bytes, std::size_t{1} << 20);
+}
+
+TEST_F(BlockCache, SmallBlocksAreNotKept) {
+  { const Tensor a = empty({16, 16}); }
+  EXPECT_EQ(detail::cached_block_bytes(), 0u);
+}
+
+TEST_F(BlockCache, KeepsAtMostItsBound) {
+  const std::size_t size = std::size_t{64} << 20;  // 64 MiB blocks
+  const std::size_t count = detail::kMaxCachedBytes / size + 2;
+  std::vector<void*> blocks;
+  for (std::size_t i = 0; i < count; ++i) blocks.push_back(detail::take_block(size, 64));
+  for (void* b : blocks) detail::give_block(b, size, 64);
+  EXPECT_LE(detail::cached_block_bytes(), detail::kMaxCachedBytes);
+  EXPECT_GE(detail::cached_block_bytes(), detail::kMaxCachedBytes - size);
+}
+
+}  // namespace
+}  // namespace refold
