@@ -5,8 +5,8 @@
 //   2. Nodes none of whose outputs reaches a graph output. Liveness runs backwards over the
 //      topological order: a node is live iff one of its outputs is live, and a live node's
 //      inputs are live. Graph outputs are live.
-//   3. Constants no remaining node reads and that are not graph outputs, and the value_info of
-//      values that no longer exist.
+//   3. Constants no remaining node reads (a fused node reads what its parts read) and that are
+//      not graph outputs, and the value_info of values that no longer exist.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -47,6 +47,13 @@ void remove_identities(graph::Graph& graph, PassReport& report) {
   }
 }
 
+// What a node reads: its inputs and, for a fused node, what its parts read (the exporter writes
+// the parts, so their constants — a GELU's √2 — must stay).
+void insert_reads(const graph::Node& n, std::set<std::string>& values) {
+  values.insert(n.inputs.begin(), n.inputs.end());
+  for (const graph::Node& part : n.parts) insert_reads(part, values);
+}
+
 void remove_dead_nodes(graph::Graph& graph, PassReport& report) {
   std::set<std::string> live;
   for (const graph::ValueInfo& v : graph.outputs) live.insert(v.name);
@@ -55,7 +62,7 @@ void remove_dead_nodes(graph::Graph& graph, PassReport& report) {
     const graph::Node& n = graph.nodes()[i];
     keep[i] = std::any_of(n.outputs.begin(), n.outputs.end(),
                           [&](const std::string& v) { return live.count(v) != 0; });
-    if (keep[i]) live.insert(n.inputs.begin(), n.inputs.end());
+    if (keep[i]) insert_reads(n, live);
   }
   for (std::size_t i = graph.nodes().size(); i-- > 0;) {
     if (keep[i]) continue;
@@ -69,7 +76,7 @@ void remove_dead_nodes(graph::Graph& graph, PassReport& report) {
 void remove_unused_values(graph::Graph& graph, PassReport& report) {
   std::set<std::string> used;
   for (const graph::Node& n : graph.nodes()) {
-    used.insert(n.inputs.begin(), n.inputs.end());
+    insert_reads(n, used);
     used.insert(n.outputs.begin(), n.outputs.end());
   }
   for (const graph::ValueInfo& v : graph.outputs) used.insert(v.name);
