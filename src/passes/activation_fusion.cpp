@@ -40,7 +40,9 @@
 
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
+#include "passes/fused_chain.h"
 #include "passes/fused_conv.h"
+#include "passes/known_values.h"
 #include "passes/passes.h"
 #include "refold/nn/conv.h"
 
@@ -179,6 +181,74 @@ std::vector<float> affine_floats(const std::vector<double>& values, double ident
   return {values.begin(), values.end()};
 }
 
+// Takes node `reader`, which reads c.out, into the chain when the conv can apply it (see
+// chain_take_next); false with `why` set when it is a candidate that cannot join.
+bool chain_take(const graph::Graph& graph, std::int64_t channels, PostChain& c, std::size_t reader,
+                std::string& why) {
+  const graph::Node& n = graph.nodes()[reader];
+  if (!n.parts.empty() || n.outputs.size() != 1 || n.outputs[0].empty()) return false;
+  if (activation_reader(n) != nullptr) {
+    if (n.inputs.empty() || n.inputs[0] != c.out) return false;
+    ActivationMatch m;
+    match_single(graph, reader, m);
+    if (!m.problem.empty()) {
+      why = m.problem;
+      return false;
+    }
+    chain_add_activation(c, m.activation, m.negative_slope);
+    c.parts.push_back(reader);
+    c.out = m.output;
+    return true;
+  }
+  if (is_op(n, "Add") && n.inputs.size() == 2 && n.inputs[0] != n.inputs[1]) {
+    const bool first = n.inputs[0] == c.out;
+    const std::string& r = first ? n.inputs[1] : n.inputs[0];
+    if (!r.empty() && !graph.is_constant(r)) {
+      if (!c.residual.empty()) {
+        why = fmt::format("{} adds a second residual", describe(n));
+        return false;
+      }
+      if (PostStep* step = chain_step_for(c, ChainField::Residual)) step->add_residual = true;
+      c.residual = r;
+      c.conv_first = first;
+      c.parts.push_back(reader);
+      c.out = n.outputs[0];
+      return true;
+    }
+  }
+  const bool affine_op = is_op(n, "Add") || is_op(n, "Sub") || is_op(n, "Mul") || is_op(n, "Div") ||
+                         is_op(n, "Neg") || is_op(n, "BatchNormalization");
+  if (!affine_op) return false;
+  auto affine = detail::axis_affine(graph, n, 3, 4);
+  if (auto* problem = std::get_if<std::string>(&affine)) {
+    why = *problem;
+    return false;
+  }
+  const detail::AxisAffine& a = std::get<detail::AxisAffine>(affine);
+  if (a.operand != c.out) return false;
+  for (const auto* v : {&a.affine.scale, &a.affine.shift}) {
+    if (v->size() != 1 && static_cast<std::int64_t>(v->size()) != channels) {
+      why = fmt::format("{} has {} values for {} channels", describe(n), v->size(), channels);
+      return false;
+    }
+  }
+  std::vector<float> scale = affine_floats(a.affine.scale, 1.0);
+  std::vector<float> shift = affine_floats(a.affine.shift, 0.0);
+  PostStep* step = chain_step_for(c, scale.empty() ? ChainField::Shift : ChainField::Scale);
+  if (step == nullptr) step = &c.post.then.emplace_back();  // not reachable: the head has no room
+  if (!scale.empty()) step->scale = std::move(scale);
+  if (!shift.empty()) step->shift = std::move(shift);
+  for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+    if (i != 0 || n.inputs[i] != c.out) {
+      if (!n.inputs[i].empty() && graph.is_constant(n.inputs[i]))
+        c.constants.push_back(n.inputs[i]);
+    }
+  }
+  c.parts.push_back(reader);
+  c.out = n.outputs[0];
+  return true;
+}
+
 // Takes the one node that reads c.out when the conv can apply it: an activation (SiLU's
 // Sigmoid + Mul pair too), a Mul/Add/Sub/Div by a constant per tensor or per output channel,
 // a Neg or an inference BatchNormalization (detail::axis_affine over the channels of the 4-d
@@ -203,57 +273,7 @@ bool chain_take_next(const graph::Graph& graph, std::int64_t channels, PostChain
                       readers.size());
   }
   if (readers.size() != 1) return false;
-  const graph::Node& n = graph.nodes()[readers[0]];
-  if (!n.parts.empty() || n.outputs.size() != 1 || n.outputs[0].empty()) return false;
-  // An Add of a value computed at run time: the residual.
-  if (is_op(n, "Add") && n.inputs.size() == 2 && n.inputs[0] != n.inputs[1]) {
-    const bool first = n.inputs[0] == c.out;
-    const std::string& r = first ? n.inputs[1] : n.inputs[0];
-    if (!r.empty() && !graph.is_constant(r)) {
-      if (!c.residual.empty()) {
-        why = fmt::format("{} adds a second residual", describe(n));
-        return false;
-      }
-      if (PostStep* step = chain_step_for(c, ChainField::Residual)) step->add_residual = true;
-      c.residual = r;
-      c.conv_first = first;
-      c.parts.push_back(readers[0]);
-      c.out = n.outputs[0];
-      return true;
-    }
-  }
-  const bool affine_op = is_op(n, "Add") || is_op(n, "Sub") || is_op(n, "Mul") || is_op(n, "Div") ||
-                         is_op(n, "Neg") || is_op(n, "BatchNormalization");
-  if (!affine_op) return false;
-  auto affine = detail::axis_affine(graph, n, 3, 4);
-  if (auto* problem = std::get_if<std::string>(&affine)) {
-    why = *problem;
-    return false;
-  }
-  const detail::AxisAffine& a = std::get<detail::AxisAffine>(affine);
-  if (a.operand != c.out) return false;
-  for (const auto* v : {&a.affine.scale, &a.affine.shift}) {
-    if (v->size() != 1 && static_cast<std::int64_t>(v->size()) != channels) {
-      why = fmt::format("{} has {} values for the conv's {} channels", describe(n), v->size(),
-                        channels);
-      return false;
-    }
-  }
-  std::vector<float> scale = affine_floats(a.affine.scale, 1.0);
-  std::vector<float> shift = affine_floats(a.affine.shift, 0.0);
-  PostStep* step = chain_step_for(c, scale.empty() ? ChainField::Shift : ChainField::Scale);
-  if (step == nullptr) step = &c.post.then.emplace_back();  // not reachable: the head has no room
-  if (!scale.empty()) step->scale = std::move(scale);
-  if (!shift.empty()) step->shift = std::move(shift);
-  for (std::size_t i = 0; i < n.inputs.size(); ++i) {
-    if (i != 0 || n.inputs[i] != c.out) {
-      if (!n.inputs[i].empty() && graph.is_constant(n.inputs[i]))
-        c.constants.push_back(n.inputs[i]);
-    }
-  }
-  c.parts.push_back(readers[0]);
-  c.out = n.outputs[0];
-  return true;
+  return chain_take(graph, channels, c, readers[0], why);
 }
 
 // Tries the patterns at the conv node `index`. Returns true when it fused (the graph changed).
@@ -325,6 +345,53 @@ bool fuse_at(graph::Graph& graph, std::size_t index, PassReport& report) {
   return true;
 }
 
+// A chain that does not start at a conv: node `index` and the elementwise nodes after it, at
+// least two, over a 4-d float32 value of known sizes — run as one ElementwiseChain node.
+bool fuse_chain_at(graph::Graph& graph, std::size_t index, detail::StaticShapes& shapes,
+                   PassReport& report) {
+  const graph::Node& first = graph.nodes()[index];
+  if (!first.parts.empty() || first.inputs.empty() || first.outputs.size() != 1) return false;
+  const bool binary =
+      is_op(first, "Add") || is_op(first, "Sub") || is_op(first, "Mul") || is_op(first, "Div");
+  const bool unary = activation_reader(first) != nullptr || is_op(first, "Neg") ||
+                     is_op(first, "BatchNormalization");
+  if (!binary && !unary) return false;
+  // The chain's input: the operand that is not a constant.
+  std::string x = first.inputs[0];
+  if (binary) {
+    if (first.inputs.size() != 2) return false;
+    const bool c0 = graph.is_constant(first.inputs[0]), c1 = graph.is_constant(first.inputs[1]);
+    if (c0 == c1) return false;  // two computed operands (a residual needs a chain before it)
+    x = c0 ? first.inputs[1] : first.inputs[0];
+  }
+  if (x.empty() || graph.is_constant(x)) return false;
+  const auto shape = shapes.shape(x);
+  const auto dtype = shapes.dtype(x);
+  if (!shape || shape->size() != 4 || dtype != DType::Float32) return false;
+  PostChain chain;
+  chain.out = x;
+  std::string why;
+  if (!chain_take(graph, (*shape)[1], chain, index, why)) return false;
+  while (chain_take_next(graph, (*shape)[1], chain, why)) {
+  }
+  if (chain.parts.size() < 2) return false;  // one node is one pass already
+
+  graph::Node fused;
+  fused.name = graph.nodes()[chain.parts.back()].name;
+  fused.op_type = first.op_type;
+  fused.inputs = {x, chain.residual};
+  fused.inputs.insert(fused.inputs.end(), chain.constants.begin(), chain.constants.end());
+  fused.outputs = {chain.out};
+  fused.origin = origin_of(graph, chain.parts);
+  fused.module = std::make_shared<ElementwiseChain>(chain.post, chain.conv_first);
+  const std::string head_sum =
+      !chain.residual.empty() && !chain.post.residual_in_steps() ? "sum+" : "";
+  report.notes.push_back(fmt::format("fused {} into one pass over memory ({}: {}{})", fused.origin,
+                                     chain.out, head_sum, chain.post.description()));
+  replace_with_fused(graph, chain.parts, std::move(fused));
+  return true;
+}
+
 }  // namespace
 
 PassReport fuse_activations(graph::Graph& graph) {
@@ -339,6 +406,19 @@ PassReport fuse_activations(graph::Graph& graph) {
       // A malformed attribute (wrong type): leave the nodes as they are and say why.
       report.notes.push_back(fmt::format("kept {}: {}", describe(graph.nodes()[i]), e.what()));
     }
+  }
+  // Then the chains no conv heads. A fused chain lands at or after `i`, the nodes it passed
+  // over move to `i` onwards: look at `i` again.
+  detail::StaticShapes shapes(graph);
+  for (std::size_t i = 0; i < graph.nodes().size();) {
+    bool fused = false;
+    try {
+      fused = fuse_chain_at(graph, i, shapes, report);
+    } catch (const std::exception& e) {
+      report.notes.push_back(fmt::format("kept {}: {}", describe(graph.nodes()[i]), e.what()));
+    }
+    report.changed = report.changed || fused;
+    if (!fused) ++i;
   }
   return report;
 }

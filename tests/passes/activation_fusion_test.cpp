@@ -4,6 +4,9 @@
 #include <functional>
 #include <string>
 
+#include "kernels/native/cpu.h"
+#include "kernels/verbose.h"
+#include "passes/fused_chain.h"
 #include "passes/fused_conv.h"
 #include "passes/passes.h"
 #include "refold/nn/conv.h"
@@ -11,6 +14,7 @@
 #include "testing/compare.h"
 #include "testing/graph_builder.h"
 #include "testing/pass_checks.h"
+#include "testing/post_chains.h"
 
 namespace refold {
 namespace {
@@ -301,6 +305,66 @@ TEST(ActivationFusion, AChainStopsAtTheFirstNodeThatCannotJoin) {
   ASSERT_EQ(b.graph().nodes().size(), 2u) << b.graph().dump();
   EXPECT_EQ(b.graph().nodes()[0].parts.size(), 2u);
   EXPECT_TRUE(has_note(report, "does not broadcast per channel")) << notes_of(report);
+}
+
+// Elementwise chains that no conv heads run as one ElementwiseChain node, one pass over memory,
+// with the unfused graph's values — DenseNet's BatchNormalization → Relu, a scale → shift →
+// activation, a residual after an activation — in both layouts; one node alone stays.
+TEST(ActivationFusion, ElementwiseChainsWithoutAConvRunAsOnePass) {
+  struct Chain {
+    const char* name;
+    std::function<std::string(GraphBuilder&, const std::string& x, const std::string& z)> add;
+    std::size_t parts;
+  };
+  auto per_channel = [](GraphBuilder& b, const char* name, float start) {
+    return b.constant(name, testing::values(testing::channel_ramp(13, start), {1, 13, 1, 1}));
+  };
+  const std::vector<Chain> chains = {
+      {"BatchNormalization, Relu",
+       [&](GraphBuilder& b, const std::string& x, const std::string&) {
+         return b.node("Relu", {b.bn(x, 13)}, {}, "relu");
+       },
+       2},
+      {"Mul, Add per channel, Sigmoid",
+       [&](GraphBuilder& b, const std::string& x, const std::string&) {
+         const auto m = b.node("Mul", {per_channel(b, "s", 0.5f), x}, {}, "mul");
+         const auto a = b.node("Add", {m, per_channel(b, "t", -0.3f)}, {}, "add");
+         return b.node("Sigmoid", {a}, {}, "sig");
+       },
+       3},
+      {"Relu, then a residual",
+       [&](GraphBuilder& b, const std::string& x, const std::string& z) {
+         return b.node("Add", {b.node("Relu", {x}, {}, "relu"), z}, {}, "add");
+       },
+       2},
+  };
+  for (const Chain& k : chains) {
+    for (MemoryFormat layout : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast}) {
+      SCOPED_TRACE(fmt::format("{}, {}", k.name, memory_format_name(layout)));
+      GraphBuilder b;
+      const auto x = b.input("x", {2, 13, 5, 6});
+      const auto z = b.input("z", {2, 13, 5, 6});
+      b.output(k.add(b, x, z));
+      const Tensor in_x = input({2, 13, 5, 6}, 1).contiguous(layout);
+      const Tensor in_z = input({2, 13, 5, 6}, 2).contiguous(layout);
+      const Tensor expected = b.run({in_x, in_z})[0];
+      const passes::PassReport report = passes::fuse_activations(b.graph());
+      EXPECT_TRUE(report.changed) << notes_of(report);
+      b.graph().verify();
+      ASSERT_EQ(b.graph().nodes().size(), 1u) << b.graph().dump();
+      EXPECT_EQ(b.graph().nodes()[0].parts.size(), k.parts);
+      ASSERT_NE(std::dynamic_pointer_cast<passes::ElementwiseChain>(b.graph().nodes()[0].module),
+                nullptr);
+      DispatchLog log;
+      EXPECT_TRUE(testing::all_close(b.run({in_x, in_z})[0], expected, kFused));
+      const std::vector<std::string> ran = log.take();
+      EXPECT_NE(std::find(ran.begin(), ran.end(), "elementwise_chain: native"), ran.end())
+          << fmt::format("{}", fmt::join(ran, "; "));
+    }
+  }
+  GraphBuilder alone;
+  alone.output(alone.node("Relu", {alone.input("x", {1, 4, 3, 3})}, {}, "relu"));
+  EXPECT_FALSE(passes::fuse_activations(alone.graph()).changed);
 }
 
 // A module that runs two nodes (weight tying) is not changed for one of them.
