@@ -13,6 +13,7 @@
 #include "kernels/verbose.h"
 #include "onnx/ops_tensor_helpers.h"
 #include "refold/error.h"
+#include "refold/threads.h"
 #include "testing/builders.h"
 #include "testing/compare.h"
 #include "testing/layouts.h"
@@ -59,6 +60,29 @@ TEST_F(NativeGroupNorm, MatchesTheReferenceInBothLayouts) {
       ASSERT_TRUE(y.defined()) << declined;
       EXPECT_EQ(y.strides(), input.strides());  // the output keeps X's layout
       EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32()));
+    }
+  }
+}
+
+// Tensors past kernels/native/row_threads.h's threshold run on 2 threads (jobs over (n, group)
+// in NCHW, over row slices in NHWC): the same numbers as the reference and as 1 thread.
+TEST_F(NativeGroupNorm, LargeTensorsOnTwoThreads) {
+  Generator gen(31);
+  for (const GroupCase& c : std::vector<GroupCase>{{{2, 64, 32, 33}, 8}, {{1, 96, 29, 31}, 96}}) {
+    const Tensor x = uniform(c.sizes, 2.0, gen);
+    const Tensor scale = uniform({c.sizes[1]}, 1.0, gen), bias = uniform({c.sizes[1]}, 1.0, gen);
+    const Tensor expected = reference::group_norm(x, scale, bias, c.groups, 1e-5);
+    for (const MemoryFormat format : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast}) {
+      const Tensor input = laid_out(x, format);
+      Tensor by_thread_count[2];
+      for (const int threads : {1, 2}) {
+        const ThreadCountScope scope(threads);
+        by_thread_count[threads - 1] =
+            native::group_norm(input, scale, bias, c.groups, 1e-5, nullptr);
+      }
+      EXPECT_TRUE(all_close(by_thread_count[1], expected, Tolerance::op_f32()))
+          << memory_format_name(format);
+      EXPECT_TRUE(all_close(by_thread_count[1], by_thread_count[0], Tolerance::op_f32()));
     }
   }
 }

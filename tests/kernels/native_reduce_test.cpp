@@ -16,6 +16,7 @@
 #include "kernels/verbose.h"
 #include "onnx/ops_tensor_helpers.h"
 #include "refold/error.h"
+#include "refold/threads.h"
 #include "testing/builders.h"
 #include "testing/compare.h"
 #include "testing/layouts.h"
@@ -101,6 +102,26 @@ TEST_F(NativeReduce, EveryAxisSetMatchesTheReference) {
     }
   }
   EXPECT_GT(taken, 1000);
+}
+
+// Tensors past kernels/native/row_threads.h's threshold run on 2 threads (rows, or chunks of
+// columns): every form the kernel takes, against the reference.
+TEST_F(NativeReduce, LargeTensorsOnTwoThreads) {
+  const ThreadCountScope scope(2);
+  Generator gen(41);
+  const Tensor x = uniform({3, 40, 30, 23}, 1.0, gen);
+  const std::vector<std::vector<std::int64_t>> axes_sets = {{3}, {2, 3}, {0}, {0, 1}, {1, 2}};
+  for (const auto& [layout, input, suggests] : reduce_layouts(x)) {
+    for (const std::vector<std::int64_t>& axes : axes_sets) {
+      for (const ReduceOp op : {ReduceOp::Mean, ReduceOp::Max}) {
+        std::string declined;
+        const Tensor y = native::reduce(input, axes, true, op, &declined);
+        if (!y.defined()) continue;  // a form this layout does not take (tested above)
+        EXPECT_TRUE(all_close(y, reference::reduce(input, axes, true, op), Tolerance::op_f32()))
+            << layout << " axes " << fmt::format("{}", fmt::join(axes, ", "));
+      }
+    }
+  }
 }
 
 TEST_F(NativeReduce, NanWinsInMaxAndMin) {

@@ -16,6 +16,7 @@
 #include "kernels/native/vector_math.h"
 #include "kernels/verbose.h"
 #include "onnx/ops_tensor_helpers.h"
+#include "refold/threads.h"
 #include "testing/builders.h"
 #include "testing/compare.h"
 #include "testing/layouts.h"
@@ -76,6 +77,22 @@ TEST_F(NativeSoftmax, TheOpset1FormMatchesTheReference) {
         EXPECT_TRUE(
             all_close(y, reference::softmax_coerced_2d(x, axis, kind), Tolerance::op_f32()));
       }
+    }
+  }
+}
+
+// Tensors past kernels/native/row_threads.h's threshold run on 2 threads: rows, and chunks of
+// columns of a strided axis.
+TEST_F(NativeSoftmax, LargeTensorsOnTwoThreads) {
+  const ThreadCountScope scope(2);
+  Generator gen(43);
+  for (const auto& [sizes, axis] : std::vector<std::pair<Shape, std::int64_t>>{
+           {{1, 16, 4, 1100}, 1}, {{80, 1000}, 1}, {{2, 30, 40, 41}, -1}}) {
+    const Tensor x = uniform(sizes, 6.0, gen);
+    for (const SoftmaxKind kind : {SoftmaxKind::Softmax, SoftmaxKind::LogSoftmax}) {
+      const Tensor y = native::softmax(x, axis, kind, false, nullptr);
+      EXPECT_TRUE(all_close(y, reference::softmax(x, axis, kind), Tolerance::op_f32()))
+          << fmt::format("[{}] axis {}", fmt::join(sizes, ", "), axis);
     }
   }
 }

@@ -6,8 +6,8 @@
 
 #include "kernels/native/decline.h"
 #include "kernels/native/float_sums.h"
+#include "kernels/native/row_threads.h"
 #include "kernels/native/vector_math.h"
-#include "kernels/onednn/threads.h"
 
 namespace refold::native {
 namespace {
@@ -47,8 +47,9 @@ void group_norm_nchw(const float* in, float* out, const float* gamma, const floa
                      std::int64_t batch, std::int64_t channels, std::int64_t plane,
                      std::int64_t groups, double epsilon) {
   const std::int64_t per_group = channels / groups, length = per_group * plane;
-  const int threads = onednn::apply_num_threads();
-#pragma omp parallel for schedule(static) num_threads(threads) if (batch * groups > 1)
+  const int threads = row_kernel_threads(batch * channels * plane);
+#pragma omp parallel for schedule(static) \
+    num_threads(threads) if (threads > 1 && batch * groups > 1)
   for (std::int64_t job = 0; job < batch * groups; ++job) {
     const float* x = in + job * length;
     float* y = out + job * length;
@@ -73,7 +74,7 @@ void group_norm_nhwc(const float* in, float* out, const float* gamma, const floa
                      std::int64_t groups, double epsilon) {
   const std::int64_t per_group = channels / groups;
   const auto count = static_cast<double>(per_group * plane);
-  const int threads = onednn::apply_num_threads();
+  const int threads = row_kernel_threads(batch * channels * plane);
   const std::int64_t slices = std::min<std::int64_t>(threads, plane);
   const std::int64_t rows_per_slice = (plane + slices - 1) / slices;
   const auto c_size = static_cast<std::size_t>(channels);
@@ -83,7 +84,8 @@ void group_norm_nhwc(const float* in, float* out, const float* gamma, const floa
   std::vector<float> mean(center.size()), scale(center.size());
   const auto column_pass = [&](bool squares) {
     std::fill(partial.begin(), partial.end(), 0.0);
-#pragma omp parallel for schedule(static) num_threads(threads) if (batch * slices > 1)
+#pragma omp parallel for schedule(static) \
+    num_threads(threads) if (threads > 1 && batch * slices > 1)
     for (std::int64_t job = 0; job < batch * slices; ++job) {
       const std::int64_t n = job / slices, first = job % slices * rows_per_slice;
       const std::int64_t rows = std::min(rows_per_slice, plane - first);
@@ -117,7 +119,7 @@ void group_norm_nhwc(const float* in, float* out, const float* gamma, const floa
   };
   column_pass(false);
   column_pass(true);
-#pragma omp parallel for schedule(static) num_threads(threads) if (batch * plane > 1)
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && batch * plane > 1)
   for (std::int64_t row = 0; row < batch * plane; ++row) {
     const auto n = static_cast<std::size_t>(row / plane) * c_size;
     scale_shift<false>(in + row * channels, out + row * channels, channels, mean.data() + n,

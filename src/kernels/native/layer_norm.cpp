@@ -5,7 +5,7 @@
 #include "kernels/native/cpu.h"
 #include "kernels/native/decline.h"
 #include "kernels/native/float_sums.h"
-#include "kernels/onednn/threads.h"
+#include "kernels/native/row_threads.h"
 
 namespace refold::native {
 namespace {
@@ -45,9 +45,9 @@ Tensor layer_norm_rows(const Tensor& x, const Tensor& scale, const Tensor& bias,
   const float* beta = bias.defined() ? bias.data<float>() : nullptr;
   float* out = y.data<float>();
   const std::int64_t rows = x.numel() / length;
-  const int threads = onednn::apply_num_threads();
+  const int threads = row_kernel_threads(x.numel());
   // Per row: μ = Σx / D, σ² = Σ(x − μ)² / D (sums in double), y = (x − μ)·(1/√(σ² + ε))·γ + β.
-#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1)
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && rows > 1)
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = in + r * length;
     float* dst = out + r * length;

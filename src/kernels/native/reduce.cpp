@@ -6,8 +6,8 @@
 
 #include "kernels/native/decline.h"
 #include "kernels/native/float_sums.h"
+#include "kernels/native/row_threads.h"
 #include "kernels/native/vector_math.h"
-#include "kernels/onednn/threads.h"
 
 namespace refold::native {
 namespace {
@@ -65,7 +65,7 @@ REFOLD_TARGET_AVX2 void column_extremes(const float* x, std::int64_t rows, std::
 
 // [outer][count] rows, one output each: y[o] = ⊕_k x[o][k].
 void reduce_rows(const float* in, float* out, const Blocks& b, ReduceOp op, int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads) if (b.outer > 1)
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && b.outer > 1)
   for (std::int64_t o = 0; o < b.outer; ++o) {
     const float* x = in + o * b.count;
     switch (op) {
@@ -87,7 +87,8 @@ void reduce_rows(const float* in, float* out, const Blocks& b, ReduceOp op, int 
 // [outer][count][inner], one output per (o, i): y[o][i] = ⊕_k x[o][k][i], vectorized along i.
 void reduce_columns(const float* in, float* out, const Blocks& b, ReduceOp op, int threads) {
   const std::int64_t chunks = (b.inner + kColumnsPerJob - 1) / kColumnsPerJob;
-#pragma omp parallel for schedule(static) num_threads(threads) if (b.outer * chunks > 1)
+#pragma omp parallel for schedule(static) \
+    num_threads(threads) if (threads > 1 && b.outer * chunks > 1)
   for (std::int64_t job = 0; job < b.outer * chunks; ++job) {
     const std::int64_t o = job / chunks, first = job % chunks * kColumnsPerJob;
     const std::int64_t width = std::min(kColumnsPerJob, b.inner - first);
@@ -163,7 +164,7 @@ Tensor reduce(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepd
   }
 
   Tensor y = empty_strided(out_sizes, out_strides, DType::Float32);
-  const int threads = onednn::apply_num_threads();
+  const int threads = row_kernel_threads(x.numel());
   if (b.inner == 1)
     reduce_rows(x.data<float>(), y.data<float>(), b, op, threads);
   else

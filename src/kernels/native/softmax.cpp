@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "kernels/native/decline.h"
+#include "kernels/native/row_threads.h"
 #include "kernels/native/vector_math.h"
-#include "kernels/onednn/threads.h"
 
 namespace refold::native {
 namespace {
@@ -94,15 +94,16 @@ REFOLD_TARGET_AVX2 void softmax_columns(const float* x, float* y, std::int64_t c
 
 void run(const float* in, float* out, std::int64_t outer, std::int64_t count, std::int64_t inner,
          bool log) {
-  const int threads = onednn::apply_num_threads();
+  const int threads = row_kernel_threads(outer * count * inner);
   if (inner == 1) {
-#pragma omp parallel for schedule(static) num_threads(threads) if (outer > 1)
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && outer > 1)
     for (std::int64_t o = 0; o < outer; ++o)
       (log ? softmax_row<true> : softmax_row<false>)(in + o * count, out + o * count, count);
     return;
   }
   const std::int64_t chunks = (inner + kColumnsPerJob - 1) / kColumnsPerJob;
-#pragma omp parallel for schedule(static) num_threads(threads) if (outer * chunks > 1)
+#pragma omp parallel for schedule(static) \
+    num_threads(threads) if (threads > 1 && outer * chunks > 1)
   for (std::int64_t job = 0; job < outer * chunks; ++job) {
     const std::int64_t o = job / chunks;
     const std::int64_t end = std::min(inner, (job % chunks + 1) * kColumnsPerJob);
