@@ -1,12 +1,14 @@
 // Normalizations whose statistics come from the input: LayerNormalization, GroupNormalization,
 // InstanceNormalization (GroupNormalization with one channel per group) and LRN. The math is in
 // kernels/reference/normalization.cpp; LayerNormalization over contiguous rows (a transformer or
-// ConvNeXt block's channel LayerNorm) runs native::layer_norm_rows.
+// ConvNeXt block's channel LayerNorm) runs native::layer_norm_rows, Group/InstanceNormalization
+// of an NCHW or NHWC float32 tensor native::group_norm.
 #include <cmath>
 #include <string>
 
 #include "core/check.h"
 #include "kernels/dispatch.h"
+#include "kernels/native/group_norm.h"
 #include "kernels/native/layer_norm.h"
 #include "kernels/reference/onnx_ops.h"
 #include "kernels/reference/tensor_ops.h"
@@ -69,7 +71,12 @@ class GroupNormalization : public graph::Op {
       scale = per_channel(scale, groups, x.size(1), "scale");
       bias = per_channel(bias, groups, x.size(1), "bias");
     }
-    return {reference::group_norm(x, scale, bias, groups, epsilon_)};
+    return {fastest_first(
+        type_name(),
+        [&](std::string* declined) {
+          return native::group_norm(x, scale, bias, groups, epsilon_, declined);
+        },
+        [&] { return reference::group_norm(x, scale, bias, groups, epsilon_); }, {}, "native")};
   }
 
  private:

@@ -8,9 +8,10 @@
 //               noop_with_empty_axes = 1, no axis (the input unchanged).
 //   keepdims (default 1) keeps each reduced axis as size 1, else drops it.
 // The mean over H and W of a 4-d input, kept (a squeeze-excite block's pooling), runs as the
-// global average pool it is (functional::adaptive_avg_pool2d, native where it can), the max over
-// them (GlobalMaxPool, ReduceMax) the native global max pool where it can; any other
-// reduction runs the reference kernel. Layout: the result is new and contiguous (Fresh).
+// global average pool it is (functional::adaptive_avg_pool2d, native where it can); a float32
+// Sum, Mean, Max or Min over axes that form one block in memory (innermost, outermost, or a
+// channels_last tensor's H and W — GlobalMaxPool's too) runs native::reduce; the rest the
+// reference kernel. Layout: the result is new and contiguous (Fresh).
 #include <algorithm>
 
 #include <fmt/ranges.h>
@@ -19,7 +20,7 @@
 
 #include "core/check.h"
 #include "kernels/dispatch.h"
-#include "kernels/native/adaptive_pool2d.h"
+#include "kernels/native/reduce.h"
 #include "kernels/reference/onnx_ops.h"
 #include "kernels/reference/tensor_ops.h"
 #include "ops/op.h"
@@ -69,12 +70,10 @@ class Reduce : public graph::Op {
     }
     if (op_ == reference::ReduceOp::Mean && keepdims_ && is_global_spatial(axes, x.dim()))
       return {functional::adaptive_avg_pool2d(x, Size2d(1))};
-    if (op_ == reference::ReduceOp::Max && keepdims_ && is_global_spatial(axes, x.dim()))
-      return {fastest_first(
-          "global_max_pool2d",
-          [&](std::string* declined) { return native::global_max_pool2d(x, declined); },
-          [&] { return reference::reduce(x, axes, keepdims_, op_); }, {}, "native")};
-    return {reference::reduce(x, axes, keepdims_, op_)};
+    return {fastest_first(
+        type_name(),
+        [&](std::string* declined) { return native::reduce(x, axes, keepdims_, op_, declined); },
+        [&] { return reference::reduce(x, axes, keepdims_, op_); }, {}, "native")};
   }
 
  private:

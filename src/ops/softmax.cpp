@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "kernels/dispatch.h"
+#include "kernels/native/softmax.h"
 #include "kernels/reference/tensor_ops.h"
 #include "ops/concat.h"
 #include "ops/op.h"
@@ -16,8 +18,15 @@ namespace refold::ops {
 std::vector<Tensor> Softmax::run(const std::vector<Tensor>& inputs) {
   REFOLD_CHECK(inputs.size() == 1 && inputs[0].defined(), "{}: expects 1 input, got {}",
                type_name(), inputs.size());
-  return {coerce_2d_ ? reference::softmax_coerced_2d(inputs[0], axis_, kind_)
-                     : reference::softmax(inputs[0], axis_, kind_)};
+  const Tensor& x = inputs[0];
+  return {fastest_first(
+      type_name(),
+      [&](std::string* declined) { return native::softmax(x, axis_, kind_, coerce_2d_, declined); },
+      [&] {
+        return coerce_2d_ ? reference::softmax_coerced_2d(x, axis_, kind_)
+                          : reference::softmax(x, axis_, kind_);
+      },
+      {}, "native")};
 }
 
 template <reference::SoftmaxKind kind>

@@ -3,7 +3,8 @@
 //   opset < 13  the input seen as 2-d [prod(sizes[:axis]), prod(sizes[axis:])] (default axis 1),
 //               softmax over each row, i.e. over all dimensions from `axis` on.
 // LogSoftmax is the log of it, Hardmax 1 at the first maximum (kernels/reference/tensor_ops.h).
-// Computed in double, rounded once. The per-axis form reads any strides and keeps a
+// Softmax and LogSoftmax of float32 run native::softmax where it takes them, else the reference
+// (computed in double, rounded once). The per-axis form reads any strides and keeps a
 // channels_last input's format (accepts channels_last); the coerced form depends on the NCHW
 // element order and does not.
 #pragma once

@@ -162,53 +162,17 @@ TEST_F(NativePoolResize, FunctionalAdaptiveAvgPoolRunsNative) {
 
 // --- global max pooling (ONNX GlobalMaxPool: the reference is reduce max over H, W, kept)
 
-Tensor reference_global_max(const Tensor& x) {
-  return reference::reduce(x, {2, 3}, true, reference::ReduceOp::Max);
-}
-
-TEST_F(NativePoolResize, GlobalMaxPoolIsExact) {
-  for (int threads : {1, 2}) {
-    set_num_threads(threads);
-    for (const PoolCase& c : pool_cases()) {
-      for (MemoryFormat format : {NCHW, NHWC}) {
-        SCOPED_TRACE(fmt::format("[{}] {}, {} threads", fmt::join(c.input, ", "),
-                                 memory_format_name(format), threads));
-        const Tensor x = random_input(c.input, format);
-        std::string declined;
-        const Tensor y = native::global_max_pool2d(x, &declined);
-        ASSERT_TRUE(y.defined()) << declined;
-        EXPECT_TRUE(testing::all_close(y, reference_global_max(x), Tolerance::exact()));
-      }
-    }
-  }
-}
-
-TEST_F(NativePoolResize, GlobalMaxPoolLetsNaNWin) {
-  for (MemoryFormat format : {NCHW, NHWC}) {
-    Tensor x = random_input({2, 11, 5, 7}, NCHW);
-    float* p = x.data<float>();
-    p[0] = NAN;        // first element of a plane
-    p[35 + 34] = NAN;  // last element of a plane (the NCHW tail)
-    p[70 + 3] = INFINITY;
-    p[105 + 5] = -INFINITY;
-    x = testing::laid_out(x, format);
-    EXPECT_TRUE(testing::all_close(native::global_max_pool2d(x, nullptr), reference_global_max(x),
-                                   Tolerance::exact()));
-  }
-}
-
+// GlobalMaxPool runs native::reduce (tests/kernels/native_reduce_test.cpp has its cases).
 TEST_F(NativePoolResize, GraphGlobalMaxPoolRunsNative) {
   testing::OpCase global_max("GlobalMaxPool", {"x"});
   DispatchLog log;
   for (MemoryFormat format : {NCHW, NHWC}) {
     const Tensor x = random_input({1, 19, 6, 6}, format);
     const Tensor y = global_max.run_all({x}).at(0);
-    EXPECT_THAT(log.take(), Contains("global_max_pool2d: native"));
-    EXPECT_TRUE(testing::all_close(y, reference_global_max(x), Tolerance::exact()));
+    EXPECT_THAT(log.take(), Contains("GlobalMaxPool: native"));
+    EXPECT_TRUE(testing::all_close(y, reference::reduce(x, {2, 3}, true, reference::ReduceOp::Max),
+                                   Tolerance::exact()));
   }
-  std::string why;
-  EXPECT_FALSE(native::global_max_pool2d(randn({2, 3, 4}), &why).defined());
-  EXPECT_THAT(why, HasSubstr("only 4-d"));
 }
 
 // --- Resize

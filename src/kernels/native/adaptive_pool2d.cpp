@@ -1,5 +1,5 @@
-// native::adaptive_avg_pool2d and native::global_max_pool2d (adaptive_pool2d.h): validation,
-// declines, and one window reduction (sum or max) for NHWC (channels vectorized) and NCHW (spans
+// native::adaptive_avg_pool2d (adaptive_pool2d.h): validation,
+// declines, and one window reduction (a sum) for NHWC (channels vectorized) and NCHW (spans
 // of a plane vectorized).
 #include "kernels/native/adaptive_pool2d.h"
 
@@ -42,21 +42,6 @@ struct Sum {
   REFOLD_TARGET_AVX2 static __m256 finish(__m256 t, std::int64_t count) {
     return _mm256_div_ps(t, _mm256_set1_ps(static_cast<float>(count)));
   }
-};
-// NaN wins (the reference's rule): MAXPS returns its second operand when either is NaN, so
-// max(x, acc) keeps a NaN accumulator, and the blend takes a NaN x.
-struct Max {
-  REFOLD_TARGET_AVX2 static __m256 start() {
-    return _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  }
-  REFOLD_TARGET_AVX2 static __m256 step(__m256 acc, __m256 x) {
-    return _mm256_blendv_ps(_mm256_max_ps(x, acc), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-  }
-  static float lane(float a, float b) { return std::isnan(a) || a > b ? a : b; }
-  static double start_total() { return -std::numeric_limits<double>::infinity(); }
-  static double total(double t, float x) { return std::isnan(t) || t > x ? t : x; }
-  static double finish(double t, std::int64_t) { return t; }
-  REFOLD_TARGET_AVX2 static __m256 finish(__m256 t, std::int64_t) { return t; }
 };
 
 // NHWC, one block of up to 32 channels: dst[k] = ⊕_window image[h][w][k] for k < lanes, image
@@ -197,16 +182,6 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size, std::string*
     return Window{h0, h1, w0, w1};
   };
   return pool<Sum>(op, input, output_size, window_of, declined);
-}
-
-Tensor global_max_pool2d(const Tensor& input, std::string* declined) {
-  constexpr const char* op = "global_max_pool2d";
-  if (!input.defined() || input.dim() != 4)
-    return decline(op, "only 4-d [N, C, H, W] inputs", declined);
-  if (input.numel() == 0) return decline(op, "an empty input", declined);
-  const Window whole{0, input.size(2), 0, input.size(3)};
-  return pool<Max>(
-      op, input, 1, [&](std::int64_t, std::int64_t) { return whole; }, declined);
 }
 
 }  // namespace refold::native

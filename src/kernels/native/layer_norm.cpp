@@ -2,8 +2,10 @@
 
 #include <cmath>
 
-#include "core/check.h"
-#include "kernels/onednn/threads.h"
+#include "kernels/native/cpu.h"
+#include "kernels/native/decline.h"
+#include "kernels/native/float_sums.h"
+#include "kernels/native/row_threads.h"
 
 namespace refold::native {
 namespace {
@@ -14,15 +16,14 @@ bool is_row(const Tensor& t, std::int64_t length) {
 }
 
 Tensor decline(std::string reason, std::string* declined) {
-  if (declined == nullptr) fail("LayerNormalization: native declined: {}", reason);
-  *declined = std::move(reason);
-  return {};
+  return native::decline("LayerNormalization", std::move(reason), declined);
 }
 
 }  // namespace
 
 Tensor layer_norm_rows(const Tensor& x, const Tensor& scale, const Tensor& bias, std::int64_t axis,
                        double epsilon, std::string* declined) {
+  if (!cpu_has_avx2_fma()) return decline("the CPU lacks AVX2/FMA", declined);
   if (!x.defined() || !scale.defined() || x.dim() == 0)
     return decline("an undefined or 0-d input", declined);
   const std::int64_t rank = x.dim();
@@ -44,22 +45,15 @@ Tensor layer_norm_rows(const Tensor& x, const Tensor& scale, const Tensor& bias,
   const float* beta = bias.defined() ? bias.data<float>() : nullptr;
   float* out = y.data<float>();
   const std::int64_t rows = x.numel() / length;
-  const int threads = onednn::apply_num_threads();
+  const int threads = row_kernel_threads(x.numel());
   // Per row: μ = Σx / D, σ² = Σ(x − μ)² / D (sums in double), y = (x − μ)·(1/√(σ² + ε))·γ + β.
-#pragma omp parallel for schedule(static) num_threads(threads) if (rows > 1)
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && rows > 1)
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = in + r * length;
     float* dst = out + r * length;
-    double sum = 0.0;
-    for (std::int64_t i = 0; i < length; ++i) sum += row[i];
-    const double mean = sum / static_cast<double>(length);
-    double squares = 0.0;
-    for (std::int64_t i = 0; i < length; ++i) {
-      const double d = row[i] - mean;
-      squares += d * d;
-    }
-    const auto inv_std =
-        static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(length) + epsilon));
+    const double mean = sum(row, length) / static_cast<double>(length);
+    const double variance = squared_deviation_sum(row, length, mean) / static_cast<double>(length);
+    const auto inv_std = static_cast<float>(1.0 / std::sqrt(variance + epsilon));
     const auto m = static_cast<float>(mean);
     if (beta != nullptr) {
       for (std::int64_t i = 0; i < length; ++i)

@@ -1,0 +1,158 @@
+#include "kernels/native/softmax.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/native/decline.h"
+#include "kernels/native/row_threads.h"
+#include "kernels/native/vector_math.h"
+
+namespace refold::native {
+namespace {
+
+using reference::SoftmaxKind;
+
+// Columns a strided-axis job covers: 8 vectors.
+constexpr std::int64_t kColumnsPerJob = 64;
+
+// One row of `count` contiguous values, m = max_k x_k, s = Σ_k e^(x_k − m):
+//   Softmax     y_k = e^(x_k − m) / s      (e^(x_k − m) stored in the first pass over y)
+//   LogSoftmax  y_k = (x_k − m) − log s
+template <bool log>
+REFOLD_TARGET_AVX2 void softmax_row(const float* x, float* y, std::int64_t count) {
+  const std::int64_t body = count / 8 * 8;
+  const __m256i tail = tail_mask(count - body);
+  __m256 vmax = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (std::int64_t k = 0; k < body; k += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + k));
+  float m = horizontal_max(vmax);
+  for (std::int64_t k = body; k < count; ++k) m = std::max(m, x[k]);
+  const __m256 vm = _mm256_set1_ps(m);
+  __m256 vsum = _mm256_setzero_ps();
+  for (std::int64_t k = 0; k < body; k += 8) {
+    const __m256 e = native::exp(_mm256_sub_ps(_mm256_loadu_ps(x + k), vm));
+    if constexpr (!log) _mm256_storeu_ps(y + k, e);
+    vsum = _mm256_add_ps(vsum, e);
+  }
+  if (body < count) {
+    const __m256 e =
+        _mm256_and_ps(native::exp(_mm256_sub_ps(_mm256_maskload_ps(x + body, tail), vm)),
+                      _mm256_castsi256_ps(tail));
+    if constexpr (!log) _mm256_maskstore_ps(y + body, tail, e);
+    vsum = _mm256_add_ps(vsum, e);
+  }
+  const float s = horizontal_sum(vsum);
+  if constexpr (log) {
+    // (x − m) − log s, not x − (m + log s): m + log s rounds at m's magnitude.
+    const __m256 log_sum = _mm256_set1_ps(std::log(s));
+    for (std::int64_t k = 0; k < body; k += 8)
+      _mm256_storeu_ps(y + k, _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + k), vm), log_sum));
+    if (body < count)
+      _mm256_maskstore_ps(
+          y + body, tail,
+          _mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(x + body, tail), vm), log_sum));
+  } else {
+    const __m256 inv = _mm256_set1_ps(1.0f / s);
+    for (std::int64_t k = 0; k < body; k += 8)
+      _mm256_storeu_ps(y + k, _mm256_mul_ps(_mm256_loadu_ps(y + k), inv));
+    if (body < count)
+      _mm256_maskstore_ps(y + body, tail, _mm256_mul_ps(_mm256_maskload_ps(y + body, tail), inv));
+  }
+}
+
+// Up to 8 columns (lanes `lanes`) of `count` rows `stride` apart: the same math per column,
+// the rows' values one vector each.
+template <bool log>
+REFOLD_TARGET_AVX2 void softmax_columns(const float* x, float* y, std::int64_t count,
+                                        std::int64_t stride, std::int64_t width) {
+  const __m256i lanes = tail_mask(width);
+  __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (std::int64_t k = 0; k < count; ++k)
+    m = _mm256_max_ps(m, _mm256_maskload_ps(x + k * stride, lanes));
+  __m256 s = _mm256_setzero_ps();
+  for (std::int64_t k = 0; k < count; ++k) {
+    const __m256 e = native::exp(_mm256_sub_ps(_mm256_maskload_ps(x + k * stride, lanes), m));
+    if constexpr (!log) _mm256_maskstore_ps(y + k * stride, lanes, e);
+    s = _mm256_add_ps(s, e);
+  }
+  if constexpr (log) {
+    alignas(32) float sums[8];
+    _mm256_store_ps(sums, s);
+    for (float& v : sums) v = std::log(v);
+    const __m256 log_sum = _mm256_load_ps(sums);
+    for (std::int64_t k = 0; k < count; ++k) {
+      const __m256 d = _mm256_sub_ps(_mm256_maskload_ps(x + k * stride, lanes), m);
+      _mm256_maskstore_ps(y + k * stride, lanes, _mm256_sub_ps(d, log_sum));
+    }
+  } else {
+    const __m256 inv = _mm256_div_ps(_mm256_set1_ps(1.0f), s);
+    for (std::int64_t k = 0; k < count; ++k)
+      _mm256_maskstore_ps(y + k * stride, lanes,
+                          _mm256_mul_ps(_mm256_maskload_ps(y + k * stride, lanes), inv));
+  }
+}
+
+void run(const float* in, float* out, std::int64_t outer, std::int64_t count, std::int64_t inner,
+         bool log) {
+  const int threads = row_kernel_threads(outer * count * inner);
+  if (inner == 1) {
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && outer > 1)
+    for (std::int64_t o = 0; o < outer; ++o)
+      (log ? softmax_row<true> : softmax_row<false>)(in + o * count, out + o * count, count);
+    return;
+  }
+  const std::int64_t chunks = (inner + kColumnsPerJob - 1) / kColumnsPerJob;
+#pragma omp parallel for schedule(static) \
+    num_threads(threads) if (threads > 1 && outer * chunks > 1)
+  for (std::int64_t job = 0; job < outer * chunks; ++job) {
+    const std::int64_t o = job / chunks;
+    const std::int64_t end = std::min(inner, (job % chunks + 1) * kColumnsPerJob);
+    for (std::int64_t i = job % chunks * kColumnsPerJob; i < end; i += 8) {
+      const std::int64_t offset = o * count * inner + i;
+      (log ? softmax_columns<true> : softmax_columns<false>)(in + offset, out + offset, count,
+                                                             inner,
+                                                             std::min<std::int64_t>(8, end - i));
+    }
+  }
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, std::int64_t axis, SoftmaxKind kind, bool coerce_2d,
+               std::string* declined) {
+  const char* op = kind == SoftmaxKind::LogSoftmax ? "LogSoftmax" : "Softmax";
+  if (kind == SoftmaxKind::Hardmax) return decline("Hardmax", "no native Hardmax", declined);
+  if (!cpu_has_avx2_fma()) return decline(op, "the CPU lacks AVX2/FMA", declined);
+  if (!x.defined() || x.dtype() != DType::Float32) return decline(op, "X is not float32", declined);
+  if (x.dim() == 0 || x.numel() == 0) return decline(op, "X is 0-d or has no elements", declined);
+  const std::int64_t rank = x.dim();
+  if (axis < -rank || axis >= rank + (coerce_2d ? 1 : 0))
+    return decline(op, "the axis is out of range", declined);
+  const std::int64_t a = axis < 0 ? axis + rank : axis;
+  // The reference's output layout: channels_last for a 4-d input that suggests it (per-axis
+  // form), else contiguous; X must already be laid out so.
+  const MemoryFormat format =
+      !coerce_2d && rank == 4 && x.suggest_memory_format() == MemoryFormat::ChannelsLast
+          ? MemoryFormat::ChannelsLast
+          : MemoryFormat::Contiguous;
+  if (!x.is_contiguous(format))
+    return decline(op, "X is neither contiguous nor 4-d channels_last", declined);
+  // Logical dims in memory order, outermost first.
+  const Shape order = format == MemoryFormat::ChannelsLast ? Shape{0, 2, 3, 1} : [&] {
+    Shape o(static_cast<std::size_t>(rank));
+    for (std::int64_t d = 0; d < rank; ++d) o[static_cast<std::size_t>(d)] = d;
+    return o;
+  }();
+  std::int64_t outer = 1, count = 1, inner = 1;
+  bool before = true;
+  for (const std::int64_t d : order) {
+    if (d == a) before = false;
+    const bool softmax_dim = coerce_2d ? d >= a : d == a;
+    (softmax_dim ? count : before ? outer : inner) *= x.size(d);
+  }
+  Tensor y = empty(x.sizes(), {DType::Float32, format});
+  run(x.data<float>(), y.data<float>(), outer, count, inner, kind == SoftmaxKind::LogSoftmax);
+  return y;
+}
+
+}  // namespace refold::native

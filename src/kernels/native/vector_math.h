@@ -1,0 +1,67 @@
+// AVX2 building blocks of the native row kernels (normalizations, reductions, softmax): tails,
+// horizontal reductions and a vectorized exp. Every function carries REFOLD_TARGET_AVX2; callers
+// check cpu_has_avx2_fma() first (kernels/native/cpu.h).
+#pragma once
+
+#include "kernels/native/cpu.h"
+
+#if REFOLD_HAVE_X86_KERNELS
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace refold::native {
+
+// Lanes [0, n) set, n in [0, 8]: the mask of _mm256_maskload_ps/_mm256_maskstore_ps for a tail.
+REFOLD_TARGET_AVX2 inline __m256i tail_mask(std::int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+REFOLD_TARGET_AVX2 inline double horizontal_sum(__m256d v) {
+  const __m128d pair = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(pair, _mm_unpackhi_pd(pair, pair)));
+}
+
+REFOLD_TARGET_AVX2 inline float horizontal_sum(__m256 v) {
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
+}
+
+REFOLD_TARGET_AVX2 inline float horizontal_max(__m256 v) {
+  __m128 q = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  q = _mm_max_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_max_ss(q, _mm_movehdup_ps(q)));
+}
+
+// e^x per lane, within 2 ulp of std::exp for x in [−87.3, 88.3] (tested): Cody–Waite reduction
+//   x = n·ln2 + r,  n = round(x·log₂e),  r = x − n·ln2_hi − n·ln2_lo,  |r| ≤ ln2/2,
+//   e^x = 2ⁿ · e^r,  e^r ≈ 1 + r + r²·P(r)  (Cephes expf's degree-5 P),
+// 2ⁿ built in the exponent bits. x is clamped to [−87.33, 88.37]: below, the result is
+// ≈ 1.2e−38 (FLT_MIN) instead of a subnormal or 0; above, ≈ 2.4e38 instead of a larger value or
+// +inf (softmax's x − max ≤ 0 never gets there); NaN stays NaN.
+REFOLD_TARGET_AVX2 inline __m256 exp(__m256 x) {
+  const __m256 clamped =
+      _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.33654f)), _mm256_set1_ps(88.37f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(clamped, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), clamped);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  // 2ⁿ, n in [−126, 127].
+  const __m256i exponent =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
+  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+}  // namespace refold::native
+
+#endif
