@@ -8,6 +8,7 @@
 // declined. Ops without a fast kernel yet go straight to the reference.
 #include "refold/functional.h"
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -236,9 +237,25 @@ Tensor flatten(const Tensor& input, std::int64_t start_dim, std::int64_t end_dim
 }
 // cat: oneDNN's concat when every input is contiguous in the output's layout
 // (kernels/onednn/concat.h); invalid arguments are declined to the reference, which rejects them.
+// cat: oneDNN's concat over inputs in the output's layout (the reference's rule: channels_last
+// when every input suggests it, else contiguous). Inputs of mixed layouts (a channel shuffle's
+// NCHW half beside an NHWC one) are first permuted into it by to_format, one pass each, rather
+// than the whole concat running the reference.
 Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim) {
+  const bool channels_last =
+      !inputs.empty() && std::all_of(inputs.begin(), inputs.end(), [](const Tensor& t) {
+        return t.defined() && t.dim() == 4 &&
+               t.suggest_memory_format() == MemoryFormat::ChannelsLast;
+      });
+  const MemoryFormat format = channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  std::vector<Tensor> laid_out = inputs;
+  for (Tensor& t : laid_out) {
+    if (t.defined() && (t.dim() == 4 || format == MemoryFormat::Contiguous) && t.numel() > 0 &&
+        !t.is_contiguous(format))
+      t = to_format(t, format);
+  }
   return fastest_first(
-      "cat", [&](std::string* declined) { return onednn::cat(inputs, dim, declined); },
+      "cat", [&](std::string* declined) { return onednn::cat(laid_out, dim, declined); },
       [&] { return reference::cat(inputs, dim); });
 }
 Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float value) {
