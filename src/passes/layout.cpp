@@ -288,6 +288,12 @@ class Model {
             all = true;
           }
           out = all ? kNhwc : kNchw;
+          // Mixed: functional::cat permutes each NHWC input into the NCHW output's layout.
+          if (!all) {
+            for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+              if (n.inputs[k] >= 0 && of(n.inputs[k]) == kNhwc) permute(k, kNchw);
+            }
+          }
           break;
         }
         case Rule::FirstNonConstant: {
