@@ -35,9 +35,10 @@ REFOLD_TARGET_AVX2 void finish_tail(const float* x, const float* r, float* y, st
 }
 
 // NHWC: each pixel's C channels are contiguous; channel c's values sit at c in every row.
-REFOLD_TARGET_AVX2 void nhwc_pixel(const float* x, const float* r, float* y, std::int64_t p,
-                                   std::int64_t channels, const Epilogue& e) {
-  {
+REFOLD_TARGET_AVX2 void run_nhwc(const float* x, const float* r, float* y, std::int64_t pixels,
+                                 std::int64_t channels, const Epilogue& e, int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads) if (pixels > 1)
+  for (std::int64_t p = 0; p < pixels; ++p) {
     const std::int64_t row = p * channels;
     std::int64_t c = 0;
     for (; c + kLanes <= channels; c += kLanes) {
@@ -83,20 +84,6 @@ REFOLD_TARGET_AVX2 void run_nchw(const float* x, const float* r, float* y, std::
                   y + base + i, plane_size - i, local, 0);
     }
   }
-}
-
-// The loops outside the AVX2 functions: an OpenMP region is outlined without their target.
-void run_nhwc(const float* x, const float* r, float* y, std::int64_t pixels, std::int64_t channels,
-              const Epilogue& e, int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads) if (pixels > 1)
-  for (std::int64_t p = 0; p < pixels; ++p) nhwc_pixel(x, r, y, p, channels, e);
-}
-
-void run_nchw(const float* x, const float* r, float* y, std::int64_t planes, std::int64_t channels,
-              std::int64_t plane_size, const Epilogue& e, int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads) if (planes > 1)
-  for (std::int64_t plane = 0; plane < planes; ++plane)
-    nchw_plane(x, r, y, plane, channels, plane_size, e);
 }
 
 #endif
