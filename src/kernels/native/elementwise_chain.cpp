@@ -35,55 +35,63 @@ REFOLD_TARGET_AVX2 void finish_tail(const float* x, const float* r, float* y, st
 }
 
 // NHWC: each pixel's C channels are contiguous; channel c's values sit at c in every row.
-REFOLD_TARGET_AVX2 void run_nhwc(const float* x, const float* r, float* y, std::int64_t pixels,
-                                 std::int64_t channels, const Epilogue& e, int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads) if (pixels > 1)
-  for (std::int64_t p = 0; p < pixels; ++p) {
-    const std::int64_t row = p * channels;
-    std::int64_t c = 0;
-    for (; c + kLanes <= channels; c += kLanes) {
-      _mm256_storeu_ps(y + row + c, finish(_mm256_loadu_ps(x + row + c), e, c, row + c));
-    }
-    if (c < channels) {
-      finish_tail(x + row + c, r != nullptr ? r + row + c : nullptr, y + row + c, channels - c, e,
-                  c);
-    }
+REFOLD_TARGET_AVX2 void nhwc_pixel(const float* x, const float* r, float* y, std::int64_t p,
+                                   std::int64_t channels, const Epilogue& e) {
+  const std::int64_t row = p * channels;
+  std::int64_t c = 0;
+  for (; c + kLanes <= channels; c += kLanes) {
+    _mm256_storeu_ps(y + row + c, finish(_mm256_loadu_ps(x + row + c), e, c, row + c));
+  }
+  if (c < channels) {
+    finish_tail(x + row + c, r != nullptr ? r + row + c : nullptr, y + row + c, channels - c, e, c);
   }
 }
 
 // NCHW: each (n, c) plane of H·W elements shares one channel's values, broadcast to 8 lanes.
-REFOLD_TARGET_AVX2 void run_nchw(const float* x, const float* r, float* y, std::int64_t planes,
-                                 std::int64_t channels, std::int64_t plane_size, const Epilogue& e,
-                                 int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads) if (planes > 1)
-  for (std::int64_t plane = 0; plane < planes; ++plane) {
-    const std::int64_t c = plane % channels;
-    alignas(32) float values[kMaxSteps][2][kLanes];
-    EpilogueStep steps[kMaxSteps];
-    Epilogue local = e;
-    for (int s = 0; s < e.step_count; ++s) {
-      steps[s] = e.steps[s];
-      if (steps[s].scale != nullptr) {
-        std::fill_n(values[s][0], kLanes, steps[s].scale[c]);
-        steps[s].scale = values[s][0];
-      }
-      if (steps[s].shift != nullptr) {
-        std::fill_n(values[s][1], kLanes, steps[s].shift[c]);
-        steps[s].shift = values[s][1];
-      }
+REFOLD_TARGET_AVX2 void nchw_plane(const float* x, const float* r, float* y, std::int64_t plane,
+                                   std::int64_t channels, std::int64_t plane_size,
+                                   const Epilogue& e) {
+  const std::int64_t c = plane % channels;
+  alignas(32) float values[kMaxSteps][2][kLanes];
+  EpilogueStep steps[kMaxSteps];
+  Epilogue local = e;
+  for (int s = 0; s < e.step_count; ++s) {
+    steps[s] = e.steps[s];
+    if (steps[s].scale != nullptr) {
+      std::fill_n(values[s][0], kLanes, steps[s].scale[c]);
+      steps[s].scale = values[s][0];
     }
-    local.steps = steps;
-    const std::int64_t base = plane * plane_size;
-    local.residual = r != nullptr ? r + base : nullptr;
-    std::int64_t i = 0;
-    for (; i + kLanes <= plane_size; i += kLanes) {
-      _mm256_storeu_ps(y + base + i, finish(_mm256_loadu_ps(x + base + i), local, 0, i));
-    }
-    if (i < plane_size) {
-      finish_tail(x + base + i, local.residual != nullptr ? local.residual + i : nullptr,
-                  y + base + i, plane_size - i, local, 0);
+    if (steps[s].shift != nullptr) {
+      std::fill_n(values[s][1], kLanes, steps[s].shift[c]);
+      steps[s].shift = values[s][1];
     }
   }
+  local.steps = steps;
+  const std::int64_t base = plane * plane_size;
+  local.residual = r != nullptr ? r + base : nullptr;
+  std::int64_t i = 0;
+  for (; i + kLanes <= plane_size; i += kLanes) {
+    _mm256_storeu_ps(y + base + i, finish(_mm256_loadu_ps(x + base + i), local, 0, i));
+  }
+  if (i < plane_size) {
+    finish_tail(x + base + i, local.residual != nullptr ? local.residual + i : nullptr,
+                y + base + i, plane_size - i, local, 0);
+  }
+}
+
+// The parallel loops stay outside the AVX2 functions: clang outlines an OpenMP region into a
+// function without their target attribute.
+void run_nhwc(const float* x, const float* r, float* y, std::int64_t pixels, std::int64_t channels,
+              const Epilogue& e, int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads) if (pixels > 1)
+  for (std::int64_t p = 0; p < pixels; ++p) nhwc_pixel(x, r, y, p, channels, e);
+}
+
+void run_nchw(const float* x, const float* r, float* y, std::int64_t planes, std::int64_t channels,
+              std::int64_t plane_size, const Epilogue& e, int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads) if (planes > 1)
+  for (std::int64_t plane = 0; plane < planes; ++plane)
+    nchw_plane(x, r, y, plane, channels, plane_size, e);
 }
 
 #endif
