@@ -8,7 +8,6 @@
 // declined. Ops without a fast kernel yet go straight to the reference.
 #include "refold/functional.h"
 
-#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -29,6 +28,7 @@
 #include "kernels/post_ops.h"
 #include "kernels/reference/conv_common.h"
 #include "kernels/reference/onnx_ops.h"
+#include "kernels/reference/tensor_ops.h"
 #include "kernels/verbose.h"
 #include "refold/reference.h"
 
@@ -242,17 +242,10 @@ Tensor flatten(const Tensor& input, std::int64_t start_dim, std::int64_t end_dim
 // NCHW half beside an NHWC one) are first permuted into it by to_format, one pass each, rather
 // than the whole concat running the reference.
 Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim) {
-  const bool channels_last =
-      !inputs.empty() && std::all_of(inputs.begin(), inputs.end(), [](const Tensor& t) {
-        return t.defined() && t.dim() == 4 &&
-               t.suggest_memory_format() == MemoryFormat::ChannelsLast;
-      });
-  const MemoryFormat format = channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  const MemoryFormat format = reference::cat_output_format(inputs);
   std::vector<Tensor> laid_out = inputs;
   for (Tensor& t : laid_out) {
-    if (t.defined() && (t.dim() == 4 || format == MemoryFormat::Contiguous) && t.numel() > 0 &&
-        !t.is_contiguous(format))
-      t = to_format(t, format);
+    if (t.defined() && t.numel() > 0 && !t.is_contiguous(format)) t = to_format(t, format);
   }
   return fastest_first(
       "cat", [&](std::string* declined) { return onednn::cat(laid_out, dim, declined); },

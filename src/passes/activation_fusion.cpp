@@ -156,7 +156,6 @@ PostStep* chain_step_for(PostChain& c, ChainField f) {
     const ChainField latest = last.activation != Activation::None ? ChainField::Activation
                               : last.add_residual                 ? ChainField::Residual
                               : !last.shift.empty()               ? ChainField::Shift
-                              : !last.scale.empty()               ? ChainField::Scale
                                                                   : ChainField::Scale;
     const bool empty = last.scale.empty() && last.shift.empty() && !last.add_residual &&
                        last.activation == Activation::None;
@@ -179,6 +178,22 @@ void chain_add_activation(PostChain& c, Activation activation, double negative_s
 std::vector<float> affine_floats(const std::vector<double>& values, double identity) {
   if (std::all_of(values.begin(), values.end(), [&](double v) { return v == identity; })) return {};
   return {values.begin(), values.end()};
+}
+
+bool is_binary_arithmetic(const graph::Node& n) {
+  return is_op(n, "Add") || is_op(n, "Sub") || is_op(n, "Mul") || is_op(n, "Div");
+}
+
+// The ops detail::axis_affine maps to y = x·scale + shift.
+bool is_affine_op(const graph::Node& n) {
+  return is_binary_arithmetic(n) || is_op(n, "Neg") || is_op(n, "BatchNormalization");
+}
+
+// What a fused node's chain computes, for its note: "sum+relu+mul[1]+add[1]", "silu+sum", …
+std::string chain_text(const PostChain& c) {
+  const bool head_sum = !c.residual.empty() && !c.post.residual_in_steps();
+  if (c.post.empty()) return head_sum ? "sum" : "none";
+  return head_sum ? "sum+" + c.post.description() : c.post.description();
 }
 
 // Takes node `reader`, which reads c.out, into the chain when the conv can apply it (see
@@ -216,9 +231,7 @@ bool chain_take(const graph::Graph& graph, std::int64_t channels, PostChain& c, 
       return true;
     }
   }
-  const bool affine_op = is_op(n, "Add") || is_op(n, "Sub") || is_op(n, "Mul") || is_op(n, "Div") ||
-                         is_op(n, "Neg") || is_op(n, "BatchNormalization");
-  if (!affine_op) return false;
+  if (!is_affine_op(n)) return false;
   auto affine = detail::axis_affine(graph, n, 3, 4);
   if (auto* problem = std::get_if<std::string>(&affine)) {
     why = *problem;
@@ -234,15 +247,12 @@ bool chain_take(const graph::Graph& graph, std::int64_t channels, PostChain& c, 
   }
   std::vector<float> scale = affine_floats(a.affine.scale, 1.0);
   std::vector<float> shift = affine_floats(a.affine.shift, 0.0);
+  // Never the head (it has no scale or shift), so always a step.
   PostStep* step = chain_step_for(c, scale.empty() ? ChainField::Shift : ChainField::Scale);
-  if (step == nullptr) step = &c.post.then.emplace_back();  // not reachable: the head has no room
   if (!scale.empty()) step->scale = std::move(scale);
   if (!shift.empty()) step->shift = std::move(shift);
-  for (std::size_t i = 0; i < n.inputs.size(); ++i) {
-    if (i != 0 || n.inputs[i] != c.out) {
-      if (!n.inputs[i].empty() && graph.is_constant(n.inputs[i]))
-        c.constants.push_back(n.inputs[i]);
-    }
+  for (const std::string& name : n.inputs) {
+    if (name != c.out && !name.empty() && graph.is_constant(name)) c.constants.push_back(name);
   }
   c.parts.push_back(reader);
   c.out = n.outputs[0];
@@ -288,8 +298,7 @@ bool fuse_at(graph::Graph& graph, std::size_t index, PassReport& report) {
   bool candidate = false;
   for (std::size_t r : readers) {
     const graph::Node& n = graph.nodes()[r];
-    candidate = candidate || activation_reader(n) != nullptr || is_op(n, "Mul") ||
-                is_op(n, "Add") || is_op(n, "Sub") || is_op(n, "Div");
+    candidate = candidate || activation_reader(n) != nullptr || is_binary_arithmetic(n);
   }
   if (!candidate) return false;
   auto decline = [&](const std::string& why) {
@@ -331,12 +340,8 @@ bool fuse_at(graph::Graph& graph, std::size_t index, PassReport& report) {
   }
   fused.outputs = {chain.out};
   fused.origin = origin_of(graph, chain.parts);
-  const bool head_sum = residual && !chain.post.residual_in_steps();
-  const std::string chain_text = chain.post.empty() ? std::string("sum")
-                                 : head_sum         ? "sum+" + chain.post.description()
-                                                    : chain.post.description();
   const std::string note = fmt::format("fused {} into {} ({}: {})", describe(conv_node),
-                                       fused.origin, chain.out, chain_text);
+                                       fused.origin, chain.out, chain_text(chain));
   conv->set_post_ops(chain.post);
   fused.module =
       residual ? std::make_shared<FusedConvAdd>(conv, chain.conv_first) : nn::ModulePtr(conv);
@@ -351,11 +356,8 @@ bool fuse_chain_at(graph::Graph& graph, std::size_t index, detail::StaticShapes&
                    PassReport& report) {
   const graph::Node& first = graph.nodes()[index];
   if (!first.parts.empty() || first.inputs.empty() || first.outputs.size() != 1) return false;
-  const bool binary =
-      is_op(first, "Add") || is_op(first, "Sub") || is_op(first, "Mul") || is_op(first, "Div");
-  const bool unary = activation_reader(first) != nullptr || is_op(first, "Neg") ||
-                     is_op(first, "BatchNormalization");
-  if (!binary && !unary) return false;
+  const bool binary = is_binary_arithmetic(first);
+  if (activation_reader(first) == nullptr && !is_affine_op(first)) return false;
   // The chain's input: the operand that is not a constant.
   std::string x = first.inputs[0];
   if (binary) {
@@ -384,10 +386,8 @@ bool fuse_chain_at(graph::Graph& graph, std::size_t index, detail::StaticShapes&
   fused.outputs = {chain.out};
   fused.origin = origin_of(graph, chain.parts);
   fused.module = std::make_shared<ElementwiseChain>(chain.post, chain.conv_first);
-  const std::string head_sum =
-      !chain.residual.empty() && !chain.post.residual_in_steps() ? "sum+" : "";
-  report.notes.push_back(fmt::format("fused {} into one pass over memory ({}: {}{})", fused.origin,
-                                     chain.out, head_sum, chain.post.description()));
+  report.notes.push_back(fmt::format("fused {} into one pass over memory ({}: {})", fused.origin,
+                                     chain.out, chain_text(chain)));
   replace_with_fused(graph, chain.parts, std::move(fused));
   return true;
 }

@@ -12,6 +12,7 @@
 #include "kernels/onednn/engine.h"
 #include "kernels/onednn/primitive_cache.h"
 #include "kernels/onednn/threads.h"
+#include "kernels/reference/tensor_ops.h"
 
 namespace refold::onednn {
 namespace {
@@ -49,18 +50,14 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* dec
   if (dtype != DType::Float32 && dtype != DType::BFloat16) return decline(op, check, declined);
   Shape sizes = first.sizes();
   sizes[static_cast<std::size_t>(d)] = 0;
-  bool all_channels_last = true;
   for (const Tensor& t : inputs) {
     if (!t.defined() || t.dtype() != dtype || t.dim() != rank) return decline(op, check, declined);
     for (std::int64_t i = 0; i < rank; ++i)
       if (i != d && t.size(i) != first.size(i)) return decline(op, check, declined);
     sizes[static_cast<std::size_t>(d)] += t.size(d);
-    all_channels_last =
-        all_channels_last && rank == 4 && t.suggest_memory_format() == MemoryFormat::ChannelsLast;
   }
   // The reference's output layout; every input must already be in it.
-  const MemoryFormat format =
-      all_channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  const MemoryFormat format = reference::cat_output_format(inputs);
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     if (inputs[k].numel() == 0) return decline(op, "a zero-sized input", declined);
     if (!inputs[k].is_contiguous(format))

@@ -58,6 +58,15 @@ Tensor flatten(const Tensor& input, std::int64_t start_dim, std::int64_t end_dim
   return input.reshape(out);
 }
 
+MemoryFormat cat_output_format(const std::vector<Tensor>& inputs) {
+  const bool channels_last =
+      !inputs.empty() && std::all_of(inputs.begin(), inputs.end(), [](const Tensor& t) {
+        return t.defined() && t.dim() == 4 &&
+               t.suggest_memory_format() == MemoryFormat::ChannelsLast;
+      });
+  return channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+}
+
 // cat along `dim`: inputs agree in every other dimension; input k lands at an offset of the
 // sizes of inputs 0..k−1 along `dim`. The output is channels_last only when every input
 // suggests channels_last (PyTorch's cat_compute_output_memory_format), else contiguous.
@@ -70,7 +79,6 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim) {
   const std::int64_t d = wrap_dim(dim, first.dim(), "cat", "dim");
   Shape sizes = first.sizes();
   sizes[d] = 0;
-  bool all_channels_last = true;
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     const Tensor& t = inputs[k];
     REFOLD_CHECK(t.dtype() == first.dtype(), "cat: input {} has dtype {} but input 0 has {}", k,
@@ -82,11 +90,8 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim) {
                  "dimension except {}",
                  k, fmt::join(t.sizes(), ", "), fmt::join(first.sizes(), ", "), d);
     sizes[d] = checked_add(sizes[d], t.size(d), "cat");
-    all_channels_last = all_channels_last && t.dim() == 4 &&
-                        t.suggest_memory_format() == MemoryFormat::ChannelsLast;
   }
-  Tensor output = empty(sizes, {first.dtype(), all_channels_last ? MemoryFormat::ChannelsLast
-                                                                 : MemoryFormat::Contiguous});
+  Tensor output = empty(sizes, {first.dtype(), cat_output_format(inputs)});
   const FloatWriter out(output);
   std::int64_t offset = 0;
   for (const Tensor& t : inputs) {
