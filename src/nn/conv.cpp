@@ -108,13 +108,14 @@ void Conv2d::set_post_ops(const PostOps& post) {
   REFOLD_CHECK(!post.residual.defined(),
                "{}: set_post_ops given a residual; forward_with_residual takes it per call",
                type_name());
+  // Checked as the conv will check them, on an output of this module's channels, with a
+  // stand-in for the residual forward_with_residual gives when a step adds it; nothing changes
+  // unless all of it is valid.
+  const Shape output = {1, options_.out_channels(), 1, 1};
+  PostOps checked = post;
+  if (post.residual_in_steps()) checked.residual = zeros(output);
+  check_post_ops(type_name(), checked, output, DType::Float32);
   set_activation(post.activation, post.negative_slope);
-  // The steps as the conv will check them on an output of this module's channels (a step
-  // that adds the residual is checked against the residual forward_with_residual gets).
-  PostOps steps;
-  steps.then = post.then;
-  for (PostStep& step : steps.then) step.add_residual = false;
-  check_post_ops(type_name(), steps, {1, options_.out_channels(), 1, 1}, DType::Float32);
   post_.then = post.then;
 }
 

@@ -145,6 +145,29 @@ TEST(ConvFusionModule, SetActivationValidates) {
   EXPECT_EQ(conv.negative_slope(), 0.3);
 }
 
+// set_post_ops refuses steps the conv could not apply, naming the module and the value.
+TEST(ConvFusionModule, SetPostOpsValidatesTheSteps) {
+  nn::Conv2d conv(3, 4, 3);
+  PostOps post;
+  post.then = {{.scale = {1.0f, 2.0f}}};  // neither 1 value nor one per channel (4)
+  EXPECT_TRUE(throws_error([&] { conv.set_post_ops(post); },
+                           "Conv2d: post-op step 0 has 2 scale values; it needs 1 or one per "
+                           "channel (4)"));
+  post.then = {{.shift = {std::numeric_limits<float>::quiet_NaN()}}};
+  EXPECT_TRUE(throws_error([&] { conv.set_post_ops(post); },
+                           "Conv2d: post-op step 0 has a non-finite shift (nan)"));
+  post.then = {{.add_residual = true}, {.add_residual = true}};
+  EXPECT_TRUE(throws_error([&] { conv.set_post_ops(post); }, "2 post-op steps add the residual"));
+  PostOps with_residual;
+  with_residual.residual = randn({1, 4, 1, 1});
+  EXPECT_TRUE(throws_error([&] { conv.set_post_ops(with_residual); },
+                           "Conv2d: set_post_ops given a residual"));
+  EXPECT_TRUE(conv.post_ops().empty());
+  post.then = {{.scale = {0.5f}, .shift = {1, 2, 3, 4}, .activation = Activation::ReLU}};
+  conv.set_post_ops(post);
+  EXPECT_EQ(conv.post_ops().description(), "mul[1]+add[4]+relu");
+}
+
 // Sequential(conv, relu, conv, bn, relu6, conv, leaky(0.2), conv, silu, linear-ish tail)
 TEST(ConvFusionModule, FuseConvActivationsInEverySequential) {
   manual_seed(3);
