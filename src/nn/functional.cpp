@@ -16,6 +16,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/native/adaptive_pool2d.h"
 #include "kernels/native/direct_conv2d.h"
+#include "kernels/native/pad.h"
 #include "kernels/native/winograd_conv2d.h"
 #include "kernels/onednn/batch_norm.h"
 #include "kernels/onednn/binary.h"
@@ -252,7 +253,9 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim) {
       [&] { return reference::cat(inputs, dim); });
 }
 Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float value) {
-  return reference::pad(input, pads, value);
+  return fastest_first(
+      "pad", [&](std::string* declined) { return native::pad(input, pads, value, declined); },
+      [&] { return reference::pad(input, pads, value); }, {}, "native");
 }
 Tensor pixel_shuffle(const Tensor& input, std::int64_t upscale_factor) {
   return reference::pixel_shuffle(input, upscale_factor);

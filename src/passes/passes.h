@@ -15,6 +15,7 @@ PassReport eliminate_dead_code(graph::Graph& graph);      // dead_code.cpp
 PassReport drop_dead_taps(graph::Graph& graph);           // dead_taps.cpp
 PassReport fold_batch_norms(graph::Graph& graph);         // bn_folding.cpp
 PassReport reparameterize_branches(graph::Graph& graph);  // reparameterize.cpp
+PassReport fold_pads(graph::Graph& graph);                // pad_folding.cpp
 PassReport fuse_activations(graph::Graph& graph);         // activation_fusion.cpp
 PassReport plan_layout(graph::Graph& graph);              // layout.cpp
 

@@ -25,6 +25,7 @@ const std::vector<PassEntry>& pass_list() {
       {"constant-folding", &fold_constants},
       {"simplify", &simplify_algebra},
       {"canonicalize", &canonicalize},
+      {"pad-folding", &fold_pads},
       {"dead-code", &eliminate_dead_code},
       {"dead-taps", &drop_dead_taps},
       {"bn-folding", &fold_batch_norms},

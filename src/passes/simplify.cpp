@@ -10,6 +10,7 @@
 //   Transpose(Transpose(x, p1), p2) with p1[p2[i]] = i → Identity(x)
 //   Reshape(Reshape(x, s1), s2)          → Reshape(x, s2)  s2 constant, no 0 that copies a dim
 //   Pad(x, pads) with every pad 0        → Identity(x)
+//   Slice(x, …) with positive steps whose output has x's static shape → Identity(x)
 // A rewritten node keeps its name and output; it becomes an Identity reading x (or, for the
 // Reshape pair, the outer Reshape reads x). The dead-code pass right after rewires every
 // reader of an Identity to x and drops what no longer feeds anything: the inner Transpose or
@@ -26,6 +27,8 @@
 //     of a zero (1/y, atan2, copysign) makes of them. (refold runs Sub as x + (−1·c): the same
 //     cases. It sets no flush-to-zero mode, so x + 0 keeps subnormals.)
 //   - Dropout at inference is the identity on its data output (ONNX Dropout-12 spec).
+//   - Slice: see match_full_slice. GhostNet's cat(x1, x2)[:, :oup] is such a Slice whenever
+//     oup is even.
 //   - Transpose: output dim i is input dim p[i], so the pair moves dim p1[p2[i]] to i.
 //   - Reshape reads its input in row-major order and writes the same sequence; two of them in
 //     a row read x in row-major order, and so does the merged one. An s2 entry −1 is inferred
@@ -246,7 +249,27 @@ Candidate match_zero_pad(const graph::Graph& graph, const graph::Node& node) {
   return NoOp{node.inputs[0], "Pad by zeros"};
 }
 
-Candidate match_no_op(const graph::Graph& graph, const graph::Node& node) {
+// A Slice whose steps are all positive keeps element i of a sliced dim at start + i·step; when
+// its output has its input's static shape, each sliced dim keeps all n elements, which with a
+// positive step only start 0, step 1 does (or n ≤ 1, where any start that keeps one element is 0).
+Candidate match_full_slice(const graph::Graph& graph, const graph::Node& node,
+                           detail::StaticShapes& shapes) {
+  if (!is_op(node, "Slice") || node.inputs.empty() || node.inputs[0].empty() ||
+      node.outputs.size() != 1)
+    return {};
+  if (node.inputs.size() > 4 && !node.inputs[4].empty()) {
+    const auto steps = detail::constant_value(graph, node.inputs[4]);
+    if (!steps) return {};
+    const std::vector<float> values = steps->to_vector();
+    if (std::any_of(values.begin(), values.end(), [](float step) { return step <= 0; })) return {};
+  }
+  const std::optional<Shape> in = shapes.shape(node.inputs[0]);
+  if (!in || shapes.shape(node.outputs[0]) != in) return {};
+  return NoOp{node.inputs[0], "Slice of every element"};
+}
+
+Candidate match_no_op(const graph::Graph& graph, const graph::Node& node,
+                      detail::StaticShapes& shapes) {
   if (!node.parts.empty() || node.outputs.empty() || node.outputs[0].empty()) return {};
   using Matcher = Candidate (*)(const graph::Graph&, const graph::Node&);
   static constexpr Matcher kMatchers[] = {match_arithmetic, match_dropout, match_transpose,
@@ -255,7 +278,7 @@ Candidate match_no_op(const graph::Graph& graph, const graph::Node& node) {
     Candidate c = match(graph, node);
     if (!std::holds_alternative<std::monostate>(c)) return c;
   }
-  return {};
+  return match_full_slice(graph, node, shapes);
 }
 
 void apply_no_op(graph::Graph& graph, std::size_t index, const NoOp& no_op) {
@@ -278,9 +301,11 @@ void apply_no_op(graph::Graph& graph, std::size_t index, const NoOp& no_op) {
 
 PassReport simplify_algebra(graph::Graph& graph) {
   PassReport report{"simplify", false, {}};
+  // A rewrite keeps every value's shape, so one instance serves the whole pass.
+  detail::StaticShapes shapes(graph);
   for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
     const graph::Node& node = graph.nodes()[i];
-    const Candidate c = match_no_op(graph, node);
+    const Candidate c = match_no_op(graph, node, shapes);
     if (const auto* why = std::get_if<std::string>(&c)) {
       report.notes.push_back(fmt::format("kept {}: {}", describe(node), *why));
       continue;

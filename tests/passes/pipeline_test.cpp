@@ -18,6 +18,7 @@ using testing::GraphBuilder;
 //   constant-folding  k = a + a feeds a Mul
 //   simplify          x · 1 in front of it
 //   canonicalize      the mean over H and W at the end (a GlobalAveragePool)
+//   pad-folding       a zero Pad in front of conv0
 //   dead-code         an Identity nobody reads
 //   bn-folding        conv0 → BN
 //   reparameterize    RepVGG block: BN(conv3×3(h)) + BN(conv1×1(h))
@@ -31,9 +32,9 @@ GraphBuilder build() {
   const auto one = b.constant("one", testing::values({1.0f}, {1}));
   const auto scaled = b.node("Mul", {b.node("Mul", {x, one}, {}, "times_one"), k}, {}, "scaled");
   b.node("Identity", {scaled}, {}, "unused");
-  const auto h =
-      b.node("Relu", {b.bn(b.conv(scaled, 4, 8, 3, {.name = "conv0", .pads = testing::kPad1}), 8)},
-             {}, "relu0");
+  const auto padded = b.node(
+      "Pad", {scaled, b.constant("pads", testing::int64s({0, 0, 1, 1, 0, 0, 1, 1}))}, {}, "pad");
+  const auto h = b.node("Relu", {b.bn(b.conv(padded, 4, 8, 3, {.name = "conv0"}), 8)}, {}, "relu0");
   const auto b3 =
       b.bn(b.conv(h, 8, 8, 3, {.name = "dense", .pads = testing::kPad1, .bias = false}), 8);
   const auto b1 = b.bn(b.conv(h, 8, 8, 1, {.name = "one", .bias = false}), 8);
@@ -46,8 +47,8 @@ GraphBuilder build() {
 
 TEST(Pipeline, PassNamesInOrder) {
   EXPECT_EQ(passes::pass_names(),
-            (std::vector<std::string>{"constant-folding", "simplify", "canonicalize", "dead-code",
-                                      "dead-taps", "bn-folding", "reparameterize",
+            (std::vector<std::string>{"constant-folding", "simplify", "canonicalize", "pad-folding",
+                                      "dead-code", "dead-taps", "bn-folding", "reparameterize",
                                       "activation-fusion", "layout"}));
 }
 
@@ -61,7 +62,8 @@ TEST(Pipeline, UnknownDisabledNameListsTheValidOnes) {
   } catch (const Error& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("unknown pass 'bn-fold'"), std::string::npos) << m;
-    EXPECT_NE(m.find("constant-folding, simplify, canonicalize, dead-code, dead-taps, bn-folding, "
+    EXPECT_NE(m.find("constant-folding, simplify, canonicalize, pad-folding, dead-code, dead-taps, "
+                     "bn-folding, "
                      "reparameterize, activation-fusion, layout"),
               std::string::npos)
         << m;

@@ -372,6 +372,43 @@ TEST(Simplify, ZeroPadBecomesIdentityOtherPadsStay) {
   EXPECT_EQ(b.count("Pad"), 1);
 }
 
+// GhostNet's cat(x1, x2)[:, :oup] with oup = the channels of the cat: every element kept. A
+// Slice that drops one, one with step 2 over a dim of 1, and a reversal (the same shape) stay
+// or go as the rule says; so does a Slice over a dim of unknown size.
+TEST(Simplify, SliceOfEveryElementBecomesIdentity) {
+  GraphBuilder b;
+  const std::string x = b.input("x", {1, 4, 3, 1});
+  auto slice = [&](const std::string& in, std::vector<std::int64_t> starts,
+                   std::vector<std::int64_t> ends, std::vector<std::int64_t> axes,
+                   std::vector<std::int64_t> steps) {
+    return b.node("Slice",
+                  {in, b.constant("starts", int64s(starts)), b.constant("ends", int64s(ends)),
+                   b.constant("axes", int64s(axes)), b.constant("steps", int64s(steps))});
+  };
+  const std::string all = slice(x, {0}, {4}, {1}, {1});                    // goes
+  const std::string huge = slice(all, {0, -9}, {99, 99}, {1, 2}, {1, 1});  // goes
+  const std::string one = slice(huge, {0}, {5}, {3}, {2});                 // a dim of 1: goes
+  const std::string fewer = slice(one, {1}, {4}, {1}, {1});                // stays
+  const std::string reversed = slice(fewer, {-1}, {-99}, {2}, {-1});       // stays
+  b.output(b.relu(reversed));
+  const passes::PassReport r = simplify_exactly(b);
+  EXPECT_TRUE(has_note(r, "(Slice of every element)")) << notes_of(r);
+  remove_identities(b);
+  EXPECT_EQ(b.count("Slice"), 2);
+}
+
+TEST(Simplify, SliceOverAnUnknownSizeStays) {
+  GraphBuilder b;
+  graph::ValueInfo v;
+  v.name = "x";
+  v.shape = std::vector<graph::Dim>{{1, ""}, {4, ""}, {-1, "H"}, {3, ""}};
+  b.graph().inputs.push_back(v);
+  b.output(b.node("Slice", {"x", b.constant("starts", int64s({0})), b.constant("ends", int64s({4})),
+                            b.constant("axes", int64s({1}))}));
+  const passes::PassReport r = passes::simplify_algebra(b.graph());
+  EXPECT_FALSE(r.changed) << notes_of(r);
+}
+
 // A second run finds nothing left to do.
 TEST(Simplify, IsIdempotent) {
   GraphBuilder b;

@@ -1,0 +1,104 @@
+// refold's constant pad (kernels/native/pad.h) against reference::pad: ranks 1–5, NCHW and
+// NHWC, pads and crops on every dim (the innermost in memory too), rows that are all border,
+// a crop of everything, an output large enough to split over threads, 1 and 2 threads; the
+// declines with their reasons; and that functional::pad (the ONNX Pad op's path) runs it.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/native/pad.h"
+#include "kernels/verbose.h"
+#include "refold/error.h"
+#include "refold/functional.h"
+#include "refold/reference.h"
+#include "refold/threads.h"
+#include "testing/compare.h"
+#include "testing/layouts.h"
+
+namespace refold {
+namespace {
+
+using ::testing::Contains;
+
+struct PadCase {
+  Shape input;
+  std::vector<std::int64_t> pads;  // reference::pad's order: last dim first
+  MemoryFormat format = MemoryFormat::Contiguous;
+};
+
+std::vector<PadCase> pad_cases() {
+  constexpr auto NHWC = MemoryFormat::ChannelsLast;
+  return {
+      {{7}, {2, 3}},
+      {{3, 5}, {1, 0, 0, 2}},
+      {{2, 3, 4}, {0, 0, 1, 1, 2, 0}},
+      {{1, 16, 112, 112}, {0, 1, 0, 1}, NHWC},  // HGNetV2's stem Pad
+      {{1, 16, 112, 112}, {0, 1, 0, 1}},
+      {{2, 3, 5, 4}, {1, 2, 2, 1}, NHWC},
+      {{2, 3, 5, 4}, {1, 2, 2, 1, 1, 1, 1, 0}, NHWC},  // C and N too
+      {{2, 3, 5, 4}, {-1, 2, 0, -2}},                  // crops
+      {{2, 3, 5, 4}, {0, 0, 0, 0, -1, -1}, NHWC},      // crop of C, the innermost in memory
+      {{2, 3, 5, 4}, {-4, 1}},                         // the whole last dim cropped, then padded
+      {{1, 2, 3, 4, 5}, {1, 1, 0, 2, 1, 0, 0, 0, 1, 1}},
+      {{1, 1, 1, 1}, {3, 3, 3, 3}, NHWC},
+  };
+}
+
+class NativePad : public ::testing::Test {
+ protected:
+  void SetUp() override { threads_ = get_num_threads(); }
+  void TearDown() override { set_num_threads(threads_); }
+
+ private:
+  int threads_ = 1;
+};
+
+TEST_F(NativePad, MatchesTheReferenceExactly) {
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const PadCase& c : pad_cases()) {
+      Generator gen(5);
+      const Tensor x = testing::laid_out(randn(c.input, {}, gen), c.format);
+      for (float value : {0.0f, -1.5f}) {
+        SCOPED_TRACE(fmt::format("[{}] {}, pads ({}), value {}, {} threads",
+                                 fmt::join(c.input, ", "),
+                                 c.format == MemoryFormat::ChannelsLast ? "NHWC" : "contiguous",
+                                 fmt::join(c.pads, ", "), value, threads));
+        std::string declined;
+        const Tensor y = native::pad(x, c.pads, value, &declined);
+        ASSERT_TRUE(y.defined()) << declined;
+        const Tensor expected = reference::pad(x, c.pads, value);
+        EXPECT_EQ(y.sizes(), expected.sizes());
+        EXPECT_EQ(y.strides(), expected.strides());
+        EXPECT_TRUE(testing::all_close(y, expected, testing::Tolerance::exact()));
+      }
+    }
+  }
+}
+
+TEST_F(NativePad, DeclinesWithAReason) {
+  std::string why;
+  const Tensor ints = zeros({2, 3}, {DType::Int64});
+  EXPECT_FALSE(native::pad(ints, {1, 1}, 0.0f, &why).defined());
+  EXPECT_EQ(why, "float32 only");
+  const Tensor strided = zeros({4, 6}).permute({1, 0});
+  EXPECT_FALSE(native::pad(strided, {1, 1}, 0.0f, &why).defined());
+  EXPECT_EQ(why, "input not dense");
+  // Invalid pads go to the reference, which names the problem.
+  EXPECT_FALSE(native::pad(zeros({2, 3}), {1}, 0.0f, &why).defined());
+  EXPECT_FALSE(native::pad(zeros({2, 3}), {-2, -2}, 0.0f, &why).defined());
+  EXPECT_THROW(functional::pad(zeros({2, 3}), {-2, -2}), Error);
+}
+
+TEST_F(NativePad, TheDispatchRunsIt) {
+  DispatchLog log;
+  functional::pad(zeros({1, 4, 5, 5}).contiguous(MemoryFormat::ChannelsLast), {1, 1, 1, 1});
+  EXPECT_THAT(log.take(), Contains("pad: native"));
+}
+
+}  // namespace
+}  // namespace refold
