@@ -34,21 +34,21 @@ TEST_F(NativeDirect, MatchesReferenceOverShapes) {
        .stride = 2},
       {.name = "odd 9x7, batch 3 (panels span rows and images)",
        .n = 3,
-       .c_in = 16,
+       .c_in = 48,
        .c_out = 32,
        .h = 9,
        .w = 7,
        .stride = 2},
       {.name = "stride 3, pad 0",
-       .c_in = 24,
+       .c_in = 56,
        .c_out = 16,
        .h = 11,
        .w = 10,
        .padding = 0,
        .stride = 3},
-      {.name = "stride (2, 1)", .c_in = 16, .c_out = 16, .h = 8, .w = 9, .stride = Size2d(2, 1)},
+      {.name = "stride (2, 1)", .c_in = 48, .c_out = 16, .h = 8, .w = 9, .stride = Size2d(2, 1)},
       {.name = "5x5, pad 2",
-       .c_in = 16,
+       .c_in = 48,
        .c_out = 24,
        .h = 10,
        .w = 10,
@@ -57,7 +57,7 @@ TEST_F(NativeDirect, MatchesReferenceOverShapes) {
        .padding = 2,
        .stride = 2},
       {.name = "3x5, asymmetric pads",
-       .c_in = 20,
+       .c_in = 52,
        .c_out = 40,
        .h = 9,
        .w = 11,
@@ -66,7 +66,7 @@ TEST_F(NativeDirect, MatchesReferenceOverShapes) {
        .padding = Padding2d::asymmetric(0, 2, 1, 1),
        .stride = 2},
       {.name = "dilation 2",
-       .c_in = 16,
+       .c_in = 48,
        .c_out = 16,
        .h = 12,
        .w = 12,
@@ -74,14 +74,14 @@ TEST_F(NativeDirect, MatchesReferenceOverShapes) {
        .stride = 2,
        .dilation = 2},
       {.name = "'valid', 1280 outputs (80 blocks)",
-       .c_in = 24,
+       .c_in = 56,
        .c_out = 1280,
        .h = 7,
        .w = 7,
        .padding = Padding2d::valid(),
        .stride = 2},
       {.name = "no bias, pad 2 larger than the tap reach",
-       .c_in = 16,
+       .c_in = 48,
        .c_out = 8,
        .h = 5,
        .w = 5,
@@ -95,17 +95,17 @@ TEST_F(NativeDirect, MatchesReferenceOverShapes) {
 TEST_F(NativeDirect, FusesEveryActivationAndTheResidual) {
   expect_every_epilogue_matches(
       native::direct_conv2d,
-      {.name = "epilogue", .n = 2, .c_in = 16, .c_out = 24, .h = 9, .w = 8, .stride = 2});
+      {.name = "epilogue", .n = 2, .c_in = 48, .c_out = 24, .h = 9, .w = 8, .stride = 2});
 }
 
 TEST_F(NativeDirect, FusesEveryPostOpChain) {
   expect_every_chain_matches(
       native::direct_conv2d,
-      {.name = "chain", .n = 2, .c_in = 16, .c_out = 24, .h = 9, .w = 8, .stride = 2});
+      {.name = "chain", .n = 2, .c_in = 48, .c_out = 24, .h = 9, .w = 8, .stride = 2});
 }
 
 TEST_F(NativeDirect, SameBitsWithOneOrTwoThreads) {
-  const Case c{.name = "threads", .n = 2, .c_in = 32, .c_out = 48, .h = 21, .w = 19, .stride = 2};
+  const Case c{.name = "threads", .n = 2, .c_in = 64, .c_out = 48, .h = 21, .w = 19, .stride = 2};
   const Operands o = make_operands(c);
   set_num_threads(1);
   const Tensor one = native::direct_conv2d(o.input, o.weight, o.bias, c.options(), {}, nullptr);
@@ -124,7 +124,7 @@ TEST_F(NativeDirect, DeclinesWhatOtherKernelsDoBetter) {
   const auto add = [&cases](Case c, std::string reason) {
     cases.push_back({std::move(c), std::move(reason)});
   };
-  add({.name = "stride 1", .c_in = 16, .c_out = 16}, "stride 1 (Winograd's or oneDNN's)");
+  add({.name = "stride 1", .c_in = 48, .c_out = 16}, "stride 1 (Winograd's or oneDNN's)");
   add({.name = "1x1 downsampling",
        .c_in = 64,
        .c_out = 64,
@@ -135,7 +135,9 @@ TEST_F(NativeDirect, DeclinesWhatOtherKernelsDoBetter) {
       "kernel 1x1 over 64 input channels is oneDNN's");
   add({.name = "stem", .c_in = 3, .c_out = 48, .stride = 2},
       "kernel 3x3 over 3 input channels is oneDNN's");
-  add({.name = "12 outputs", .c_in = 16, .c_out = 12, .stride = 2},
+  add({.name = "32 input channels", .c_in = 32, .c_out = 64, .stride = 2},
+      "kernel 3x3 over 32 input channels is oneDNN's");
+  add({.name = "12 outputs", .c_in = 48, .c_out = 12, .stride = 2},
       "output channels must be a multiple of 8");
   for (const Decline& d : cases) {
     const Operands o = make_operands(d.c);
@@ -149,7 +151,7 @@ TEST_F(NativeDirect, DeclinesWhatOtherKernelsDoBetter) {
         ::testing::ThrowsMessage<Error>(HasSubstr("native direct conv declined: " + d.reason)));
   }
   // The rules shared with Winograd (conv_rules.h) apply too.
-  const Case c{.name = "shared rules", .c_in = 16, .c_out = 16, .stride = 2};
+  const Case c{.name = "shared rules", .c_in = 48, .c_out = 16, .stride = 2};
   const Operands o = make_operands(c);
   std::string declined;
   EXPECT_FALSE(
@@ -164,13 +166,13 @@ TEST_F(NativeDirect, DeclinesWhatOtherKernelsDoBetter) {
 
 TEST_F(NativeDirect, PacksAWeightOnceAndAgainAfterItChanges) {
   native::clear_cache();
-  const Case c{.name = "cache", .c_in = 16, .c_out = 24, .stride = 2};
+  const Case c{.name = "cache", .c_in = 48, .c_out = 24, .stride = 2};
   Operands o = make_operands(c);
   (void)native::direct_conv2d(o.input, o.weight, o.bias, c.options(), {}, nullptr);
   (void)native::direct_conv2d(o.input, o.weight, o.bias, c.options(), {}, nullptr);
   EXPECT_EQ(native::cache_stats().packs, 1u);
   EXPECT_EQ(native::cache_stats().hits, 1u);
-  EXPECT_EQ(native::cache_stats().bytes, 24u * 16u * 9u * sizeof(float));  // same size, reordered
+  EXPECT_EQ(native::cache_stats().bytes, 24u * 48u * 9u * sizeof(float));  // same size, reordered
   scale(o.weight, -1.0f);
   const Tensor y = native::direct_conv2d(o.input, o.weight, o.bias, c.options(), {}, nullptr);
   EXPECT_EQ(native::cache_stats().packs, 2u);
@@ -181,7 +183,7 @@ TEST_F(NativeDirect, PacksAWeightOnceAndAgainAfterItChanges) {
 
 TEST_F(NativeDirect, FunctionalConvRunsItForStridedConvs) {
   native::clear_cache();
-  const Case c{.name = "dispatch", .c_in = 32, .c_out = 32, .h = 10, .w = 10, .stride = 2};
+  const Case c{.name = "dispatch", .c_in = 64, .c_out = 32, .h = 10, .w = 10, .stride = 2};
   const Operands o = make_operands(c);
   const Tensor y = functional::conv2d(o.input, o.weight, o.bias, c.options());
   EXPECT_EQ(native::cache_stats().packs, 1u);
