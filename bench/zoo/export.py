@@ -17,7 +17,7 @@ For every model (built without pretrained weights; none can be downloaded here):
   * <name>.deploy.onnx  the authors' deploy form, TorchScript exporter at opset 17: timm's
                         reparameterize_model (kept only when it changes the module structure)
                         or ultralytics' fuse(); its PyTorch output is checked against the golden
-  * <name>.dynamic.onnx resnet18 only: TorchScript exporter, input dims N, H, W dynamic
+  * <name>.dynamic.onnx (DYNAMIC below): TorchScript exporter, input dims N, H, W dynamic
 and manifest.json: per model its files, input shape, export errors (the full traceback of each
 is in <name>.<form>.error.txt), the deploy check, and ONNX Runtime's output on each exported file
 against the golden (a check of the export itself, independent of refold). With --only, the
@@ -66,7 +66,7 @@ ZOO = {
     "hgnetv2_b0": ("timm", 224),
     "deeplabv3_mobilenet_v3_large": ("torchvision_segmentation", 256),
 }
-DYNAMIC = {"resnet18"}  # models also exported with dynamic batch, height and width
+DYNAMIC = {"resnet18", "mobilenet_v2", "repvgg_a0"}  # also exported with dynamic N, H, W
 
 
 # ----------------------------------------------------------------------------------------------
