@@ -236,12 +236,11 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
 Tensor flatten(const Tensor& input, std::int64_t start_dim, std::int64_t end_dim) {
   return reference::flatten(input, start_dim, end_dim);
 }
-// cat: oneDNN's concat when every input is contiguous in the output's layout
-// (kernels/onednn/concat.h); invalid arguments are declined to the reference, which rejects them.
 // cat: oneDNN's concat over inputs in the output's layout (the reference's rule: channels_last
-// when every input suggests it, else contiguous). Inputs of mixed layouts (a channel shuffle's
-// NCHW half beside an NHWC one) are first permuted into it by to_format, one pass each, rather
-// than the whole concat running the reference.
+// when every input suggests it, else contiguous; kernels/onednn/concat.h). Inputs of mixed
+// layouts (a channel shuffle's NCHW half beside an NHWC one) are first permuted into it by
+// to_format, one pass each, rather than the whole concat running the reference. Invalid
+// arguments are declined to the reference, which rejects them.
 Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim) {
   const MemoryFormat format = reference::cat_output_format(inputs);
   std::vector<Tensor> laid_out = inputs;

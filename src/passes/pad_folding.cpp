@@ -45,23 +45,21 @@ PassReport fold_pads(graph::Graph& graph) {
     for (std::size_t c : graph.consumers(pad.outputs[0])) {
       const graph::Node& node = graph.nodes()[c];
       const auto conv = detail::conv_module(node);
-      if (!conv || node.inputs[0] != pad.outputs[0] || node.inputs[1] == pad.outputs[0] ||
-          (node.inputs.size() > 2 && node.inputs[2] == pad.outputs[0]))
-        continue;
+      if (!conv || node.inputs[0] != pad.outputs[0]) continue;
       if (std::string why = detail::conv_problem(graph, node); !why.empty()) {
         report.notes.push_back(
             fmt::format("kept {} in front of it: {}", detail::describe(pad), why));
         continue;
       }
       const nn::Conv2dOptions& o = conv->options();
-      const Pads2d p = o.padding().resolve(o.kernel_size(), o.dilation());
-      auto geometry =
-          nn::Conv2dOptions(o.in_channels(), o.out_channels(), o.kernel_size())
-              .stride(o.stride())
-              .padding(Padding2d::asymmetric(p.top + extra.top, p.left + extra.left,
-                                             p.bottom + extra.bottom, p.right + extra.right))
-              .dilation(o.dilation())
-              .groups(o.groups());
+      const Pads2d own = o.padding().resolve(o.kernel_size(), o.dilation());
+      const Pads2d sum{own.top + extra.top, own.left + extra.left, own.bottom + extra.bottom,
+                       own.right + extra.right};
+      auto geometry = nn::Conv2dOptions(o.in_channels(), o.out_channels(), o.kernel_size())
+                          .stride(o.stride())
+                          .padding(Padding2d::asymmetric(sum.top, sum.left, sum.bottom, sum.right))
+                          .dilation(o.dilation())
+                          .groups(o.groups());
       auto folded = reparam::make_conv2d({conv->weight(), conv->bias(), o.groups()}, geometry,
                                          conv->weight().suggest_memory_format());
       graph::Node rewritten = node;
@@ -71,9 +69,9 @@ PassReport fold_pads(graph::Graph& graph) {
       rewritten.source = -1;
       rewritten.origin =
           fmt::format("{} with {} folded in", detail::describe(node), detail::describe(pad));
-      report.notes.push_back(fmt::format(
-          "folded {} into {}: pads [{}, {}, {}, {}]", detail::describe(pad), detail::describe(node),
-          p.top + extra.top, p.left + extra.left, p.bottom + extra.bottom, p.right + extra.right));
+      report.notes.push_back(fmt::format("folded {} into {}: pads [{}, {}, {}, {}]",
+                                         detail::describe(pad), detail::describe(node), sum.top,
+                                         sum.left, sum.bottom, sum.right));
       detail::replace_nodes(graph, {c}, c, std::move(rewritten));
       report.changed = true;
     }

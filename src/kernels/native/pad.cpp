@@ -16,9 +16,6 @@ struct PadDim {
   std::int64_t in = 0, out = 0, begin = 0;
 };
 
-// Fills `count` floats with `value`.
-void fill(float* out, std::int64_t count, float value) { std::fill(out, out + count, value); }
-
 }  // namespace
 
 Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float value,
@@ -88,12 +85,12 @@ Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float val
         source += i * in_stride[d];
       }
       if (!inside || hi == lo) {
-        fill(o, inner.out, value);
+        std::fill_n(o, inner.out, value);
       } else {
-        fill(o, lo, value);
+        std::fill_n(o, lo, value);
         std::memcpy(o + lo, in + source + (lo - inner.begin),
                     static_cast<std::size_t>(hi - lo) * sizeof(float));
-        fill(o + hi, inner.out - hi, value);
+        std::fill_n(o + hi, inner.out - hi, value);
       }
       for (std::size_t d = dims.size(); d-- > 0;) {
         if (++index[d] < dims[d].out) break;
