@@ -16,6 +16,9 @@ namespace refold {
 
 // Shapes given for graph inputs, by name (symbolic dims resolved).
 using InputShapes = std::map<std::string, Shape>;
+// "the model has no input 'x' (inputs: a, b)", and when 'x' is an initializer listed as a graph
+// input (ONNX IR 3), that refold reads it as a constant: why a name given for it is refused.
+std::string no_such_input(const graph::Graph& graph, const std::string& name);
 // Checks `shapes` against the model: each name is a graph input, the rank is the declared one,
 // and each static declared dim is kept (a symbolic dim takes any size). Errors name the input,
 // the dim and both values, prefixed by `what` ("--input-shape", "input_shapes").

@@ -17,6 +17,7 @@
 #include "onnx/shared_constants.h"
 #include "onnx/source_model.h"
 #include "onnx/tensor_proto.h"
+#include "onnx/type_check.h"
 #include "onnx/validate.h"
 #include "onnx/value_info.h"
 #include "ops/op.h"
@@ -98,6 +99,8 @@ std::shared_ptr<graph::Graph> build_graph(std::shared_ptr<graph::SourceModel> so
     bind_module_constants(*g, node);
     g->add_node(std::move(node));
   }
+  // Last, so that what refold cannot run (above) is said first.
+  check_types(proto, opset, plan);
   g->source = std::move(source);
   g->verify();
   return g;

@@ -1,6 +1,8 @@
 #include "onnx/tensor_proto.h"
 
+#include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -190,6 +192,13 @@ std::string data_type_name(int data_type) {
     return ::onnx::TensorProto_DataType_Name(static_cast<::onnx::TensorProto_DataType>(data_type));
   }
   return "unknown";
+}
+
+std::string type_name(int data_type) {
+  std::string name = data_type_name(data_type);
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return name;
 }
 
 Tensor tensor_from_proto(const TP& proto, const TensorReadContext& context) {

@@ -28,6 +28,8 @@ namespace refold::onnx::detail {
 
 // "FLOAT", "INT64", … or "unknown".
 std::string data_type_name(int data_type);
+// The same in ONNX's type-string spelling: "float", "int64", "float16", … or "unknown".
+std::string type_name(int data_type);
 
 struct TensorReadContext {
   std::string what;                 // the tensor in messages: "initializer 'W'"

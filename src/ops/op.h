@@ -60,9 +60,12 @@ enum class ShapeRule {
   Standard,
   // The output depends on its inputs' shapes only (Shape, Size): a static shape gives its values.
   InputShapesOnly,
-  // The output's shape also depends on floating-point input values (Range's limits, Resize's
-  // scales): known only when those inputs are constants.
+  // The output's shape also depends on floating-point input values (Range's limits): known
+  // only when every input is a constant.
   ReadsFloatValues,
+  // The output's shape follows from the first input's shape and the other inputs' values
+  // (Resize's scales or sizes, Upsample's scales): known when those others are constants.
+  LaterInputsSetShape,
 };
 
 struct OpDef {

@@ -74,11 +74,6 @@ std::vector<Tensor> Pool::run(const std::vector<Tensor>& in) {
 
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
 bool read_flag(const graph::Attributes& a, const std::string& name) {
   const std::int64_t v = a.get_int(name, 0);
   REFOLD_CHECK(v == 0 || v == 1, "{} must be 0 or 1 (got {})", name, v);
@@ -125,7 +120,7 @@ nn::ModulePtr build_max_pool(const BuildContext& context) {
                    elem_type == ::onnx::TensorProto::BFLOAT16,
                "unsupported: input '{}' has element type {} (refold's MaxPool takes float32, "
                "float16 and bfloat16)",
-               node.inputs[0], lower(onnx::detail::data_type_name(elem_type)));
+               node.inputs[0], onnx::detail::type_name(elem_type));
   PoolAttributes p = read_pool(node, true);
   // Indices (F16): the flat position of each maximum; storage_order only changes them.
   p.indices = node.outputs.size() > 1 && !node.outputs[1].empty();

@@ -18,42 +18,11 @@ namespace {
 
 reference::ResizeParams kernel_params(const ResizeOptions& o) {
   reference::ResizeParams p;
-  p.mode = o.mode == ResizeOptions::Mode::Linear  ? reference::ResizeMode::Linear
-           : o.mode == ResizeOptions::Mode::Cubic ? reference::ResizeMode::Cubic
-                                                  : reference::ResizeMode::Nearest;
+  p.mode = o.mode;
+  p.nearest = o.nearest_mode;
+  p.coordinates = o.coordinates;
   p.cubic_coeff_a = o.cubic_coeff_a;
   p.exclude_outside = o.exclude_outside;
-  switch (o.nearest_mode) {
-    case ResizeOptions::NearestMode::RoundPreferFloor:
-      p.nearest = reference::NearestMode::RoundPreferFloor;
-      break;
-    case ResizeOptions::NearestMode::RoundPreferCeil:
-      p.nearest = reference::NearestMode::RoundPreferCeil;
-      break;
-    case ResizeOptions::NearestMode::Floor:
-      p.nearest = reference::NearestMode::Floor;
-      break;
-    case ResizeOptions::NearestMode::Ceil:
-      p.nearest = reference::NearestMode::Ceil;
-      break;
-  }
-  switch (o.coordinates) {
-    case ResizeOptions::Coordinates::HalfPixel:
-      p.coordinates = reference::CoordinateMode::HalfPixel;
-      break;
-    case ResizeOptions::Coordinates::PytorchHalfPixel:
-      p.coordinates = reference::CoordinateMode::PytorchHalfPixel;
-      break;
-    case ResizeOptions::Coordinates::Asymmetric:
-      p.coordinates = reference::CoordinateMode::Asymmetric;
-      break;
-    case ResizeOptions::Coordinates::TfHalfPixelForNn:
-      p.coordinates = reference::CoordinateMode::TfHalfPixelForNn;
-      break;
-    case ResizeOptions::Coordinates::AlignCorners:
-      p.coordinates = reference::CoordinateMode::AlignCorners;
-      break;
-  }
   return p;
 }
 
@@ -170,9 +139,11 @@ Options::Coordinates parse_coordinates(const std::string& s) {
   if (s == "asymmetric") return Options::Coordinates::Asymmetric;
   if (s == "tf_half_pixel_for_nn") return Options::Coordinates::TfHalfPixelForNn;
   if (s == "align_corners") return Options::Coordinates::AlignCorners;
-  REFOLD_CHECK(s != "tf_crop_and_resize" && s != "half_pixel_symmetric",
+  if (s == "half_pixel_symmetric") return Options::Coordinates::HalfPixelSymmetric;
+  REFOLD_CHECK(s != "tf_crop_and_resize",
                "unsupported: coordinate_transformation_mode '{}' (refold implements half_pixel, "
-               "pytorch_half_pixel, asymmetric, tf_half_pixel_for_nn and align_corners)",
+               "pytorch_half_pixel, asymmetric, tf_half_pixel_for_nn, align_corners and "
+               "half_pixel_symmetric)",
                s);
   fail("unknown coordinate_transformation_mode '{}'", s);
 }
@@ -263,9 +234,10 @@ nn::ModulePtr build_upsample(const BuildContext& context) {
 const std::vector<OpDef>& resize_ops() {
   static const std::vector<OpDef> table = {
       // v11: roi/scales/sizes and coordinate modes
-      {"Resize", 11, build_resize, LayoutRule::FirstInput, nullptr, ShapeRule::ReadsFloatValues},
+      {"Resize", 11, build_resize, LayoutRule::FirstInput, nullptr, ShapeRule::LaterInputsSetShape},
       // v9: scales became an input
-      {"Upsample", 7, build_upsample, LayoutRule::FirstInput, nullptr, ShapeRule::ReadsFloatValues},
+      {"Upsample", 7, build_upsample, LayoutRule::FirstInput, nullptr,
+       ShapeRule::LaterInputsSetShape},
   };
   return table;
 }

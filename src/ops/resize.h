@@ -27,20 +27,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/reference/tensor_ops.h"
 #include "refold/graph/op.h"
 
 namespace refold::ops {
 
 struct ResizeOptions {
-  enum class Mode { Nearest, Linear, Cubic };
-  enum class NearestMode { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
-  enum class Coordinates {
-    HalfPixel,
-    PytorchHalfPixel,
-    Asymmetric,
-    TfHalfPixelForNn,
-    AlignCorners
-  };
+  // The kernel's own names (kernels/reference/tensor_ops.h, where the math is).
+  using Mode = reference::ResizeMode;
+  using NearestMode = reference::NearestMode;
+  using Coordinates = reference::CoordinateMode;
   Mode mode = Mode::Nearest;
   NearestMode nearest_mode = NearestMode::RoundPreferFloor;
   Coordinates coordinates = Coordinates::HalfPixel;

@@ -178,9 +178,11 @@ std::optional<std::optional<StaticShapes::Known>> StaticShapes::direct(
   if (value.empty()) return std::optional<Known>();
   if (const auto c = constant_value(graph_, value)) return Known{c->sizes(), c->dtype()};
   if (graph_.producer(value)) return std::nullopt;
+  const auto given = inputs_.find(value);
   const graph::ValueInfo* info =
       graph_.is_graph_input(value) ? declared_value(graph_, value) : nullptr;
   const std::optional<DType> dtype = info ? dtype_of_elem_type(info->elem_type) : std::nullopt;
+  if (dtype && given != inputs_.end()) return Known{given->second, *dtype};
   if (!dtype || !info->shape) return std::optional<Known>();
   Known k{{}, *dtype};
   for (const graph::Dim& d : *info->shape) {
@@ -231,12 +233,15 @@ const std::optional<StaticShapes::Known>& StaticShapes::find(const std::string& 
 
 std::optional<std::vector<Tensor>> StaticShapes::run_stand_ins(const graph::Node& node) {
   const ops::OpDef* def = ops::find_op(node);
-  const bool float_values_set_shape = def && def->shape == ops::ShapeRule::ReadsFloatValues;
-  for (const std::string& in : node.inputs) {
+  const ops::ShapeRule rule = def ? def->shape : ops::ShapeRule::Standard;
+  for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+    const std::string& in = node.inputs[i];
     if (in.empty() || constant_value(graph_, in)) continue;
     const std::optional<Known>& k = find(in);
-    // Only a floating input's values leave the output's shape alone (ops::ShapeRule).
-    if (!k || !is_floating(k->dtype) || float_values_set_shape) return std::nullopt;
+    // Only a floating input's values can leave the output's shape alone (ops::ShapeRule).
+    const bool sets_shape = rule == ops::ShapeRule::ReadsFloatValues ||
+                            (rule == ops::ShapeRule::LaterInputsSetShape && i > 0);
+    if (!k || !is_floating(k->dtype) || sets_shape) return std::nullopt;
   }
   try {
     return run_node(node, [&](const std::string& in) {
@@ -258,8 +263,11 @@ std::optional<DType> StaticShapes::dtype(const std::string& value) {
   return k->dtype;
 }
 
-void check_static_graph(const graph::Graph& graph) {
-  StaticShapes shapes(graph, /*strict=*/true);
+namespace {
+
+// check_static_graph at one set of input shapes.
+void check_at(const graph::Graph& graph, const std::map<std::string, Shape>& inputs) {
+  StaticShapes shapes(graph, /*strict=*/true, inputs);
   for (const graph::Node& n : graph.nodes()) {
     for (const std::string& out : n.outputs)
       if (!out.empty()) shapes.shape(out);
@@ -271,11 +279,6 @@ void check_static_graph(const graph::Graph& graph) {
     const std::string by = writer ? fmt::format("node '{}' ({})", graph.nodes()[*writer].name,
                                                 graph.nodes()[*writer].op_type)
                                   : std::string("the model");
-    if (const std::optional<DType> declared = dtype_of_elem_type(v.elem_type)) {
-      const DType computed = *shapes.dtype(v.name);
-      REFOLD_CHECK(*declared == computed, "{} '{}' is declared {}, but {} computes {}", what,
-                   v.name, dtype_name(*declared), by, dtype_name(computed));
-    }
     if (!v.shape) return;
     bool same = v.shape->size() == shape->size();
     for (std::size_t i = 0; same && i < shape->size(); ++i)
@@ -290,6 +293,55 @@ void check_static_graph(const graph::Graph& graph) {
   };
   for (const graph::ValueInfo& v : graph.outputs) check(v, "graph output");
   for (const graph::ValueInfo& v : graph.value_info) check(v, "value");
+}
+
+// The two sizes a symbolic dim takes in the two runs of check_static_graph.
+constexpr std::int64_t kBatchTrials[2] = {1, 2};
+constexpr std::int64_t kSizeTrials[2] = {64, 96};
+
+}  // namespace
+
+void check_static_graph(const graph::Graph& graph, const std::map<std::string, Shape>& given) {
+  // Each open dim's symbol: its dim_param, or (unnamed) the input and axis.
+  std::map<std::string, bool> symbols;  // symbol → is some input's first dim
+  auto symbol = [](const graph::ValueInfo& v, std::size_t axis) {
+    const graph::Dim& d = (*v.shape)[axis];
+    return d.param.empty() ? fmt::format("{}[{}]", v.name, axis) : d.param;
+  };
+  for (const graph::ValueInfo& v : graph.inputs) {
+    if (given.count(v.name) != 0 || !v.shape) continue;
+    for (std::size_t axis = 0; axis < v.shape->size(); ++axis)
+      if (!(*v.shape)[axis].is_static()) symbols[symbol(v, axis)] |= axis == 0;
+  }
+  auto shapes_at = [&](int trial) {
+    std::map<std::string, Shape> shapes = given;
+    for (const graph::ValueInfo& v : graph.inputs) {
+      if (given.count(v.name) != 0 || !v.shape) continue;
+      Shape& s = shapes[v.name];
+      for (std::size_t axis = 0; axis < v.shape->size(); ++axis) {
+        const graph::Dim& d = (*v.shape)[axis];
+        s.push_back(d.is_static()                 ? d.value
+                    : symbols.at(symbol(v, axis)) ? kBatchTrials[trial]
+                                                  : kSizeTrials[trial]);
+      }
+    }
+    return shapes;
+  };
+  if (symbols.empty()) return check_at(graph, shapes_at(0));
+  std::string errors[2];
+  for (int trial = 0; trial < 2; ++trial) {
+    try {
+      check_at(graph, shapes_at(trial));
+      return;  // one size the model runs at: not inconsistent
+    } catch (const Error& e) {
+      errors[trial] = e.what();
+    }
+  }
+  if (errors[0] != errors[1]) return;  // the error depends on the symbols' sizes
+  std::vector<std::string> names;
+  for (const auto& entry : symbols) names.push_back(entry.first);
+  fail("{} (whatever size{} {} take{})", errors[0], names.size() == 1 ? "" : "s",
+       fmt::join(names, ", "), names.size() == 1 ? "s" : "");
 }
 
 }  // namespace refold::passes::detail

@@ -38,8 +38,9 @@ std::vector<Tensor> run_node(const graph::Node& node,
 // of the known shape and dtype — for its non-constant inputs. That is sound because an op's
 // output shape follows from its inputs' shapes, its attributes and the values of its
 // non-floating inputs (ops::ShapeRule::Standard); so a stand-in replaces only a floating-point
-// input, and never one of an op whose shape reads floating values (ShapeRule::ReadsFloatValues:
-// Range, Resize). A producer that throws on stand-ins leaves its outputs unknown.
+// input, and never one whose values set the shape (ShapeRule::ReadsFloatValues: Range's
+// inputs; ShapeRule::LaterInputsSetShape: Resize's scales, but not its data). A producer that
+// throws on stand-ins leaves its outputs unknown.
 // Each value is found once and remembered: the graph may change between queries as long as
 // every value keeps its shape (constant folding and the fusions do). Stand-ins cost one run of
 // the producers a query reaches, with zeros.
@@ -47,8 +48,10 @@ class StaticShapes {
  public:
   // `strict`: a producer that throws on its stand-ins throws out of the query (its error named
   // by the node), instead of leaving its outputs unknown — check_static_graph's use.
-  explicit StaticShapes(const graph::Graph& graph, bool strict = false)
-      : graph_(graph), strict_(strict) {}
+  // `inputs`: shapes for graph inputs that replace the declared ones (symbolic dims set).
+  explicit StaticShapes(const graph::Graph& graph, bool strict = false,
+                        std::map<std::string, Shape> inputs = {})
+      : graph_(graph), strict_(strict), inputs_(std::move(inputs)) {}
   std::optional<Shape> shape(const std::string& value);
   std::optional<DType> dtype(const std::string& value);
   // Whether `node`'s outputs follow from its inputs' shapes alone (ShapeRule::InputShapesOnly)
@@ -70,15 +73,22 @@ class StaticShapes {
 
   const graph::Graph& graph_;
   bool strict_ = false;
+  std::map<std::string, Shape> inputs_;
   std::map<std::string, std::optional<Known>> memo_;
 };
 
-// What the graph's declarations promise, checked where its input shapes are static: every node
-// runs on stand-ins of its inputs' shapes (StaticShapes, strict) without an error, and each
-// graph output and declared intermediate value (value_info) gets the element type and the
-// static dims it is declared with. Throws refold::Error naming the node or value and both
-// values ("graph output 'y' is declared float32, but node 'c' (Cast) computes int64"). Values
-// whose shapes depend on data (a non-constant integer input, Range's limits) are not checked.
-void check_static_graph(const graph::Graph& graph);
+// What the graph's declarations promise: every node runs on stand-ins of its inputs' shapes
+// (StaticShapes, strict) without an error, and each graph output and declared intermediate
+// value (value_info) gets the static dims it is declared with (element types are checked at
+// load, src/onnx/type_check.h). Throws refold::Error naming the node or value and both values
+// ("value 'r' is declared [1, 3, 9, 9], but node 'Relu_0' (Relu) computes [1, 3, 8, 8]").
+// Values whose shapes depend on data (a non-constant integer input, Range's limits) are not
+// checked.
+// The graph inputs' shapes are `given` or else declared. Where dims stay symbolic, the check
+// runs twice, with each symbol set to two different sizes (a symbol that is some input's first
+// dim, the batch, to 1 and 2; others to 64 and 96), and refuses only an error that both runs
+// give word for word: one that does not depend on the symbols' sizes (a Conv over 3 channels
+// whose weight expects 4), never one that another size might avoid (a Reshape to [-1, 100]).
+void check_static_graph(const graph::Graph& graph, const std::map<std::string, Shape>& given = {});
 
 }  // namespace refold::passes::detail

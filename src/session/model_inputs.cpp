@@ -1,6 +1,7 @@
 #include "refold/model_inputs.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +11,21 @@
 
 namespace refold {
 
+std::string no_such_input(const graph::Graph& graph, const std::string& name) {
+  std::vector<std::string> names;
+  for (const graph::ValueInfo& v : graph.inputs) names.push_back(v.name);
+  std::string text =
+      fmt::format("the model has no input '{}' (inputs: {})", name,
+                  names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", ")));
+  if (graph.is_constant(name)) {
+    text += fmt::format(
+        "; '{}' is an initializer, listed as a graph input only to give its default value "
+        "(ONNX IR 3), and refold reads it as a constant",
+        name);
+  }
+  return text;
+}
+
 void check_input_shapes(const InputShapes& shapes, const graph::Graph& graph,
                         const std::string& what) {
   for (const auto& entry : shapes) {
@@ -18,7 +34,7 @@ void check_input_shapes(const InputShapes& shapes, const graph::Graph& graph,
     const auto input = std::find_if(graph.inputs.begin(), graph.inputs.end(),
                                     [&](const graph::ValueInfo& v) { return v.name == name; });
     if (input == graph.inputs.end())
-      throw Error(fmt::format("{} {}: the model has no input of that name", what, name));
+      throw Error(fmt::format("{} {}: {}", what, name, no_such_input(graph, name)));
     if (!input->shape) continue;
     if (input->shape->size() != sizes.size())
       throw Error(fmt::format("{} {}: {} dims given, the model declares {}", what, name,

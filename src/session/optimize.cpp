@@ -29,7 +29,7 @@ OptimizedModel optimize_loaded(const Loader& load, const std::string& input,
   check_input_shapes(options.input_shapes, *result.graph);
   // A model whose declarations contradict themselves is refused here, before anything is
   // written, as ONNX Runtime refuses it at load (docs/reliability.md).
-  passes::detail::check_static_graph(*result.graph);
+  passes::detail::check_static_graph(*result.graph, options.input_shapes);
   report.pipeline = passes::optimize(*result.graph, pipeline);
   report.layout = passes::current_layout(*result.graph);
 

@@ -109,8 +109,7 @@ std::vector<Tensor> Session::inputs_by_position(const std::map<std::string, Tens
     feeds.push_back(it->second);
   }
   for (const auto& [name, tensor] : inputs) {
-    REFOLD_CHECK(graph_->is_graph_input(name), "Session: the model has no input '{}' (inputs: {})",
-                 name, fmt::join(input_names(), ", "));
+    REFOLD_CHECK(graph_->is_graph_input(name), "Session: {}", no_such_input(*graph_, name));
   }
   return feeds;
 }

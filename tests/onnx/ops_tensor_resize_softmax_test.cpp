@@ -171,6 +171,31 @@ TEST(OnnxResize, LinearGoldensFromTheOnnxTests) {
                         values({2.6666665f, 4.3333331f}, {1, 1, 1, 2}), Tolerance::op_f32()));
 }
 
+// half_pixel_symmetric (opset 19): half_pixel shifted by (in / 2)·(1 − out / length), so that
+// the output stays centred where out = floor(length) < length. The goldens are ONNX's
+// test_resize_{down,up}sample_scales_linear_half_pixel_symmetric.
+TEST(OnnxResize, LinearHalfPixelSymmetricGoldensFromTheOnnxTests) {
+  OpCase down = resize_scales({1, 1, 1, 0.6f});
+  down.text("mode", "linear").text("coordinate_transformation_mode", "half_pixel_symmetric");
+  EXPECT_TRUE(all_close(down.run({values({1, 2, 3, 4}, {1, 1, 1, 4})}),
+                        values({1.6666666f, 3.3333333f}, {1, 1, 1, 2}), Tolerance::op_f32()));
+  OpCase up = resize_scales({1, 1, 2.3f, 2.94f});
+  up.text("mode", "linear").text("coordinate_transformation_mode", "half_pixel_symmetric");
+  EXPECT_TRUE(all_close(up.run({values({1, 2, 3, 4}, {1, 1, 2, 2})}),
+                        values({1.0f,        1.15986395f, 1.5f,        1.84013605f, 2.0f,
+                                1.56521738f, 1.72508133f, 2.06521738f, 2.40535343f, 2.56521738f,
+                                2.43478262f, 2.59464657f, 2.93478262f, 3.27491867f, 3.43478262f,
+                                3.0f,        3.15986395f, 3.5f,        3.84013605f, 4.0f},
+                               {1, 1, 4, 5}),
+                        Tolerance::op_f32()));
+  // 5 rows by 0.5: length 2.5, out 2, offset 2.5 · (1 − 2 / 2.5) = 0.5, so nearest reads rows
+  // 0.5 + (x + 0.5) / 0.5 − 0.5 = 1 and 3 (half_pixel reads 0.5 and 2.5, rounded to 0 and 2).
+  OpCase odd = resize_scales({1, 1, 0.5f, 1});
+  odd.text("coordinate_transformation_mode", "half_pixel_symmetric");
+  EXPECT_EQ(odd.run({values({0, 1, 2, 3, 4}, {1, 1, 5, 1})}).to_vector(),
+            (std::vector<float>{1, 3}));
+}
+
 TEST(OnnxResize, Opset11WithEmptyRoiAndScalesNames) {
   // Opset 11 lists roi and scales as required; exporters still write "" for them.
   OpCase c = resize_sizes({1, 1, 4, 4});
@@ -287,7 +312,8 @@ TEST(OnnxResize, BuildErrors) {
              .module();
        },
        "unsupported: coordinate_transformation_mode 'tf_crop_and_resize' (refold implements "
-       "half_pixel, pytorch_half_pixel, asymmetric, tf_half_pixel_for_nn and align_corners)"},
+       "half_pixel, pytorch_half_pixel, asymmetric, tf_half_pixel_for_nn, align_corners and "
+       "half_pixel_symmetric)"},
       {"unknown coordinates",
        [&] {
          resize_scales({1, 1, 2, 2}).text("coordinate_transformation_mode", "corner").module();

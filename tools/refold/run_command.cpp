@@ -69,8 +69,8 @@ int run_command(const RunArgs& args, std::FILE* out) {
     given.erase(it);
   }
   if (!given.empty()) {
-    throw Error(
-        fmt::format("--input {}: the model has no input of that name", given.begin()->first));
+    const std::string& name = given.begin()->first;
+    throw Error(fmt::format("--input {}: {}", name, no_such_input(*graph, name)));
   }
   if (args.optimize) passes::optimize(*graph);
   const std::vector<Tensor> results = graph->run(feeds);

@@ -11,8 +11,8 @@
 namespace refold::reference {
 namespace detail {
 
-double resize_source_coordinate(std::int64_t x, std::int64_t in, double length, double scale,
-                                CoordinateMode mode) {
+double resize_source_coordinate(std::int64_t x, std::int64_t in, std::int64_t out, double length,
+                                double scale, CoordinateMode mode) {
   const auto xd = static_cast<double>(x);
   switch (mode) {
     case CoordinateMode::HalfPixel:
@@ -25,6 +25,10 @@ double resize_source_coordinate(std::int64_t x, std::int64_t in, double length, 
       return (xd + 0.5) / scale;
     case CoordinateMode::AlignCorners:
       return length > 1 ? xd * static_cast<double>(in - 1) / (length - 1) : 0.0;
+    case CoordinateMode::HalfPixelSymmetric: {
+      const double adjustment = static_cast<double>(out) / length;
+      return static_cast<double>(in) / 2 * (1 - adjustment) + (xd + 0.5) / scale - 0.5;
+    }
   }
   return 0.0;
 }
@@ -51,7 +55,7 @@ std::vector<ResizeTap> resize_taps(std::int64_t in, std::int64_t out, double sca
   for (std::int64_t x = 0; x < out; ++x) {
     // Coordinates are clamped to [0, in − 1]: the ONNX reference pads by edge replication.
     // NaN (0 / 0 cannot occur: scale > 0) is not expected; std::clamp keeps finite values.
-    const double c = resize_source_coordinate(x, in, length, scale, params.coordinates);
+    const double c = resize_source_coordinate(x, in, out, length, scale, params.coordinates);
     ResizeTap& t = taps[static_cast<std::size_t>(x)];
     if (params.mode == ResizeMode::Nearest) {
       const double r = static_cast<double>(
@@ -89,7 +93,7 @@ CubicTaps cubic_taps(std::int64_t in, std::int64_t out, double scale, double len
   CubicTaps taps(static_cast<std::size_t>(out));
   const double a = params.cubic_coeff_a;
   for (std::int64_t x = 0; x < out; ++x) {
-    const double c = resize_source_coordinate(x, in, length, scale, params.coordinates);
+    const double c = resize_source_coordinate(x, in, out, length, scale, params.coordinates);
     const double start = std::ceil(c) - 2;
     const double r = c - (start + 1);
     const double s = 1 - r;

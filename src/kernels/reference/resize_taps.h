@@ -11,10 +11,10 @@
 
 namespace refold::reference::detail {
 
-// Input coordinate of output coordinate x of a dimension of `in` elements; `length` is the
-// resized length before flooring (in · scale), as the ONNX reference uses it.
-double resize_source_coordinate(std::int64_t x, std::int64_t in, double length, double scale,
-                                CoordinateMode mode);
+// Input coordinate of output coordinate x of a dimension of `in` elements resized to `out`;
+// `length` is the resized length before flooring (in · scale), as the ONNX reference uses it.
+double resize_source_coordinate(std::int64_t x, std::int64_t in, std::int64_t out, double length,
+                                double scale, CoordinateMode mode);
 
 // x rounded to an integer by `mode` (round_prefer_floor rounds halves down, …).
 std::int64_t resize_round_nearest(double x, NearestMode mode);

@@ -73,7 +73,8 @@ enum class CoordinateMode {
   Asymmetric,
   AlignCorners,
   PytorchHalfPixel,
-  TfHalfPixelForNn
+  TfHalfPixelForNn,
+  HalfPixelSymmetric
 };
 struct ResizeParams {
   ResizeMode mode = ResizeMode::Nearest;
@@ -91,6 +92,8 @@ struct ResizeParams {
 //   asymmetric           x / scale
 //   tf_half_pixel_for_nn (x + 0.5) / scale
 //   align_corners        length > 1 ? x · (in − 1) / (length − 1) : 0
+//   half_pixel_symmetric (in / 2) · (1 − out / length) + (x + 0.5) / scale − 0.5 (opset 19:
+//                        half_pixel, shifted so the output stays centred on the input)
 // (the unfloored length, as the ONNX reference and its test_resize_*_align_corners goldens);
 // nearest rounds it (nearest mode) and clamps to [0, in − 1]; linear interpolates between the
 // two neighbours of the coordinate clamped to [0, in − 1], in every dimension (n-linear); cubic
