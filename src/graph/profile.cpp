@@ -29,14 +29,15 @@ std::int64_t node_flops(const Node& node, const std::vector<Tensor>& inputs,
     return 0;
   }
   const Shape& w = inputs[1].sizes();
-  if (node.op_type == "Conv" && w.size() == 4) {
+  // W's dims past the first: (C/g)·k… for Conv, (M/g)·k… for ConvTranspose (1-d to 3-d).
+  const std::int64_t per_element = w.size() >= 3 ? product(Shape(w.begin() + 1, w.end())) : 0;
+  if (node.op_type == "Conv" && w.size() >= 3) {
     // out[n, m, y, x] = Σ_{c < C/g, i < kh, j < kw} …: 2·(C/g)·kh·kw per output element.
-    return checked_mul(product(outputs[0].sizes()), 2 * w[1] * w[2] * w[3], "profile: Conv");
+    return checked_mul(product(outputs[0].sizes()), 2 * per_element, "profile: Conv");
   }
-  if (node.op_type == "ConvTranspose" && w.size() == 4) {
+  if (node.op_type == "ConvTranspose" && w.size() >= 3) {
     // Each input element scatters into (M/g)·kh·kw outputs: W is [C, M/g, kh, kw].
-    return checked_mul(product(inputs[0].sizes()), 2 * w[1] * w[2] * w[3],
-                       "profile: ConvTranspose");
+    return checked_mul(product(inputs[0].sizes()), 2 * per_element, "profile: ConvTranspose");
   }
   if (node.op_type == "Gemm" || node.op_type == "MatMul") {
     // Y[M, N] = A[M, K]·B[K, N]: 2·K per output element, K = A's last dim.

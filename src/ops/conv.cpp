@@ -20,25 +20,6 @@ namespace {
 // ⌊x / 2⌋ for any sign (Python's //, which the ONNX reference uses).
 std::int64_t floor_half(std::int64_t x) { return x >= 0 ? x / 2 : -((-x + 1) / 2); }
 
-// The checks shared by both ops: 4-d floating X and W, optional 1-d bias of `out_channels`.
-void check_operands(const char* op, const std::vector<Tensor>& in) {
-  REFOLD_CHECK(in.size() == 2 || in.size() == 3, "{}: expects 2 or 3 inputs, got {}", op,
-               in.size());
-  REFOLD_CHECK(in[0].defined() && in[1].defined(), "{}: X and W are required", op);
-  for (std::size_t i = 0; i < 2; ++i) {
-    const Tensor& t = in[i];
-    const char* name = i == 0 ? "X" : "W";
-    REFOLD_CHECK(t.dim() != 5,
-                 "unsupported: {}-d {} ({} is {}-d; refold runs 1-d and 2-d {} on 3-d and 4-d "
-                 "tensors)",
-                 t.dim() - 2, op, name, t.dim(), op);
-    REFOLD_CHECK(t.dim() == 4, "{}: {} must be 4-d, got [{}]", op, name,
-                 fmt::join(t.sizes(), ", "));
-    REFOLD_CHECK(is_floating(t.dtype()), "{}: {} has dtype {}; expected float32 or bfloat16", op,
-                 name, dtype_name(t.dtype()));
-  }
-}
-
 // A 1-d conv (X [N, C, L], W [M, C/group, k]) is the 2-d conv of [N, C, 1, L] by [M, C/group,
 // 1, k] with its attributes lifted (lift_1d_window): runs `run_2d` on the lifted operands and
 // drops the unit axis again. Returns nullopt for anything else.
@@ -54,13 +35,6 @@ std::optional<std::vector<Tensor>> run_1d_as_2d(const std::vector<Tensor>& in, R
   return std::vector<Tensor>{y.reshape({y.size(0), y.size(1), y.size(3)})};
 }
 
-void check_bias(const char* op, const Tensor& bias, std::int64_t out_channels) {
-  if (!bias.defined()) return;
-  REFOLD_CHECK(bias.dim() == 1 && bias.size(0) == out_channels,
-               "{}: bias must be 1-d of length {} (output channels), got [{}]", op, out_channels,
-               fmt::join(bias.sizes(), ", "));
-}
-
 void check_kernel_shape(const char* op, const std::optional<Size2d>& kernel_shape,
                         const Tensor& w) {
   if (!kernel_shape) return;
@@ -69,24 +43,77 @@ void check_kernel_shape(const char* op, const std::optional<Size2d>& kernel_shap
                kernel_shape->h, kernel_shape->w, w.size(2), w.size(3));
 }
 
-// in + pad_begin + pad_end must hold one dilated kernel (docs/reliability.md F9).
-void check_fits(const char* op, std::int64_t in, std::int64_t k, std::int64_t d, std::int64_t pb,
-                std::int64_t pe) {
+}  // namespace
+
+void check_conv_operands(const char* op, const std::vector<Tensor>& in, std::int64_t rank) {
+  REFOLD_CHECK(in.size() == 2 || in.size() == 3, "{}: expects 2 or 3 inputs, got {}", op,
+               in.size());
+  REFOLD_CHECK(in[0].defined() && in[1].defined(), "{}: X and W are required", op);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const Tensor& t = in[i];
+    const char* name = i == 0 ? "X" : "W";
+    REFOLD_CHECK(t.dim() <= 5,
+                 "unsupported: {}-d {} ({} is {}-d; refold runs 1-d, 2-d and 3-d {} on 3-d to 5-d "
+                 "tensors)",
+                 t.dim() - 2, op, name, t.dim(), op);
+    REFOLD_CHECK(t.dim() == rank, "{}: {} must be {}-d, got [{}]", op, name, rank,
+                 fmt::join(t.sizes(), ", "));
+    REFOLD_CHECK(is_floating(t.dtype()), "{}: {} has dtype {}; expected float32 or bfloat16", op,
+                 name, dtype_name(t.dtype()));
+  }
+}
+
+void check_conv_bias(const char* op, const Tensor& bias, std::int64_t out_channels) {
+  if (!bias.defined()) return;
+  REFOLD_CHECK(bias.dim() == 1 && bias.size(0) == out_channels,
+               "{}: bias must be 1-d of length {} (output channels), got [{}]", op, out_channels,
+               fmt::join(bias.sizes(), ", "));
+}
+
+void check_conv_fits(const char* op, std::int64_t in, std::int64_t k, std::int64_t d,
+                     std::int64_t pb, std::int64_t pe) {
   REFOLD_CHECK(in + pb + pe >= d * (k - 1) + 1,
                "{}: output dim <= 0 (in {}, k {}, dilation {}, pads {}/{})", op, in, k, d, pb, pe);
 }
 
-}  // namespace
+void check_constant_weight(const Tensor& w, std::size_t rank, const std::string& op,
+                           const std::optional<std::vector<std::int64_t>>& kernel_shape) {
+  const auto dims = static_cast<std::int64_t>(rank) + 2;
+  REFOLD_CHECK(w.dim() == dims, "{} W must be {}-d for a {}-d {}, got {}-d", op, dims, rank, op,
+               w.dim());
+  check_floating(w, "W");
+  REFOLD_CHECK(w.numel() > 0, "W [{}] is empty", fmt::join(w.sizes(), ", "));
+  if (!kernel_shape) return;
+  const std::vector<std::int64_t> spatial(w.sizes().begin() + 2, w.sizes().end());
+  REFOLD_CHECK(*kernel_shape == spatial, "kernel_shape [{}] does not match W's spatial dims [{}]",
+               fmt::join(*kernel_shape, ", "), fmt::join(spatial, ", "));
+}
 
-Conv::Conv(const ConvAttributes& attributes) : Op("Conv"), attributes_(attributes) {
+void check_constant_bias(const Tensor& b, std::int64_t m, const Tensor& w) {
+  REFOLD_CHECK(b.dim() == 1 && b.size(0) == m,
+               "bias B must be 1-d of length {} (output channels), got [{}]", m,
+               fmt::join(b.sizes(), ", "));
+  REFOLD_CHECK(b.dtype() == w.dtype(), "bias B has dtype {} but W has {}", dtype_name(b.dtype()),
+               dtype_name(w.dtype()));
+}
+
+std::int64_t read_group(const graph::Node& node) {
+  const std::int64_t group = node.attributes.get_int("group", 1);
+  REFOLD_CHECK(group > 0, "group must be positive (got {})", group);
+  return group;
+}
+
+Conv::Conv(const ConvAttributes& attributes, std::shared_ptr<Conv3d> rank_3d)
+    : Op("Conv"), attributes_(attributes), rank_3d_(std::move(rank_3d)) {
   REFOLD_CHECK(attributes_.groups > 0, "Conv: group ({}) must be positive", attributes_.groups);
 }
 
 std::vector<Tensor> Conv::run(const std::vector<Tensor>& in) {
   if (auto y = run_1d_as_2d(in, [&](const std::vector<Tensor>& lifted) { return run(lifted); }))
     return *y;
+  if (rank_3d_ && !in.empty() && in[0].defined() && in[0].dim() == 5) return rank_3d_->run(in);
   const auto& a = attributes_;
-  check_operands("Conv", in);
+  check_conv_operands("Conv", in, 4);
   const Tensor& x = in[0];
   const Tensor& w = in[1];
   const Tensor bias = in.size() > 2 ? in[2] : Tensor();
@@ -98,11 +125,11 @@ std::vector<Tensor> Conv::run(const std::vector<Tensor>& in) {
   REFOLD_CHECK(w.size(1) * a.groups == x.size(1),
                "Conv: X has {} channels but W [{}] with group {} expects {}", x.size(1),
                fmt::join(w.sizes(), ", "), a.groups, w.size(1) * a.groups);
-  check_bias("Conv", bias, m);
+  check_conv_bias("Conv", bias, m);
   const Pads2d p =
       a.padding.resolve({x.size(2), x.size(3)}, {w.size(2), w.size(3)}, a.stride, a.dilation);
-  check_fits("Conv", x.size(2), w.size(2), a.dilation.h, p.top, p.bottom);
-  check_fits("Conv", x.size(3), w.size(3), a.dilation.w, p.left, p.right);
+  check_conv_fits("Conv", x.size(2), w.size(2), a.dilation.h, p.top, p.bottom);
+  check_conv_fits("Conv", x.size(3), w.size(3), a.dilation.w, p.left, p.right);
   const Conv2dOptions options{a.stride, Padding2d::asymmetric(p.top, p.left, p.bottom, p.right),
                               a.dilation, a.groups};
   return {functional::conv2d(x, w, bias, options)};
@@ -122,8 +149,9 @@ void conv_transpose_pads(std::int64_t in, std::int64_t kernel, std::int64_t stri
   }
 }
 
-ConvTranspose::ConvTranspose(const ConvTransposeAttributes& attributes)
-    : Op("ConvTranspose"), attributes_(attributes) {
+ConvTranspose::ConvTranspose(const ConvTransposeAttributes& attributes,
+                             std::shared_ptr<ConvTranspose3d> rank_3d)
+    : Op("ConvTranspose"), attributes_(attributes), rank_3d_(std::move(rank_3d)) {
   REFOLD_CHECK(attributes_.groups > 0, "ConvTranspose: group ({}) must be positive",
                attributes_.groups);
 }
@@ -131,9 +159,10 @@ ConvTranspose::ConvTranspose(const ConvTransposeAttributes& attributes)
 std::vector<Tensor> ConvTranspose::run(const std::vector<Tensor>& in) {
   if (auto y = run_1d_as_2d(in, [&](const std::vector<Tensor>& lifted) { return run(lifted); }))
     return *y;
+  if (rank_3d_ && !in.empty() && in[0].defined() && in[0].dim() == 5) return rank_3d_->run(in);
   const auto& a = attributes_;
   constexpr const char* op = "ConvTranspose";
-  check_operands(op, in);
+  check_conv_operands(op, in, 4);
   const Tensor& x = in[0];
   const Tensor& w = in[1];
   const Tensor bias = in.size() > 2 ? in[2] : Tensor();
@@ -144,7 +173,7 @@ std::vector<Tensor> ConvTranspose::run(const std::vector<Tensor>& in) {
   REFOLD_CHECK(w.size(0) % a.groups == 0, "{}: group ({}) must divide the input channels ({})", op,
                a.groups, w.size(0));
   const std::int64_t m = w.size(1) * a.groups;
-  check_bias(op, bias, m);
+  check_conv_bias(op, bias, m);
   const std::int64_t kh = w.size(2), kw = w.size(3), ih = x.size(2), iw = x.size(3);
   const Size2d s = a.stride, d = a.dilation, op_pad = a.output_padding;
 
@@ -198,55 +227,51 @@ std::vector<Tensor> ConvTranspose::run(const std::vector<Tensor>& in) {
 
 namespace {
 
-// The checks a constant W allows before any input is seen: 4-d, floating, non-empty,
-// kernel_shape equal to W's spatial dims (F10).
-void check_constant_weight(const Tensor& w, const std::string& op,
-                           const std::optional<Size2d>& kernel_shape) {
-  check_2d(w.dim(), op, "W");
-  check_floating(w, "W");
-  REFOLD_CHECK(w.numel() > 0, "W [{}] is empty", fmt::join(w.sizes(), ", "));
-  if (kernel_shape)
-    REFOLD_CHECK(kernel_shape->h == w.size(2) && kernel_shape->w == w.size(3),
-                 "kernel_shape [{}, {}] does not match W's spatial dims [{}, {}]", kernel_shape->h,
-                 kernel_shape->w, w.size(2), w.size(3));
-}
-
-// A constant bias: 1-d of `m` values with W's dtype (F12).
-void check_constant_bias(const Tensor& b, std::int64_t m, const Tensor& w) {
-  REFOLD_CHECK(b.dim() == 1 && b.size(0) == m,
-               "bias B must be 1-d of length {} (output channels), got [{}]", m,
-               fmt::join(b.sizes(), ", "));
-  REFOLD_CHECK(b.dtype() == w.dtype(), "bias B has dtype {} but W has {}", dtype_name(b.dtype()),
-               dtype_name(w.dtype()));
-}
-
-std::int64_t read_group(const graph::Node& node) {
-  const std::int64_t group = node.attributes.get_int("group", 1);
-  REFOLD_CHECK(group > 0, "group must be positive (got {})", group);
-  return group;
-}
-
 bool symmetric(const Pads2d& p) { return p.top == p.bottom && p.left == p.right; }
 
-// A 1-d Conv / ConvTranspose: its constant W is 3-d, or (W known only at run time) its window
-// attributes have one axis.
-bool is_1d(const BuildContext& context) {
+std::optional<std::vector<std::int64_t>> kernel_vector(const std::optional<Size2d>& k) {
+  if (!k) return std::nullopt;
+  return std::vector<std::int64_t>{k->h, k->w};
+}
+
+// The spatial rank a Conv / ConvTranspose node describes: its constant W's (W's rank − 2; a W of
+// rank below 3 reads as 2, for the 2-d checks to reject), else its window attributes'
+// (window_rank), else a ConvTranspose's output_padding or output_shape length (the spatial
+// dims, or a whole [N, C, H, W] / [N, C, D, H, W]); 0 when nothing tells (X decides at run
+// time).
+std::size_t conv_rank(const BuildContext& context, bool transposed) {
   const graph::Node& node = context.node;
-  if (is_constant_input(context.graph, node, 1))
-    return context.graph.constant(node.inputs[1]).dim() == 3;
-  return window_rank(node.attributes) == 1;
+  if (is_constant_input(context.graph, node, 1)) {
+    const std::int64_t dims = context.graph.constant(node.inputs[1]).dim();
+    return dims >= 3 ? static_cast<std::size_t>(dims - 2) : 2;
+  }
+  if (const std::size_t rank = window_rank(node.attributes); rank != 0) return rank;
+  if (!transposed) return 0;
+  const graph::Attributes& a = node.attributes;
+  if (a.has("output_padding")) return a.get_ints("output_padding").size();
+  if (!a.has("output_shape")) return 0;
+  const std::size_t n = a.get_ints("output_shape").size();
+  return n == 4 ? 2 : n == 5 ? 3 : n;
+}
+
+// "unsupported: 4-d Conv" and beyond.
+void check_rank(std::size_t rank, const char* op) {
+  REFOLD_CHECK(rank <= 3, "unsupported: {}-d {} (refold runs 1-d, 2-d and 3-d {})", rank, op, op);
 }
 
 }  // namespace
 
 nn::ModulePtr build_conv(const BuildContext& context) {
+  const std::size_t rank = conv_rank(context, false);
+  check_rank(rank, "Conv");
+  if (rank == 3) return build_conv_3d(context);
   // A 1-d Conv reads its attributes lifted to 2-d and runs as the graph op (Conv::run lifts X
   // and W too).
-  const bool one_d = is_1d(context);
+  const bool one_d = rank == 1;
   const graph::Node lifted = one_d ? lift_1d_window(context.node) : graph::Node{};
   const graph::Node& node = one_d ? lifted : context.node;
   check_arity(node, 2, 3, 1);
-  const WindowAttrs window = read_window_attrs(node, "Conv");
+  const WindowAttrs window = read_window_attrs(node);
   const std::int64_t group = read_group(node);
   const bool has_bias = !input_name(node, 2).empty();
   const bool w_const = is_constant_input(context.graph, node, 1);
@@ -258,11 +283,15 @@ nn::ModulePtr build_conv(const BuildContext& context) {
   attrs.dilation = window.dilations;
   attrs.padding = window.padding;
   attrs.groups = group;
+  // Rank unknown: a 5-d X runs as the 3-d op of the same (default) attributes.
+  if (rank == 0)
+    return std::make_shared<Conv>(attrs,
+                                  std::make_shared<Conv3d>(read_conv3d_attributes(node, false)));
   if (!w_const || one_d) return std::make_shared<Conv>(attrs);
 
   // W [M, C/group, kh, kw]
   const Tensor& w = context.graph.constant(node.inputs[1]);
-  check_constant_weight(w, "Conv", window.kernel_shape);
+  check_constant_weight(w, 2, "Conv", kernel_vector(window.kernel_shape));
   const std::int64_t m = w.size(0);
   REFOLD_CHECK(m % group == 0, "group ({}) must divide W's output channels ({}, W [{}])", group, m,
                fmt::join(w.sizes(), ", "));
@@ -287,12 +316,15 @@ nn::ModulePtr build_conv(const BuildContext& context) {
 }
 
 nn::ModulePtr build_conv_transpose(const BuildContext& context) {
-  const bool one_d = is_1d(context);  // as build_conv
+  const std::size_t rank = conv_rank(context, true);
+  check_rank(rank, "ConvTranspose");
+  if (rank == 3) return build_conv_transpose_3d(context);
+  const bool one_d = rank == 1;  // as build_conv
   const graph::Node lifted = one_d ? lift_1d_window(context.node) : graph::Node{};
   const graph::Node& node = one_d ? lifted : context.node;
   check_arity(node, 2, 3, 1);
   const graph::Attributes& a = node.attributes;
-  const WindowAttrs window = read_window_attrs(node, "ConvTranspose");
+  const WindowAttrs window = read_window_attrs(node);
   const std::int64_t group = read_group(node);
 
   ConvTransposeAttributes attrs;
@@ -301,7 +333,7 @@ nn::ModulePtr build_conv_transpose(const BuildContext& context) {
   attrs.dilation = window.dilations;
   attrs.padding = window.padding;
   attrs.groups = group;
-  const auto op = ints_of_length(a, "output_padding", 2, "ConvTranspose", {0, 0});
+  const auto op = ints_of_length(a, "output_padding", 2, {0, 0});
   const Size2d s = window.strides, d = window.dilations;
   REFOLD_CHECK(op[0] >= 0 && op[1] >= 0, "output_padding must be non-negative (got [{}])",
                fmt::join(op, ", "));
@@ -325,11 +357,14 @@ nn::ModulePtr build_conv_transpose(const BuildContext& context) {
   const bool has_bias = !input_name(node, 2).empty();
   const bool w_const = is_constant_input(context.graph, node, 1);
   const bool b_const = !has_bias || is_constant_input(context.graph, node, 2);
+  if (rank == 0)  // as build_conv
+    return std::make_shared<ConvTranspose>(
+        attrs, std::make_shared<ConvTranspose3d>(read_conv3d_attributes(node, true)));
   if (!w_const || one_d) return std::make_shared<ConvTranspose>(attrs);
 
   // W [C, M/group, kh, kw] (F15: not Conv's layout)
   const Tensor& w = context.graph.constant(node.inputs[1]);
-  check_constant_weight(w, "ConvTranspose", window.kernel_shape);
+  check_constant_weight(w, 2, "ConvTranspose", kernel_vector(window.kernel_shape));
   REFOLD_CHECK(w.size(0) % group == 0, "group ({}) must divide W's input channels ({}, W [{}])",
                group, w.size(0), fmt::join(w.sizes(), ", "));
   const std::int64_t m = w.size(1) * group;

@@ -46,33 +46,13 @@ Pads2d WindowPadding::resolve(Size2d in, Size2d kernel, Size2d stride, Size2d di
 }
 
 std::vector<std::int64_t> ints_of_length(const graph::Attributes& attrs, const std::string& name,
-                                         std::size_t count, const std::string& op,
+                                         std::size_t count,
                                          const std::vector<std::int64_t>& fallback) {
   if (!attrs.has(name)) return fallback;
   std::vector<std::int64_t> values = attrs.get_ints(name);
-  if (values.size() != count) {
-    // A length that describes 3-d spatial axes is an unsupported op, not a typo (`op` is empty
-    // once the rank is known from kernel_shape or W).
-    const bool is_pads = name == "pads";
-    const std::size_t rank = is_pads ? values.size() / 2 : values.size();
-    const bool whole = !is_pads || values.size() % 2 == 0;
-    REFOLD_CHECK(op.empty() || !whole || rank != 3,
-                 "unsupported: {}-d {} ({} has {} values; refold runs 1-d and 2-d {} on 3-d and "
-                 "4-d tensors)",
-                 rank, op, name, values.size(), op);
-    fail("{} must have {} values, got {} ([{}])", name, count, values.size(),
-         fmt::join(values, ", "));
-  }
+  REFOLD_CHECK(values.size() == count, "{} must have {} values, got {} ([{}])", name, count,
+               values.size(), fmt::join(values, ", "));
   return values;
-}
-
-void check_2d(std::int64_t rank, const std::string& op, const std::string& what) {
-  if (rank == 4) return;
-  REFOLD_CHECK(rank < 5,
-               "unsupported: {}-d {} ({} is {}-d; refold runs 1-d and 2-d {} on 3-d and 4-d "
-               "tensors)",
-               rank - 2, op, what, rank, op);
-  fail("{} must be 4-d, got {}-d", what, rank);
 }
 
 namespace {
@@ -99,8 +79,8 @@ AutoPad read_auto_pad(const graph::Attributes& a, const std::vector<std::int64_t
 }
 
 std::vector<std::int64_t> positive_ints(const graph::Attributes& a, const char* name,
-                                        std::size_t count, const std::string& op) {
-  const auto v = ints_of_length(a, name, count, op, std::vector<std::int64_t>(count, 1));
+                                        std::size_t count) {
+  const auto v = ints_of_length(a, name, count, std::vector<std::int64_t>(count, 1));
   REFOLD_CHECK(std::all_of(v.begin(), v.end(), [](auto x) { return x > 0; }),
                "{} must be positive (got [{}])", name, fmt::join(v, ", "));
   return v;
@@ -108,25 +88,15 @@ std::vector<std::int64_t> positive_ints(const graph::Attributes& a, const char* 
 
 }  // namespace
 
-WindowAttrs read_window_attrs(const graph::Node& node, const std::string& op) {
-  const graph::Attributes& a = node.attributes;
+WindowAttrs read_window_attrs(const graph::Node& node) {
+  const WindowNd nd = read_window_nd(node, 2);
   WindowAttrs out;
-  if (a.has("kernel_shape")) {
-    const auto k = positive_ints(a, "kernel_shape", 2, op);
-    out.kernel_shape = Size2d(k[0], k[1]);
-  }
-  // With a 2-d kernel_shape, a wrong length elsewhere is a plain length error.
-  const std::string rank_op = out.kernel_shape ? std::string() : op;
-  const auto s = positive_ints(a, "strides", 2, rank_op);
-  out.strides = Size2d(s[0], s[1]);
-  const auto d = positive_ints(a, "dilations", 2, rank_op);
-  out.dilations = Size2d(d[0], d[1]);
+  if (nd.kernel_shape) out.kernel_shape = Size2d((*nd.kernel_shape)[0], (*nd.kernel_shape)[1]);
+  out.strides = Size2d(nd.strides[0], nd.strides[1]);
+  out.dilations = Size2d(nd.dilations[0], nd.dilations[1]);
   // ONNX pads = [x1_begin, x2_begin, x1_end, x2_end] = [top, left, bottom, right].
-  const auto p = ints_of_length(a, "pads", 4, rank_op, {0, 0, 0, 0});
-  REFOLD_CHECK(p[0] >= 0 && p[1] >= 0 && p[2] >= 0 && p[3] >= 0,
-               "pads must be non-negative (got [{}])", fmt::join(p, ", "));
-  out.padding.pads = {p[0], p[1], p[2], p[3]};
-  out.padding.mode = read_auto_pad(a, p);
+  out.padding.pads = {nd.pads[0], nd.pads[1], nd.pads[2], nd.pads[3]};
+  out.padding.mode = nd.mode;
   return out;
 }
 
@@ -140,10 +110,10 @@ std::size_t window_rank(const graph::Attributes& attrs) {
 WindowNd read_window_nd(const graph::Node& node, std::size_t rank) {
   const graph::Attributes& a = node.attributes;
   WindowNd out;
-  if (a.has("kernel_shape")) out.kernel_shape = positive_ints(a, "kernel_shape", rank, "");
-  out.strides = positive_ints(a, "strides", rank, "");
-  out.dilations = positive_ints(a, "dilations", rank, "");
-  out.pads = ints_of_length(a, "pads", 2 * rank, "", std::vector<std::int64_t>(2 * rank, 0));
+  if (a.has("kernel_shape")) out.kernel_shape = positive_ints(a, "kernel_shape", rank);
+  out.strides = positive_ints(a, "strides", rank);
+  out.dilations = positive_ints(a, "dilations", rank);
+  out.pads = ints_of_length(a, "pads", 2 * rank, std::vector<std::int64_t>(2 * rank, 0));
   REFOLD_CHECK(std::all_of(out.pads.begin(), out.pads.end(), [](auto v) { return v >= 0; }),
                "pads must be non-negative (got [{}])", fmt::join(out.pads, ", "));
   out.mode = read_auto_pad(a, out.pads);
@@ -182,11 +152,11 @@ graph::Node lift_1d_window(const graph::Node& node) {
     if (std::string(name) == "output_shape" && v.size() == 3)
       v.erase(v.begin(), v.begin() + 2);
     else
-      v = ints_of_length(a, name, 1, "", {});
+      v = ints_of_length(a, name, 1, {});
     a.set(name, std::vector<std::int64_t>{fill, v[0]});
   }
   if (a.has("pads")) {
-    const auto p = ints_of_length(a, "pads", 2, "", {});
+    const auto p = ints_of_length(a, "pads", 2, {});
     a.set("pads", std::vector<std::int64_t>{0, p[0], 0, p[1]});
   }
   return lifted;

@@ -39,10 +39,9 @@ void same_padding(std::int64_t in, std::int64_t kernel, std::int64_t stride, std
                   bool upper, std::int64_t& begin, std::int64_t& end);
 
 // ---- reading the attributes these ops share (docs/reliability.md F1–F7) ----
-// Conv and ConvTranspose run on 4-d tensors (2 spatial axes), and 1-d ones lifted to 2-d
-// (lift_1d_window); an attribute whose length says 3-d gives "unsupported: 3-d Conv …". The pools
-// read any spatial rank (read_window_nd). Messages start with the problem; the importer puts the
-// file and node in front.
+// Conv and ConvTranspose read theirs for 2 spatial axes (read_window_attrs; 1-d ones lifted to
+// 2-d by lift_1d_window) or for 3 (read_window_nd, as the pools read any spatial rank). Messages
+// start with the problem; the importer puts the file and node in front.
 
 struct WindowAttrs {
   std::optional<Size2d> kernel_shape;  // absent when the attribute is
@@ -51,15 +50,14 @@ struct WindowAttrs {
   WindowPadding padding;
 };
 
-// Validates and reads kernel_shape, strides, dilations, pads and auto_pad; `op` names the op in
-// "unsupported: 3-d Conv". Checks: every length is the spatial rank (2), strides/dilations/
-// kernel_shape > 0, pads ≥ 0, auto_pad one of NOTSET/VALID/SAME_UPPER/SAME_LOWER and not combined
-// with non-zero pads.
-WindowAttrs read_window_attrs(const graph::Node& node, const std::string& op);
+// Validates and reads kernel_shape, strides, dilations, pads and auto_pad for 2 spatial axes
+// (read_window_nd's checks: every length is the spatial rank, strides/dilations/kernel_shape > 0,
+// pads ≥ 0, auto_pad one of NOTSET/VALID/SAME_UPPER/SAME_LOWER and not combined with non-zero
+// pads).
+WindowAttrs read_window_attrs(const graph::Node& node);
 
-// The same attributes for any spatial rank (pools over 3-d and 5-d tensors): one value per
-// spatial axis, pads as ONNX writes them (the begins, then the ends). Validated as
-// read_window_attrs does, with plain length errors.
+// The same attributes for any spatial rank (pools over 3-d and 5-d tensors, 3-d convs): one value
+// per spatial axis, pads as ONNX writes them (the begins, then the ends).
 struct WindowNd {
   std::optional<std::vector<std::int64_t>> kernel_shape;
   std::vector<std::int64_t> strides, dilations, pads;
@@ -80,10 +78,7 @@ graph::Node lift_1d_window(const graph::Node& node);
 
 // An ints attribute of exactly `count` values, or `fallback` when absent.
 std::vector<std::int64_t> ints_of_length(const graph::Attributes& attrs, const std::string& name,
-                                         std::size_t count, const std::string& op,
+                                         std::size_t count,
                                          const std::vector<std::int64_t>& fallback);
-
-// "unsupported: N-d <op> …" unless `rank` (of a weight or input tensor) is 4.
-void check_2d(std::int64_t rank, const std::string& op, const std::string& what);
 
 }  // namespace refold::ops

@@ -169,7 +169,7 @@ TEST(OnnxConv, AttributeErrors) {
       {"F5 strides length 3", build([](OpCase& c) {
          c.ints("strides", {1, 1, 1});
        }),
-       "unsupported: 3-d Conv"},
+       "strides must have 2 values, got 3 ([1, 1, 1])"},
       {"F5 dilations length", build([](OpCase& c) {
          c.ints("kernel_shape", {3, 3}).ints("dilations", {1});
        }),
@@ -177,7 +177,7 @@ TEST(OnnxConv, AttributeErrors) {
       {"F5 kernel_shape length", build([](OpCase& c) {
          c.ints("kernel_shape", {3, 3, 3});
        }),
-       "unsupported: 3-d Conv"},
+       "kernel_shape must have 2 values, got 3"},
       {"F6 auto_pad with pads", build([](OpCase& c) {
          c.text("auto_pad", "SAME_UPPER").ints("pads", {1, 1, 1, 1});
        }),
@@ -205,13 +205,13 @@ TEST(OnnxConv, AttributeErrors) {
          c.module();
        },
        "kernel_shape must have 1 values, got 2 ([3, 3])"},
-      {"3-d Conv weight",
+      {"4-d Conv weight",
        [&] {
          OpCase c("Conv", {"x", "W"});
-         c.constant("W", random({4, 2, 3, 3, 3}, 1));
+         c.constant("W", random({4, 2, 3, 3, 3, 3}, 1));
          c.module();
        },
-       "unsupported: 3-d Conv"},
+       "unsupported: 4-d Conv"},
       {"int64 weight",
        [&] {
          OpCase c("Conv", {"x", "W"});
@@ -256,8 +256,8 @@ TEST(OnnxConv, RunTimeErrors) {
        "group (3) must divide W's output channels (4)"},
       {"F12 bias length", run_op(random({1, 2, 5, 5}, 1), w, random({3}, 2)),
        "bias must be 1-d of length 4"},
-      {"3-d X", run_op(random({1, 2, 5, 5, 5}, 1), random({4, 2, 3, 3, 3}, 3), Tensor()),
-       "unsupported: 3-d Conv"},
+      {"4-d X", run_op(random({1, 2, 3, 3, 3, 3}, 1), random({4, 2, 3, 3, 3, 3}, 3), Tensor()),
+       "unsupported: 4-d Conv"},
       {"1-d X, 2-d W", run_op(random({1, 2, 5}, 1), w, Tensor()),
        "Conv: X must be 4-d, got [1, 2, 5]"},
   });
@@ -381,7 +381,7 @@ TEST(OnnxConvTranspose, Errors) {
       {"output_padding length", build([](OpCase& c) {
          c.ints("output_padding", {0, 0, 0});
        }),
-       "unsupported: 3-d ConvTranspose"},
+       "output_padding must have 2 values, got 3"},
       {"output_shape non-positive", build([](OpCase& c) {
          c.ints("output_shape", {0, 4});
        }),

@@ -1,7 +1,8 @@
 // 1-d Conv and ConvTranspose (src/ops/conv.cpp: attributes lifted to 2-d over [N, C, 1, L]):
 // against the 2-d op on a unit height, constant and runtime weights, pads, strides, dilations,
-// groups, auto_pad and output_padding / output_shape read for one axis; 3-d stays refused. The
-// ONNX backend tests test_Conv1d* and test_convtranspose_1d run in conformance.
+// groups, auto_pad and output_padding / output_shape read for one axis; 4 spatial axes are
+// refused (3-d: ops_conv3d_test.cpp). The ONNX backend tests test_Conv1d* and
+// test_convtranspose_1d run in conformance.
 #include <gtest/gtest.h>
 
 #include "onnx/ops_tensor_helpers.h"
@@ -74,21 +75,21 @@ TEST(OnnxConvTranspose1d, MatchesTheTwoDimensionalOpOfUnitHeight) {
 
 TEST(OnnxConv1d, Errors) {
   expect_errors({
-      {"3-d kernel",
+      {"4-d kernel",
        [] {
-         OpCase("Conv", {"x", "w"}).ints("kernel_shape", {3, 3, 3}).module();
+         OpCase("Conv", {"x", "w"}).ints("kernel_shape", {3, 3, 3, 3}).module();
        },
-       "unsupported: 3-d Conv (kernel_shape has 3 values"},
+       "unsupported: 4-d Conv (refold runs 1-d, 2-d and 3-d Conv)"},
       {"1-d pads length",
        [] {
          OpCase("Conv", {"x", "w"}).ints("kernel_shape", {3}).ints("pads", {1, 1, 1, 1}).module();
        },
        "pads must have 2 values, got 4 ([1, 1, 1, 1])"},
-      {"3-d X at run time",
+      {"4-d X at run time",
        [] {
-         OpCase("Conv", {"x", "w"}).run({zeros({1, 2, 3, 3, 3}), zeros({1, 2, 1, 1, 1})});
+         OpCase("Conv", {"x", "w"}).run({zeros({1, 2, 3, 3, 3, 3}), zeros({1, 2, 1, 1, 1, 1})});
        },
-       "unsupported: 3-d Conv (X is 5-d"},
+       "unsupported: 4-d Conv (X is 6-d"},
       {"1-d X, 2-d W",
        [] {
          OpCase("Conv", {"x", "w"}).run({zeros({1, 2, 5}), zeros({1, 2, 1, 1})});

@@ -146,7 +146,17 @@ std::vector<ChainEntry> post_op_chain(const PostOps& post) {
 // and layout).
 md binary_operand_desc(const ChainEntry& entry, const md& dst) {
   if (entry.values == nullptr) return dst;
-  return md({1, static_cast<dnnl::memory::dim>(entry.values->size()), 1, 1}, dt::f32, tag::abcd);
+  dnnl::memory::dims dims(static_cast<std::size_t>(dst.dims().size()), 1);
+  dims[1] = static_cast<dnnl::memory::dim>(entry.values->size());
+  return md(dims, dt::f32, dims.size() == 5 ? tag::abcde : dims.size() == 3 ? tag::abc : tag::abcd);
+}
+
+// The activation layout of a conv: NHWC or NCHW in 2-d; 1-d and 3-d tensors are always
+// contiguous (NCW, NCDHW: refold has channels_last for 4-d tensors only).
+tag activation_tag(MemoryFormat layout, std::size_t rank) {
+  if (rank == 3) return tag::ncw;
+  if (rank == 5) return tag::ncdhw;
+  return layout == MemoryFormat::ChannelsLast ? tag::nhwc : tag::nchw;
 }
 
 // Builds the primitive for `p`. Runs outside the cache lock (JIT compilation takes a while).
@@ -155,7 +165,7 @@ std::shared_ptr<Primitive> create_primitive(const detail::ConvProblem& p, DType 
                                             const PostOps& post) {
   auto e = std::make_shared<Primitive>();
   const dt type = to_dnnl(dtype);
-  const tag layout_tag = layout == MemoryFormat::ChannelsLast ? tag::nhwc : tag::nchw;
+  const tag layout_tag = activation_tag(layout, p.src_dims.size());
   const md src_md(p.src_dims, type, layout_tag);
   const md dst_md(p.dst_dims, type, layout_tag);
   // format_tag::any: the primitive picks the weight format it runs fastest with.
@@ -230,20 +240,23 @@ std::shared_ptr<Primitive> create_primitive(const detail::ConvProblem& p, DType 
   return e;
 }
 
-// oneDNN strides of the weight's logical dims (see ConvProblem::weight_dims) within a 4-d
-// PyTorch weight tensor with strides `s`.
-//   conv   [O, I/G, kh, kw]: element (g, o, i, y, x) sits at (g·O/G + o)·s0 + i·s1 + y·s2 + x·s3
-//   deconv [I, O/G, kh, kw]: element (g, o, i, y, x) sits at (g·I/G + i)·s0 + o·s1 + y·s2 + x·s3
+// oneDNN strides of the weight's logical dims (see ConvProblem::weight_dims) within a 4-d or
+// 5-d PyTorch weight tensor with strides `s` (k… are the kernel's spatial positions):
+//   conv   [O, I/G, k…]: element (g, o, i, k…) sits at (g·O/G + o)·s0 + i·s1 + Σ k·s_spatial
+//   deconv [I, O/G, k…]: element (g, o, i, k…) sits at (g·I/G + i)·s0 + o·s1 + Σ k·s_spatial
 //          (PyTorch's ConvTranspose layout is oneDNN's iohw / giohw, docs/reliability.md F15)
 dnnl::memory::dims weight_strides(const detail::ConvProblem& p, const Shape& sizes,
                                   const Shape& s) {
-  if (p.groups == 1) {
-    if (!p.transposed) return {s[0], s[1], s[2], s[3]};
-    return {s[1], s[0], s[2], s[3]};
-  }
   const std::int64_t per_group = sizes[0] / p.groups;  // O/G (conv) or I/G (deconv)
-  if (!p.transposed) return {per_group * s[0], s[0], s[1], s[2], s[3]};
-  return {per_group * s[0], s[1], s[0], s[2], s[3]};
+  dnnl::memory::dims out;
+  if (p.groups > 1) out.push_back(per_group * s[0]);
+  if (p.transposed) {
+    out.insert(out.end(), {s[1], s[0]});
+  } else {
+    out.insert(out.end(), {s[0], s[1]});
+  }
+  out.insert(out.end(), s.begin() + 2, s.end());
+  return out;
 }
 
 // The weight as oneDNN should read it: strides that oneDNN accepts and that address the same
@@ -251,7 +264,7 @@ dnnl::memory::dims weight_strides(const detail::ConvProblem& p, const Shape& siz
 // arbitrary in refold); a weight with a zero stride (an expanded view) is copied first.
 Tensor weight_for_reading(const Tensor& weight) {
   if (weight.is_contiguous() || weight.is_contiguous(MemoryFormat::ChannelsLast)) return weight;
-  for (std::int64_t d = 0; d < 4; ++d)
+  for (std::int64_t d = 0; d < weight.dim(); ++d)
     if (weight.size(d) > 1 && weight.stride(d) <= 0) return weight.contiguous();
   return weight;
 }
@@ -351,7 +364,8 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
   CacheKey key;
   key.reserve(64);  // one allocation (usually): this runs on every call
   key.insert(key.end(),
-             {p.transposed, static_cast<std::int64_t>(dtype), static_cast<std::int64_t>(layout)});
+             {p.transposed, static_cast<std::int64_t>(dtype), static_cast<std::int64_t>(layout),
+              static_cast<std::int64_t>(p.src_dims.size())});
   key.insert(key.end(), p.src_dims.begin(), p.src_dims.end());
   key.insert(key.end(), p.dst_dims.begin(), p.dst_dims.end());
   key.push_back(static_cast<std::int64_t>(p.weight_dims.size()));

@@ -4,32 +4,34 @@
 // problem.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kernels/post_ops.h"
 #include "refold/tensor.h"
 
 namespace refold::onednn::detail {
 
+// A conv of 2 or 3 spatial axes; the per-axis lists have one value per spatial axis.
 struct ConvProblem {
-  std::string_view op;       // "conv2d" or "conv_transpose2d", for messages
+  std::string_view op;       // "conv2d", "conv_transpose2d", "conv_nd", …, for messages
   bool transposed = false;   // oneDNN deconvolution_forward instead of convolution_forward
-  Shape src_dims, dst_dims;  // logical [N, C, H, W]
+  Shape src_dims, dst_dims;  // logical [N, C, H, W] or [N, C, D, H, W]
   std::int64_t groups = 1;
-  // oneDNN's logical weight dims: {O, I, kh, kw} for groups 1, else {G, O/G, I/G, kh, kw}, where
-  // O counts the primitive's output channels and I its input channels (also for deconvolution).
+  // oneDNN's logical weight dims: {O, I, k…} for groups 1, else {G, O/G, I/G, k…}, where O
+  // counts the primitive's output channels and I its input channels (also for deconvolution).
   Shape weight_dims;
-  std::array<std::int64_t, 2> strides{1, 1};
-  std::array<std::int64_t, 2> dilates{0, 0};  // oneDNN counts the gaps: PyTorch's dilation − 1
-  std::array<std::int64_t, 2> pad_l{0, 0};    // (top, left)
-  std::array<std::int64_t, 2> pad_r{0, 0};    // (bottom, right); may be negative for deconv
+  std::vector<std::int64_t> strides{1, 1};
+  std::vector<std::int64_t> dilates{0, 0};  // oneDNN counts the gaps: PyTorch's dilation − 1
+  std::vector<std::int64_t> pad_l{0, 0};    // (top, left) in 2-d
+  std::vector<std::int64_t> pad_r{0, 0};    // (bottom, right); may be negative for deconv
 };
 
-// Runs the problem on `input` (dense NCHW or NHWC, see conv2d.h) with the PyTorch-layout
-// `weight` ([O, I/G, kh, kw] for conv, [I, O/G, kh, kw] for deconv) and optional `bias` [O].
+// Runs the problem on `input` (dense NCHW or NHWC, or dense NCDHW, see conv2d.h) with the
+// PyTorch-layout `weight` ([O, I/G, k…] for conv, [I, O/G, k…] for deconv) and optional `bias`
+// [O].
 // Returns an undefined Tensor and sets *declined (or throws, when declined is null) when oneDNN
 // cannot take it.
 Tensor run_conv(const ConvProblem& problem, const Tensor& input, const Tensor& weight,

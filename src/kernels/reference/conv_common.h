@@ -1,8 +1,9 @@
-// Argument checks and the output-format rule shared by the reference conv2d, conv_transpose2d
-// (and, for the operand checks, linear).
+// Argument checks, the output-format rule and the loops shared by the reference convs (conv2d,
+// conv_transpose2d, conv_nd, conv_transpose_nd; linear uses the operand checks).
 // Every message starts with the op name ("conv2d: ...") and gives the offending values.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -11,6 +12,7 @@
 
 #include "core/check.h"
 #include "core/element_access.h"
+#include "kernels/reference/onnx_ops.h"
 #include "refold/dtype.h"
 #include "refold/error.h"
 #include "refold/memory_format.h"
@@ -134,25 +136,35 @@ inline MemoryFormat conv_output_format(const Tensor& input, const Tensor& weight
   return cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
 }
 
-// The strides of a 4-d tensor [N, C, H, W], by name.
-struct Strides4 {
-  std::int64_t n, c, h, w;
+// The loops every reference conv runs (conv_nd.cpp), over three spatial axes (d, h, w): a conv
+// with fewer axes is the same conv with leading spatial axes of size 1 (kernel 1, stride 1,
+// dilation 1, no padding), so 1-d, 2-d and 3-d share one loop nest.
+struct Window3d {
+  std::array<std::int64_t, 3> stride{1, 1, 1}, dilation{1, 1, 1};
+  std::array<std::int64_t, 3> pad_begin{0, 0, 0};  // any sign for the transposed conv
+  std::int64_t groups = 1;
 };
-inline Strides4 strides4(const Shape& s) { return {s[0], s[1], s[2], s[3]}; }
 
-// Sets every element (n, c, y, x) of the 4-d `output` to value(n, c, y, x), a double rounded
-// once to the output dtype (round_to_dtype): the reference convs' only rounding.
-template <typename Fn>
-void fill_output(Tensor& output, Fn&& value) {
-  const FloatWriter out(output);
-  const Strides4 o = strides4(output.strides());
-  const DType dtype = output.dtype();
-  for (std::int64_t n = 0; n < output.size(0); ++n)
-    for (std::int64_t c = 0; c < output.size(1); ++c)
-      for (std::int64_t y = 0; y < output.size(2); ++y)
-        for (std::int64_t x = 0; x < output.size(3); ++x)
-          out.set_offset(o.n * n + o.c * c + o.h * y + o.w * x,
-                         round_to_dtype(value(n, c, y, x), dtype));
+// The window of a 2-d conv (d is the unit axis).
+inline Window3d window_2d(Size2d stride, Size2d dilation, std::int64_t pad_top,
+                          std::int64_t pad_left, std::int64_t groups) {
+  return {{1, stride.h, stride.w}, {1, dilation.h, dilation.w}, {0, pad_top, pad_left}, groups};
 }
+
+// Fills every element of `output` (allocated with the conv's sizes, any strides): conv_gather
+// computes the convolution, conv_transpose_gather its adjoint (the transposed convolution), each
+// element a sum in double rounded once to the output dtype. The operands are validated already;
+// weight is [C_out, C_in/groups, k…] for the conv and [C_in, C_out/groups, k…] transposed.
+void conv_gather(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                 const Window3d& window, Tensor& output);
+void conv_transpose_gather(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                           const Window3d& window, Tensor& output);
+
+// The checks of conv_nd / conv_transpose_nd (reference and oneDNN: the same messages), and the
+// output's sizes [N, C_out, out_1, …, out_r].
+Shape check_conv_nd(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                    const ConvNdParams& params);
+Shape check_conv_transpose_nd(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                              const ConvNdParams& params);
 
 }  // namespace refold::reference::detail

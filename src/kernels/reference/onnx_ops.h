@@ -1,9 +1,9 @@
 // Reference kernels for the ONNX ops that PyTorch's modules do not cover (refold/reference.h
 // holds the rest): arithmetic on float32/bfloat16 AND int64 (ONNX shape arithmetic), Clip,
 // HardSigmoid with ONNX's alpha/beta, pooling of any spatial rank with ONNX's asymmetric pads and
-// ceil_mode, Gemm and MatMul. Plain loops over logical indices, any strides, computed in double
-// (int64 in int64), like the rest of the reference; the output keeps the (first full-size) input's
-// format.
+// ceil_mode, Conv and ConvTranspose of 1–3 spatial axes with per-side pads, Gemm and MatMul.
+// Plain loops over logical indices, any strides, computed in double (int64 in int64), like the
+// rest of the reference; the output keeps the (first full-size) input's format.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +56,25 @@ std::int64_t onnx_pool_output_size(std::int64_t in, std::int64_t kernel, std::in
 // maximum in window order; −1 for a window wholly in the padding.
 Tensor pool(const Tensor& input, const PoolParams& params, Tensor* indices = nullptr,
             bool column_major = false);
+
+// ONNX Conv and ConvTranspose on X [N, C, D_1, …, D_r] (r = 1, 2 or 3 spatial axes) with
+// per-side pads; W [M, C/group, k_1, …, k_r] for the conv, [C, M/group, k_1, …, k_r] (PyTorch's
+// and ONNX's transposed layout) for conv_transpose_nd; bias [M] or undefined. Per spatial axis:
+//   conv:       out = ⌊(in + pad_begin + pad_end − dilation·(k − 1) − 1) / stride⌋ + 1 ≥ 1,
+//               pads ≥ 0
+//   transposed: out = stride·(in − 1) + dilation·(k − 1) + 1 + output_padding − pad_begin
+//               − pad_end ≥ 1; pads of any sign (a negative one extends the output there with
+//               positions no tap reaches: the bias alone), output_padding ≥ 0
+// The output is contiguous; float32 or bfloat16 operands of one dtype.
+struct ConvNdParams {
+  std::vector<std::int64_t> stride, dilation, pad_begin, pad_end;  // one per spatial axis
+  std::vector<std::int64_t> output_padding;  // conv_transpose_nd only; empty reads as zeros
+  std::int64_t groups = 1;
+};
+Tensor conv_nd(const Tensor& input, const Tensor& weight, const Tensor& bias,
+               const ConvNdParams& params);
+Tensor conv_transpose_nd(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                         const ConvNdParams& params);
 
 // ONNX Gemm: alpha · A' · B' + beta · C, A' = transA ? Aᵀ : A ([M, K]), B' likewise ([K, N]),
 // C (optional) broadcast to [M, N].
