@@ -38,6 +38,7 @@ enum class LayoutRule {
   FirstNonConstant,  // the output keeps the first non-constant input's (broadcasting arithmetic)
   AllInputs,         // NHWC iff every input is (Concat)
   Fresh,             // writes a new contiguous or non-4-d tensor (Reshape, Gemm, Shape, …)
+  Permutation,       // Transpose: the input's format read through the perm (transposed_format)
 };
 
 // A conv's fused activation, as read from the activation's node: nullopt with `problem` empty

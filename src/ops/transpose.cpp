@@ -1,6 +1,7 @@
 #include "ops/transpose.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "core/check.h"
 #include "kernels/reference/tensor_ops.h"
@@ -32,8 +33,24 @@ Transpose::Transpose(std::vector<std::int64_t> perm) : Op("Transpose"), perm_(st
 std::vector<Tensor> Transpose::run(const std::vector<Tensor>& inputs) {
   REFOLD_CHECK(inputs.size() == 1 && inputs[0].defined(), "Transpose: expects 1 input, got {}",
                inputs.size());
-  if (!perm_.empty()) check_perm(perm_, inputs[0].dim());
-  return {reference::transpose(inputs[0], perm_)};
+  const Tensor& x = inputs[0];
+  if (!perm_.empty()) check_perm(perm_, x.dim());
+  Shape perm = perm_;
+  if (perm.empty()) {
+    perm.resize(static_cast<std::size_t>(x.dim()));
+    std::iota(perm.rbegin(), perm.rend(), 0);  // reverse: [rank − 1, …, 0]
+  }
+  Tensor view = x.permute(perm);
+  if (view.is_contiguous() || (view.dim() == 4 && view.is_contiguous(MemoryFormat::ChannelsLast)))
+    return {view};
+  return {reference::transpose(x, perm)};
+}
+
+MemoryFormat transposed_format(const std::vector<std::int64_t>& perm, MemoryFormat input) {
+  // (channels_last by [0, 2, 3, 1] gives a contiguous view, as every copy is contiguous.)
+  const bool nhwc_memory_read_as_nchw = perm == std::vector<std::int64_t>{0, 3, 1, 2};
+  return input == MemoryFormat::Contiguous && nhwc_memory_read_as_nchw ? MemoryFormat::ChannelsLast
+                                                                       : MemoryFormat::Contiguous;
 }
 
 DepthToSpace::DepthToSpace(std::int64_t blocksize, Mode mode)
@@ -99,7 +116,7 @@ nn::ModulePtr build_space_to_depth(const BuildContext& context) {
 
 const std::vector<OpDef>& transpose_ops() {
   static const std::vector<OpDef> table = {
-      {"Transpose", 1, build_transpose, LayoutRule::Fresh},
+      {"Transpose", 1, build_transpose, LayoutRule::Permutation},
       {"DepthToSpace", 1, build_depth_to_space},  // v11 adds mode (DCR before)
       {"SpaceToDepth", 1, build_space_to_depth},
   };

@@ -19,6 +19,7 @@
 
 #include "core/check.h"
 #include "ops/op.h"
+#include "ops/transpose.h"
 #include "passes/fused_conv.h"
 #include "passes/layout_model.h"
 #include "passes/passes.h"
@@ -52,6 +53,7 @@ enum class Rule {
   FirstNonConstant,  // LayoutRule::FirstNonConstant
   Fresh,             // LayoutRule::Fresh
   FirstInput,        // LayoutRule::FirstInput
+  Permutation,       // LayoutRule::Permutation (ops::transposed_format)
 };
 
 Rule rule_of(const graph::Node& node) {
@@ -65,6 +67,9 @@ Rule rule_of(const graph::Node& node) {
       return Rule::FirstNonConstant;
     case ops::LayoutRule::Fresh:
       return Rule::Fresh;
+    case ops::LayoutRule::Permutation:
+      return dynamic_cast<const ops::Transpose*>(node.module.get()) != nullptr ? Rule::Permutation
+                                                                               : Rule::Fresh;
     case ops::LayoutRule::FirstInput:
       break;
   }
@@ -143,6 +148,8 @@ class Model {
       const graph::Node& n = graph.nodes()[i];
       NodeInfo info;
       info.rule = rule_of(n);
+      if (info.rule == Rule::Permutation)
+        info.perm = dynamic_cast<const ops::Transpose&>(*n.module).perm();
       info.op = dynamic_cast<const graph::Op*>(n.module.get()) != nullptr;
       for (const std::string& s : n.inputs) info.inputs.push_back(s.empty() ? -1 : ids_.at(s));
       for (const std::string& s : n.outputs) info.outputs.push_back(s.empty() ? -1 : ids_.at(s));
@@ -309,6 +316,9 @@ class Model {
         }
         case Rule::Fresh:
           break;
+        case Rule::Permutation:
+          out = ops::transposed_format(n.perm, of(n.inputs.empty() ? -1 : n.inputs[0]));
+          break;
         case Rule::FirstInput:
           out = of(n.inputs.empty() ? -1 : n.inputs[0]);
           break;
@@ -339,6 +349,7 @@ class Model {
     bool op = false;
     int var = -1;
     std::vector<int> inputs, outputs;
+    std::vector<std::int64_t> perm;  // Rule::Permutation
   };
   static int first_output(const NodeInfo& n) { return n.outputs.empty() ? -1 : n.outputs[0]; }
 

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 
@@ -75,6 +76,23 @@ std::vector<Net> nets() {
          const graph::Attributes axis = attrs({{"axis", std::int64_t{1}}});
          const auto cat = b.node("Concat", {c3, x}, axis, "cat");
          b.output(nchw_only(b, cat, {1, 8, 6, 6}, "nchw"));
+       },
+       {1, 4, 6, 6}},
+      // A channels-last LayerNorm between Transposes (ConvNeXt): with NHWC convs around it
+      // both Transposes are views (ops::transposed_format), so only the input permutes.
+      {"layernorm between transposes",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 4, 6, 6});
+         const auto c1 = b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1});
+         const auto t1 = b.node("Transpose", {c1},
+                                attrs({{"perm", std::vector<std::int64_t>{0, 2, 3, 1}}}), "t1");
+         const auto ln =
+             b.node("LayerNormalization",
+                    {t1, b.constant("ln.scale", ones({4})), b.constant("ln.bias", zeros({4}))},
+                    attrs({{"axis", std::int64_t{-1}}}), "ln");
+         const auto t2 = b.node("Transpose", {ln},
+                                attrs({{"perm", std::vector<std::int64_t>{0, 3, 1, 2}}}), "t2");
+         b.output(b.conv(t2, 4, 4, 1, {.name = "conv2"}));
        },
        {1, 4, 6, 6}},
       // Two branches from the input; one goes NCHW-only before they meet.
@@ -278,6 +296,24 @@ TEST(LayoutPlan, AmbiguousShapesConvertForFree) {
   const Measured m = measure(b.graph(), in, {"conv1"});
   EXPECT_EQ(m.permutes, all.permutes.size()) << all.to_string();
   EXPECT_EQ(all.permutes.size(), 1u) << all.to_string();  // the input only
+}
+
+TEST(LayoutPlan, TransposesAroundAChannelsLastLayerNormAreViews) {
+  for (const Net& net : nets()) {
+    if (std::string(net.name) != "layernorm between transposes") continue;
+    GraphBuilder b;
+    net.build(b);
+    const passes::LayoutPlan plan = passes::make_layout_plan(b.graph());
+    EXPECT_EQ(plan.permutes.size(), 1u) << plan.to_string();  // the input only
+    passes::apply_layout_plan(b.graph(), plan);
+    std::map<std::string, const void*> data;
+    b.graph().run({randn(net.input)}, [&](const graph::Node& node, const std::vector<Tensor>&,
+                                          const std::vector<Tensor>& outputs) {
+      data[node.name] = outputs[0].data_ptr();
+    });
+    EXPECT_EQ(data.at("t1"), data.at("conv1"));  // NHWC memory read as [N, H, W, C]
+    EXPECT_EQ(data.at("t2"), data.at("ln"));     // [N, H, W, C] read as NCHW, channels_last
+  }
 }
 
 // A region with more convs than the planner enumerates (12): the one-flip search from the
