@@ -1,5 +1,7 @@
 // The refold command-line tool's argument parsing and dispatch (refold::cli::main). Uses the
 // public API only. The `refold` executable (main.cpp) and `python -m refold` both call it.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -27,8 +29,7 @@ int main(int argc, char** argv) {
                      "Compare the output model with the input on random inputs");
   optimize
       ->add_option("--disable", optimize_args.disable,
-                   "Passes to skip: constant-folding, simplify, dead-code, dead-taps, "
-                   "bn-folding, reparameterize, activation-fusion, layout")
+                   fmt::format("Passes to skip: {}", fmt::join(passes::pass_names(), ", ")))
       ->delimiter(',');
   optimize->add_flag("--json", optimize_args.json, "Print the report as JSON");
   optimize->add_option("--input-shape", optimize_args.input_shapes,
