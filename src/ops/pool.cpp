@@ -1,4 +1,4 @@
-// MaxPool, AveragePool and GlobalAveragePool: nn::MaxPool2d / AvgPool2d / AdaptiveAvgPool2d
+// MaxPool and AveragePool: nn::MaxPool2d / AvgPool2d
 // when PyTorch's rules give ONNX's result, else Pool (any spatial rank, MaxPool's Indices).
 #include "ops/pool.h"
 
@@ -150,16 +150,10 @@ nn::ModulePtr build_average_pool(const BuildContext& context) {
   return std::make_shared<nn::AvgPool2d>(options);
 }
 
-nn::ModulePtr build_global_average_pool(const BuildContext& context) {
-  check_arity(context.node, 1, 1, 1);
-  return std::make_shared<nn::AdaptiveAvgPool2d>(Size2d(1));
-}
-
 const std::vector<OpDef>& pool_ops() {
   static const std::vector<OpDef> table = {
       {"MaxPool", 1, build_max_pool},
       {"AveragePool", 1, build_average_pool},
-      {"GlobalAveragePool", 1, build_global_average_pool},
   };
   return table;
 }

@@ -1,6 +1,6 @@
 // Reductions: ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
 // ReduceSumSquare, ReduceLogSum, ReduceLogSumExp (kernels/reference/onnx_ops.h has the math),
-// ArgMax / ArgMin, TopK and CumSum.
+// GlobalAveragePool / GlobalMaxPool, ArgMax / ArgMin, TopK and CumSum.
 //
 // Reduce*(data[, axes]) → ⊕ over `axes`, each in [−rank, rank), none repeated:
 //   before opset 18 (ReduceSum: 13): axes is an attribute; absent = every axis.
@@ -195,9 +195,12 @@ nn::ModulePtr build_reduce(const BuildContext& context) {
   return std::make_shared<Reduce>(op, std::move(axes), keepdims, noop);
 }
 
-nn::ModulePtr build_global_max_pool(const BuildContext& context) {
+// GlobalAveragePool / GlobalMaxPool over every spatial axis, of any rank (a video model's 5-d
+// [N, C, T, H, W] too); over a 4-d input's H and W the average runs as the global average pool.
+template <reference::ReduceOp op>
+nn::ModulePtr build_global_pool(const BuildContext& context) {
   check_arity(context.node, 1, 1, 1);
-  return std::make_shared<Reduce>("GlobalMaxPool", reference::ReduceOp::Max);
+  return std::make_shared<Reduce>(context.node.op_type, op);
 }
 
 template <bool max>
@@ -253,7 +256,8 @@ const std::vector<OpDef>& reduce_ops() {
       {"ReduceSumSquare", 1, build_reduce<reference::ReduceOp::SumSquare>, LayoutRule::Fresh},
       {"ReduceLogSum", 1, build_reduce<reference::ReduceOp::LogSum>, LayoutRule::Fresh},
       {"ReduceLogSumExp", 1, build_reduce<reference::ReduceOp::LogSumExp>, LayoutRule::Fresh},
-      {"GlobalMaxPool", 1, build_global_max_pool, LayoutRule::Fresh},
+      {"GlobalMaxPool", 1, build_global_pool<reference::ReduceOp::Max>, LayoutRule::Fresh},
+      {"GlobalAveragePool", 1, build_global_pool<reference::ReduceOp::Mean>},
       {"ArgMax", 1, build_arg_reduce<true>, LayoutRule::Fresh},
       {"ArgMin", 1, build_arg_reduce<false>, LayoutRule::Fresh},
       {"TopK", 1, build_top_k, LayoutRule::Fresh},  // v10: K became an input; v11 largest

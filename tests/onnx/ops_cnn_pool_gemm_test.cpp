@@ -130,12 +130,21 @@ TEST(OnnxPool, SamePaddingResolvesFromTheInput) {
   }
 }
 
-TEST(OnnxPool, GlobalAveragePoolIsAdaptiveAvgPool) {
+TEST(OnnxPool, GlobalAveragePoolIsAdaptiveAvgPoolOn4dAndAMeanOnAnyRank) {
   const Tensor x = random({2, 3, 4, 5}, 4);
   OpCase c("GlobalAveragePool", {"x"});
-  EXPECT_NE(std::dynamic_pointer_cast<nn::AdaptiveAvgPool2d>(c.module()), nullptr);
   EXPECT_TRUE(testing::all_close(c.run({to_channels_last(x)}), reference::adaptive_avg_pool2d(x, 1),
                                  Tolerance::op_f32()));
+  // A video model's [N, C, T, H, W] (torchvision r3d_18's AdaptiveAvgPool3d) and a 1-d signal.
+  for (const Shape& shape : {Shape{1, 2, 3, 4, 5}, Shape{2, 3, 7}}) {
+    const Tensor v = random(shape, 5);
+    OpCase g("GlobalAveragePool", {"x"});
+    std::vector<std::int64_t> spatial;
+    for (std::size_t d = 2; d < shape.size(); ++d) spatial.push_back(static_cast<std::int64_t>(d));
+    EXPECT_TRUE(testing::all_close(g.run({v}),
+                                   reference::reduce(v, spatial, true, reference::ReduceOp::Mean),
+                                   Tolerance::op_f32()));
+  }
 }
 
 TEST(OnnxPool, Errors) {
