@@ -1,5 +1,6 @@
 // Builders for Resize (opset 11+: modes nearest, linear and cubic; everything else is an explicit
-// "unsupported" error listing what is, docs/reliability.md F27) and Upsample (opsets 7–9).
+// "unsupported" error listing what is, docs/reliability.md F27), Upsample (opsets 7–9) and
+// GridSample (opset 16+): the ops that sample their input at computed coordinates.
 #include "ops/resize.h"
 
 #include <cmath>
@@ -231,6 +232,61 @@ nn::ModulePtr build_upsample(const BuildContext& context) {
   return std::make_shared<Resize>(std::move(options));
 }
 
+namespace {
+
+// GridSample (reference::grid_sample has the math): X [N, C, D1…Dr] sampled at grid
+// [N, O1…Or, r]. Opset 16 names the modes bilinear / bicubic and takes 4-d X; opset 20 names
+// them linear / cubic and takes any rank (cubic still 4-d only).
+class GridSample : public graph::Op {
+ public:
+  explicit GridSample(reference::GridSampleParams params) : Op("GridSample"), params_(params) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& in) override {
+    REFOLD_CHECK(in.size() == 2 && in[0].defined() && in[1].defined(),
+                 "GridSample: expects X and grid");
+    return {reference::grid_sample(in[0], in[1], params_)};
+  }
+
+ private:
+  reference::GridSampleParams params_;
+};
+
+nn::ModulePtr build_grid_sample(const BuildContext& context) {
+  const graph::Node& node = context.node;
+  check_arity(node, 2, 2, 1);
+  const graph::Attributes& a = node.attributes;
+  using Mode = reference::GridSampleMode;
+  using Padding = reference::GridSamplePadding;
+  reference::GridSampleParams p;
+  const bool v20 = context.opset >= 20;
+  const std::string mode = a.get_string("mode", v20 ? "linear" : "bilinear");
+  if (mode == (v20 ? "linear" : "bilinear")) {
+    p.mode = Mode::Linear;
+  } else if (mode == "nearest") {
+    p.mode = Mode::Nearest;
+  } else if (mode == (v20 ? "cubic" : "bicubic")) {
+    p.mode = Mode::Cubic;
+  } else {
+    fail("unknown mode '{}' (expected {} at opset {})", mode,
+         v20 ? "linear, nearest or cubic" : "bilinear, nearest or bicubic", context.opset);
+  }
+  const std::string padding = a.get_string("padding_mode", "zeros");
+  if (padding == "zeros") {
+    p.padding = Padding::Zeros;
+  } else if (padding == "border") {
+    p.padding = Padding::Border;
+  } else if (padding == "reflection") {
+    p.padding = Padding::Reflection;
+  } else {
+    fail("unknown padding_mode '{}' (expected zeros, border or reflection)", padding);
+  }
+  const std::int64_t align = a.get_int("align_corners", 0);
+  REFOLD_CHECK(align == 0 || align == 1, "align_corners must be 0 or 1 (got {})", align);
+  p.align_corners = align == 1;
+  return std::make_shared<GridSample>(p);
+}
+
+}  // namespace
+
 const std::vector<OpDef>& resize_ops() {
   static const std::vector<OpDef> table = {
       // v11: roi/scales/sizes and coordinate modes
@@ -238,6 +294,8 @@ const std::vector<OpDef>& resize_ops() {
       // v9: scales became an input
       {"Upsample", 7, build_upsample, LayoutRule::FirstInput, nullptr,
        ShapeRule::LaterInputsSetShape},
+      // v16: 4-d; v20: any rank, modes renamed
+      {"GridSample", 16, build_grid_sample, LayoutRule::Fresh},
   };
   return table;
 }

@@ -280,6 +280,66 @@ TEST(OnnxResize, RuntimeScalesAndSizes) {
   });
 }
 
+// GridSample: hand-computed points (reference::grid_sample has the formulas); ONNX's own
+// test_gridsample_* node tests run in the conformance suite.
+TEST(OnnxGridSample, LinearNearestAndPadding) {
+  const Tensor x = values({1, 2, 3, 4}, {1, 1, 2, 2});
+  // align_corners: −1 and 1 are the edge elements' centres. Points (x, y): the four corners,
+  // the centre, and (−2, −2), which lies half an element outside both axes (x = −0.5).
+  const Tensor grid = values({-1, -1, 1, 1, 0, 0, 1, -1, -2, -2}, {1, 1, 5, 2});
+  auto sample = [&](const std::string& padding) {
+    OpCase c("GridSample", {"x", "g"});
+    c.integer("align_corners", 1).text("padding_mode", padding);
+    return c.run({x, grid}).to_vector();
+  };
+  // zeros: (−0.5, −0.5) weighs element (0, 0) by 0.5 · 0.5 and reads 0 elsewhere.
+  EXPECT_EQ(sample("zeros"), (std::vector<float>{1, 4, 2.5, 2, 0.25}));
+  EXPECT_EQ(sample("border"), (std::vector<float>{1, 4, 2.5, 2, 1}));        // clamped to (0, 0)
+  EXPECT_EQ(sample("reflection"), (std::vector<float>{1, 4, 2.5, 2, 2.5}));  // to (0.5, 0.5)
+  // nearest, edges at ±1: x = ((g + 1) · 4 − 1) / 2 = 1, 1.5, 2 rounds half to even: 1, 2, 2.
+  OpCase n("GridSample", {"x", "g"});
+  n.text("mode", "nearest");
+  EXPECT_EQ(n.run({values({10, 11, 12, 13}, {1, 1, 1, 4}),
+                   values({-0.25F, 0, 0, 0, 0.25F, 0}, {1, 1, 3, 2})})
+                .to_vector(),
+            (std::vector<float>{11, 12, 12}));
+  // Opset 20: any rank. The centre of a 2×2×2 volume is the mean; (1, 1, 1) the last element.
+  OpCase v("GridSample", {"x", "g"});
+  v.opset(20).text("mode", "linear").integer("align_corners", 1);
+  EXPECT_EQ(v.run({values({0, 1, 2, 3, 4, 5, 6, 7}, {1, 1, 2, 2, 2}),
+                   values({0, 0, 0, 1, 1, 1}, {1, 1, 1, 2, 3})})
+                .to_vector(),
+            (std::vector<float>{3.5, 7}));
+}
+
+TEST(OnnxGridSample, Errors) {
+  const Tensor x = values({1, 2, 3, 4}, {1, 1, 2, 2});
+  EXPECT_TRUE(testing::throws_error(
+      [&] {
+        OpCase("GridSample", {"x", "g"}).text("mode", "linear").module();
+      },
+      "unknown mode 'linear' (expected bilinear, nearest or bicubic at opset"));
+  EXPECT_TRUE(testing::throws_error(
+      [&] {
+        OpCase("GridSample", {"x", "g"}).text("padding_mode", "wrap").module();
+      },
+      "unknown padding_mode 'wrap'"));
+  EXPECT_TRUE(testing::throws_error(
+      [&] {
+        OpCase("GridSample", {"x", "g"}).run({x, values({0, 0, 0}, {1, 1, 1, 3})});
+      },
+      "grid_sample: grid must be [N, O1, …, O2, 2] for X [1, 1, 2, 2], got [1, 1, 1, 3]"));
+  EXPECT_TRUE(testing::throws_error(
+      [&] {
+        OpCase("GridSample", {"x", "g"})
+            .opset(20)
+            .text("mode", "cubic")
+            .run({values({0, 1, 2, 3, 4, 5, 6, 7}, {1, 1, 2, 2, 2}),
+                  values({0, 0, 0}, {1, 1, 1, 1, 3})});
+      },
+      "grid_sample: cubic mode needs a 4-d X, got 5-d"));
+}
+
 TEST(OnnxResize, BuildErrors) {
   const Tensor s = scales_tensor({1, 1, 2, 2});
   expect_errors({

@@ -102,6 +102,27 @@ struct ResizeParams {
 Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<double>& scales,
               const std::vector<double>& lengths, const ResizeParams& params);
 
+// GridSample (ONNX 16/20): samples X [N, C, D1…Dr] at the points of grid [N, O1…Or, r], whose
+// last axis holds normalized coordinates in reverse axis order (x for the last axis first),
+// −1 … 1 spanning the input: with align_corners the centres of the edge elements,
+//   x = (g + 1) / 2 · (D − 1),
+// else their outer edges, x = ((g + 1) · D − 1) / 2. Output [N, C, O1…Or].
+//   nearest: x rounded half to even; linear: the 2^r neighbours ⌊x⌋, ⌊x⌋ + 1 weighted
+//   1 − t, t (t = x − ⌊x⌋) per axis; cubic (r = 2): the 4 neighbours ⌊x⌋ − 1 … ⌊x⌋ + 2 with Keys'
+//   weights, A = −0.75.
+//   A coordinate outside [lo, hi] (align_corners: [0, D − 1], else [−0.5, D − 0.5]) is first
+//   clamped to [0, D − 1] (border) or reflected into [lo, hi] (reflection); a neighbour outside
+//   [0, D) then reads 0 (zeros), the edge (border) or its reflection (reflection).
+// As ONNX's reference implementation: computed in double, rounded once to X's dtype.
+enum class GridSampleMode { Nearest, Linear, Cubic };
+enum class GridSamplePadding { Zeros, Border, Reflection };
+struct GridSampleParams {
+  GridSampleMode mode = GridSampleMode::Linear;
+  GridSamplePadding padding = GridSamplePadding::Zeros;
+  bool align_corners = false;
+};
+Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleParams& params);
+
 // out = data.sizes[:axis] + indices.sizes + data.sizes[axis+1:];
 // out[i.., j.., k..] = data[i.., indices[j..], k..]; indices (int64) in [−size, size).
 Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis);
