@@ -1,6 +1,6 @@
 // Builders for the shape arithmetic and indexing: Shape, Gather, GatherElements, Slice, Expand,
-// Tile, ConstantOfShape, Range, ScatterND, ScatterElements (and Scatter, its opset 9 name),
-// Trilu.
+// Tile, ConstantOfShape, Range, GatherND, ScatterND, ScatterElements (and Scatter, its opset 9
+// name), Trilu.
 #include "ops/indexing.h"
 
 #include <algorithm>
@@ -117,6 +117,11 @@ std::vector<Tensor> ConstantOfShape::run(const std::vector<Tensor>& inputs) {
 std::vector<Tensor> Range::run(const std::vector<Tensor>& inputs) {
   expect_inputs(inputs, 3, 3, "Range");
   return {reference::range(inputs[0], inputs[1], inputs[2])};
+}
+
+std::vector<Tensor> GatherND::run(const std::vector<Tensor>& inputs) {
+  expect_inputs(inputs, 2, 2, "GatherND");
+  return {reference::gather_nd(inputs[0], inputs[1], batch_dims_)};
 }
 
 std::vector<Tensor> ScatterND::run(const std::vector<Tensor>& inputs) {
@@ -274,6 +279,14 @@ nn::ModulePtr build_range(const BuildContext& context) {
   return std::make_shared<Range>();
 }
 
+// GatherND-11; GatherND-12 adds batch_dims (default 0).
+nn::ModulePtr build_gather_nd(const BuildContext& context) {
+  check_arity(context.node, 2, 2, 1);
+  const std::int64_t batch_dims = context.node.attributes.get_int("batch_dims", 0);
+  REFOLD_CHECK(batch_dims >= 0, "batch_dims must be non-negative (got {})", batch_dims);
+  return std::make_shared<GatherND>(batch_dims);
+}
+
 nn::ModulePtr build_scatter_nd(const BuildContext& context) {
   check_arity(context.node, 3, 3, 1);
   const std::string reduction = context.node.attributes.get_string("reduction", "none");
@@ -341,6 +354,7 @@ const std::vector<OpDef>& indexing_ops() {
       {"Expand", 8, build_expand, LayoutRule::Fresh},
       {"ConstantOfShape", 9, build_constant_of_shape, LayoutRule::Fresh},
       {"Range", 11, build_range, LayoutRule::Fresh, nullptr, ShapeRule::ReadsFloatValues},
+      {"GatherND", 11, build_gather_nd, LayoutRule::Fresh},
       {"ScatterND", 11, build_scatter_nd},  // v16 adds reduction (none only here)
       {"Tile", 6, build_tile},              // v6: repeats became an input
       {"GatherElements", 11, build_gather_elements, LayoutRule::Fresh},

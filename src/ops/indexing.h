@@ -89,6 +89,15 @@ class Range : public graph::Op {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
 };
 
+class GatherND : public graph::Op {
+ public:
+  explicit GatherND(std::int64_t batch_dims) : Op("GatherND"), batch_dims_(batch_dims) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+
+ private:
+  std::int64_t batch_dims_;
+};
+
 class ScatterND : public graph::Op {
  public:
   ScatterND() : Op("ScatterND") {}

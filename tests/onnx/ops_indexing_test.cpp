@@ -258,3 +258,54 @@ TEST(OnnxTrilu, Errors) {
 
 }  // namespace indexing_ops
 }  // namespace refold::testing
+
+namespace refold::testing {
+namespace gather_nd_ops {
+
+// The examples of the ONNX GatherND specification, then batch_dims, negative indices, errors.
+TEST(OnnxGatherND, SpecificationExamples) {
+  const Tensor d2 = values({0, 1, 2, 3}, {2, 2});
+  auto gather = [](const Tensor& data, const Tensor& indices, std::int64_t batch_dims = 0) {
+    OpCase c("GatherND", {"data", "indices"});
+    if (batch_dims != 0) c.integer("batch_dims", batch_dims);
+    return c.run({data, indices});
+  };
+  EXPECT_EQ(gather(d2, i64({0, 0, 1, 1}, {2, 2})).to_vector(), (std::vector<float>{0, 3}));
+  const Tensor rows = gather(d2, i64({1, 0}, {2, 1}));
+  EXPECT_EQ(rows.sizes(), (Shape{2, 2}));
+  EXPECT_EQ(rows.to_vector(), (std::vector<float>{2, 3, 0, 1}));
+  const Tensor d3 = values({0, 1, 2, 3, 4, 5, 6, 7}, {2, 2, 2});
+  EXPECT_EQ(gather(d3, i64({0, 1, 1, 0}, {2, 2})).to_vector(), (std::vector<float>{2, 3, 4, 5}));
+  EXPECT_EQ(gather(d3, i64({0, 1, 1, 0}, {2, 1, 2})).sizes(), (Shape{2, 1, 2}));
+  // batch_dims 1: row n indexes data[n].
+  const Tensor batched = gather(d3, i64({1, 0}, {2, 1}), 1);
+  EXPECT_EQ(batched.sizes(), (Shape{2, 2}));
+  EXPECT_EQ(batched.to_vector(), (std::vector<float>{2, 3, 4, 5}));
+  EXPECT_EQ(gather(d2, i64({-1, -1}, {1, 2})).to_vector(), (std::vector<float>{3}));
+}
+
+TEST(OnnxGatherND, Errors) {
+  const Tensor d2 = values({0, 1, 2, 3}, {2, 2});
+  auto run = [&](const Tensor& indices, std::int64_t batch_dims) {
+    return [=] {
+      OpCase c("GatherND", {"data", "indices"});
+      c.integer("batch_dims", batch_dims);
+      c.run({d2, indices});
+    };
+  };
+  EXPECT_TRUE(throws_error(run(i64({2, 0}, {1, 2}), 0),
+                           "gather_nd: index 2 out of range for axis 0 of size 2"));
+  EXPECT_TRUE(throws_error(
+      run(i64({0, 0, 0}, {1, 3}), 0),
+      "gather_nd: indices' last dimension 3 must be in [1, 2] (data rank 2 − batch_dims 0)"));
+  EXPECT_TRUE(throws_error(run(i64({0, 0, 0}, {3, 1}), 1),
+                           "gather_nd: batch dim 0 is 3 in indices but 2 in data"));
+  EXPECT_TRUE(throws_error(
+      [] {
+        OpCase("GatherND", {"data", "indices"}).integer("batch_dims", -1).module();
+      },
+      "batch_dims must be non-negative (got -1)"));
+}
+
+}  // namespace gather_nd_ops
+}  // namespace refold::testing

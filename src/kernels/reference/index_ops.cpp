@@ -178,6 +178,59 @@ Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
   return output;
 }
 
+Tensor gather_nd(const Tensor& data, const Tensor& indices, std::int64_t batch_dims) {
+  REFOLD_CHECK(data.defined(), "gather_nd: data is undefined");
+  check_indices(indices, "gather_nd");
+  const std::int64_t q = indices.dim();
+  const std::int64_t r = data.dim();
+  const std::int64_t b = batch_dims;
+  REFOLD_CHECK(q >= 1 && b >= 0 && b < q && b < r,
+               "gather_nd: batch_dims {} must be below the ranks of indices ({}) and data ({})", b,
+               q, r);
+  const std::int64_t k = indices.size(-1);
+  REFOLD_CHECK(k >= 1 && k <= r - b,
+               "gather_nd: indices' last dimension {} must be in [1, {}] (data rank {} − "
+               "batch_dims {})",
+               k, r - b, r, b);
+  const Shape& is = indices.sizes();
+  const Shape& ds = data.sizes();
+  for (std::int64_t d = 0; d < b; ++d)
+    REFOLD_CHECK(is[static_cast<std::size_t>(d)] == ds[static_cast<std::size_t>(d)],
+                 "gather_nd: batch dim {} is {} in indices but {} in data", d,
+                 is[static_cast<std::size_t>(d)], ds[static_cast<std::size_t>(d)]);
+  const Shape rows(is.begin(), is.end() - 1);
+  const Shape slice(ds.begin() + b + k, ds.end());
+  Shape out_sizes = rows;
+  out_sizes.insert(out_sizes.end(), slice.begin(), slice.end());
+  Tensor output = empty(out_sizes, data.dtype());
+  const std::vector<std::int64_t> values = detail::int64_values(indices);
+  const Shape& strides = data.strides();
+  const Shape slice_strides(strides.begin() + b + k, strides.end());
+  visit_storage_type(data.dtype(), [&]<typename T>(T) {
+    const T* in = static_cast<const T*>(data.data_ptr());
+    T* out = static_cast<T*>(output.data_ptr());
+    std::size_t row = 0;
+    std::int64_t written = 0;
+    for_each_index(rows, [&](const Shape& ri) {
+      // The row's element offset: its batch coordinates, then its k index values.
+      std::int64_t base = 0;
+      for (std::int64_t d = 0; d < b; ++d)
+        base += ri[static_cast<std::size_t>(d)] * strides[static_cast<std::size_t>(d)];
+      for (std::int64_t j = 0; j < k; ++j) {
+        const auto axis = static_cast<std::size_t>(b + j);
+        base += wrap_index(values[row * static_cast<std::size_t>(k) + static_cast<std::size_t>(j)],
+                           ds[axis], "gather_nd", axis) *
+                strides[axis];
+      }
+      for_each_index(slice, [&](const Shape& si) {
+        out[written++] = in[base + offset_in(si, slice_strides)];
+      });
+      ++row;
+    });
+  });
+  return output;
+}
+
 namespace {
 
 // GatherElements / ScatterElements: indices have data's rank and, off `axis`, at most data's

@@ -181,6 +181,12 @@ Tensor range(const Tensor& start, const Tensor& limit, const Tensor& delta);
 // write wins.
 Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates);
 
+// ONNX GatherND with b = batch_dims, k = indices.size(−1) (1 ≤ k ≤ rank(data) − b):
+//   out.sizes = indices.sizes[:−1] + data.sizes[b + k:];
+//   out[i.., rest..] = data[i[:b].., indices[i..], rest..], where the first b dims of i are the
+//   batch dims data and indices share (equal sizes); indices (int64) in [−size, size).
+Tensor gather_nd(const Tensor& data, const Tensor& indices, std::int64_t batch_dims);
+
 // ONNX IsNaN / IsInf: int64 0/1 (bool) per element of a float32/bfloat16 x; IsInf detects
 // +Inf when `positive` and −Inf when `negative`. Integer x: all 0.
 Tensor is_nan(const Tensor& x);
