@@ -17,6 +17,7 @@
 #include "refold/threads.h"
 #include "testing/compare.h"
 #include "testing/post_chains.h"
+#include "testing/threads.h"
 
 namespace refold::testing::native_conv {
 
@@ -27,16 +28,12 @@ class NativeConvTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!native::cpu_has_avx2_fma()) GTEST_SKIP() << "this CPU has no AVX2/FMA";
-    threads_ = get_num_threads();
     algorithm_ = get_conv_algorithm();
   }
-  void TearDown() override {
-    set_num_threads(threads_);
-    set_conv_algorithm(algorithm_);
-  }
+  void TearDown() override { set_conv_algorithm(algorithm_); }
 
  private:
-  int threads_ = 1;
+  testing::RestoreNumThreads restore_threads_;
   ConvAlgorithm algorithm_ = ConvAlgorithm::Auto;
 };
 

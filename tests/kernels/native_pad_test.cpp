@@ -18,6 +18,7 @@
 #include "refold/threads.h"
 #include "testing/compare.h"
 #include "testing/layouts.h"
+#include "testing/threads.h"
 
 namespace refold {
 namespace {
@@ -49,12 +50,8 @@ std::vector<PadCase> pad_cases() {
 }
 
 class NativePad : public ::testing::Test {
- protected:
-  void SetUp() override { threads_ = get_num_threads(); }
-  void TearDown() override { set_num_threads(threads_); }
-
  private:
-  int threads_ = 1;
+  testing::RestoreNumThreads restore_threads_;
 };
 
 TEST_F(NativePad, MatchesTheReferenceExactly) {

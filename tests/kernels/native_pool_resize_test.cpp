@@ -27,6 +27,7 @@
 #include "refold/threads.h"
 #include "testing/compare.h"
 #include "testing/layouts.h"
+#include "testing/threads.h"
 
 namespace refold {
 namespace {
@@ -43,12 +44,10 @@ class NativePoolResize : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!native::cpu_has_avx2_fma()) GTEST_SKIP() << "this CPU has no AVX2/FMA";
-    threads_ = get_num_threads();
   }
-  void TearDown() override { set_num_threads(threads_); }
 
  private:
-  int threads_ = 1;
+  testing::RestoreNumThreads restore_threads_;
 };
 
 Tensor random_input(const Shape& sizes, MemoryFormat format, std::uint64_t seed = 3) {

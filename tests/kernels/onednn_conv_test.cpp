@@ -23,6 +23,7 @@
 #include "refold/threads.h"
 #include "testing/compare.h"
 #include "testing/post_chains.h"
+#include "testing/threads.h"
 
 namespace refold {
 namespace {
@@ -35,12 +36,8 @@ constexpr auto NHWC = MemoryFormat::ChannelsLast;
 
 // Restores the thread setting every test may change.
 class OnednnConv : public ::testing::Test {
- protected:
-  void SetUp() override { threads_ = get_num_threads(); }
-  void TearDown() override { set_num_threads(threads_); }
-
  private:
-  int threads_ = 1;
+  testing::RestoreNumThreads restore_threads_;
 };
 
 // One conv (or transposed conv) problem. `padding` is used by conv2d, `tpadding` and

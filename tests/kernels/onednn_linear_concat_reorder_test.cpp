@@ -15,6 +15,7 @@
 #include "refold/reference.h"
 #include "refold/threads.h"
 #include "testing/compare.h"
+#include "testing/threads.h"
 
 namespace refold {
 namespace {
@@ -26,14 +27,10 @@ constexpr auto NCHW = MemoryFormat::Contiguous;
 
 class OnednnNewOps : public ::testing::TestWithParam<int> {
  protected:
-  void SetUp() override {
-    saved_ = get_num_threads();
-    set_num_threads(GetParam());
-  }
-  void TearDown() override { set_num_threads(saved_); }
+  void SetUp() override { set_num_threads(GetParam()); }
 
  private:
-  int saved_ = 1;
+  testing::RestoreNumThreads restore_threads_;
 };
 
 TEST_P(OnednnNewOps, LinearMatchesReference) {

@@ -25,6 +25,7 @@
 #include "refold/reference.h"
 #include "refold/threads.h"
 #include "testing/compare.h"
+#include "testing/threads.h"
 
 namespace refold {
 namespace {
@@ -35,12 +36,8 @@ using testing::Tolerance;
 
 // Restores the thread setting every test may change.
 class OnednnOps : public ::testing::Test {
- protected:
-  void SetUp() override { threads_ = get_num_threads(); }
-  void TearDown() override { set_num_threads(threads_); }
-
  private:
-  int threads_ = 1;
+  testing::RestoreNumThreads restore_threads_;
 };
 
 // Normal values times `scale`, in logical order, contiguous.

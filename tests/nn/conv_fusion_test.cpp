@@ -14,6 +14,7 @@
 #include "nn/nn_test_helpers.h"
 #include "refold/refold.h"
 #include "testing/compare.h"
+#include "testing/threads.h"
 
 namespace refold {
 namespace {
@@ -45,11 +46,9 @@ std::vector<ActivationCase> activation_cases() {
 class ConvFusion : public ::testing::TestWithParam<std::tuple<MemoryFormat, int>> {
  protected:
   void SetUp() override {
-    saved_threads_ = get_num_threads();
     set_num_threads(std::get<1>(GetParam()));
     manual_seed(7);
   }
-  void TearDown() override { set_num_threads(saved_threads_); }
   MemoryFormat format() const { return std::get<0>(GetParam()); }
 
   // An odd-sized strided conv (7 → 5 channels, stride 2, padding 1) in the test's layout.
@@ -61,7 +60,7 @@ class ConvFusion : public ::testing::TestWithParam<std::tuple<MemoryFormat, int>
   Tensor input() const { return randn({2, 7, 9, 11}).contiguous(format()); }
 
  private:
-  int saved_threads_ = 1;
+  testing::RestoreNumThreads restore_threads_;
 };
 
 TEST_P(ConvFusion, SetActivationMatchesConvThenActivation) {
