@@ -109,6 +109,24 @@ TEST(OnnxQuantizeLinear, SixteenBitRanges) {
   EXPECT_EQ(quantize(c, {70000.0f, -1.0f, 65534.5f}), (I64s{65535, 0, 65534}));
 }
 
+// A zero point made by a Constant node: its tensor's ONNX type (int8 here) sets the range.
+TEST(OnnxQuantizeLinear, ZeroPointFromAConstantNodeSetsTheType) {
+  TempDir dir;
+  OnnxBuilder b(13);
+  b.input("x", {3}).output("y", {3}, TP::INT8);
+  b.initializer("scale", values({1.0f}, {}));
+  auto* constant = b.graph().add_node();
+  constant->set_op_type("Constant");
+  constant->add_output("zp");
+  auto* value = constant->add_attribute();
+  value->set_name("value");
+  value->set_type(::onnx::AttributeProto::TENSOR);
+  *value->mutable_t() = int_tensor("", {-1}, {}, TP::INT8);
+  b.node("QuantizeLinear", {"x", "scale", "zp"}, {"y"}, "q");
+  auto g = onnx::load(b.save(dir / "model.onnx"));
+  EXPECT_EQ(i64_values(g->run({values({-200, 5.5f, 200}, {3})})[0]), (I64s{-128, 5, 127}));
+}
+
 TEST(OnnxQuantizeLinear, PerAxisScaleAndZeroPoint) {
   // axis 1 (the default) of [2, 3]: column j uses scale[j] and zero point[j].
   const QuantCase c{.x_shape = {2, 3},

@@ -1,5 +1,6 @@
 // Reference expand, where, compare (Equal, Less, …, And, Or, Xor), Not, cast, range and
-// constant_of_shape: exact for every dtype (see tensor_ops.h; booleans are int64 0/1).
+// constant_of_shape: exact for every dtype (see tensor_ops.h; booleans are int64 0/1); ONNX's
+// quantize_linear / dequantize_linear (quantize.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
