@@ -58,6 +58,9 @@ std::shared_ptr<graph::Graph> build_graph(std::shared_ptr<graph::SourceModel> so
     g->value_info.push_back(value_info_from_proto(v, fmt::format("value_info '{}'", v.name())));
   }
 
+  // Visible to the builders (QuantizeLinear reads a zero point initializer's ONNX data type).
+  g->source = source;
+
   // Convert every node, collecting what cannot run before building anything.
   std::vector<graph::Node> nodes;
   std::vector<std::string> unsupported;

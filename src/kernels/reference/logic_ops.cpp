@@ -1,8 +1,11 @@
 // Reference expand, where, compare (Equal, Less, …, And, Or, Xor), Not, cast, range and
-// constant_of_shape: exact for every dtype (see tensor_ops.h; booleans are int64 0/1).
+// constant_of_shape: exact for every dtype (see tensor_ops.h; booleans are int64 0/1); ONNX's
+// quantize_linear / dequantize_linear (quantize.h).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "kernels/reference/quantize.h"
 #include "kernels/reference/tensor_ops.h"
 #include "kernels/reference/typed_elements.h"
 
@@ -300,6 +303,121 @@ Tensor constant_of_shape(const Shape& shape, const Tensor& value) {
     const T v = static_cast<const T*>(value.data_ptr())[0];
     T* out = static_cast<T*>(output.data_ptr());
     std::fill(out, out + output.numel(), v);
+  });
+  return output;
+}
+
+}  // namespace refold::reference
+
+namespace refold::reference {
+namespace {
+
+// Maps x's logical index to the element of scale (contiguous, row-major) it uses.
+class QuantParamIndex {
+ public:
+  QuantParamIndex(const Tensor& x, const Tensor& scale, const Tensor& zero_point,
+                  const QuantAxis& q, const char* op)
+      : q_(q) {
+    check_defined(x, op, "x");
+    check_defined(scale, op, "scale");
+    REFOLD_CHECK(is_floating(scale.dtype()), "{}: scale has dtype {}; expected float32", op,
+                 dtype_name(scale.dtype()));
+    if (zero_point.defined()) {
+      REFOLD_CHECK(zero_point.dtype() == DType::Int64,
+                   "{}: zero_point has dtype {}; expected an "
+                   "integer type",
+                   op, dtype_name(zero_point.dtype()));
+      REFOLD_CHECK(zero_point.sizes() == scale.sizes(),
+                   "{}: zero_point has shape [{}] but scale has [{}]", op,
+                   fmt::join(zero_point.sizes(), ", "), fmt::join(scale.sizes(), ", "));
+    }
+    const std::int64_t rank = x.dim();
+    if (q.axis < 0) {
+      REFOLD_CHECK(scale.numel() == 1,
+                   "{}: a per-tensor scale must have one element, got shape [{}]", op,
+                   fmt::join(scale.sizes(), ", "));
+      return;
+    }
+    REFOLD_CHECK(q.axis < rank, "{}: axis {} is out of range for x of rank {}", op, q.axis, rank);
+    const std::int64_t n = x.size(q.axis);
+    if (q.block_size == 0) {
+      REFOLD_CHECK(scale.dim() == 1 && scale.size(0) == n,
+                   "{}: a per-axis scale must be 1-d of x's size {} along axis {}, got shape [{}]",
+                   op, n, q.axis, fmt::join(scale.sizes(), ", "));
+      return;
+    }
+    Shape expected = x.sizes();
+    expected[q.axis] = (n + q.block_size - 1) / q.block_size;
+    REFOLD_CHECK(scale.sizes() == expected,
+                 "{}: a blocked scale (block_size {}) must have shape [{}], got [{}]", op,
+                 q.block_size, fmt::join(expected, ", "), fmt::join(scale.sizes(), ", "));
+    strides_.assign(expected.size(), 1);
+    for (std::size_t d = expected.size(); d-- > 1;) strides_[d - 1] = strides_[d] * expected[d];
+  }
+
+  std::int64_t operator()(const Shape& idx) const {
+    if (q_.axis < 0) return 0;
+    if (q_.block_size == 0) return idx[q_.axis];
+    std::int64_t off = 0;
+    for (std::size_t d = 0; d < idx.size(); ++d) {
+      const std::int64_t i =
+          static_cast<std::int64_t>(d) == q_.axis ? idx[d] / q_.block_size : idx[d];
+      off += i * strides_[d];
+    }
+    return off;
+  }
+
+ private:
+  QuantAxis q_;
+  Shape strides_;  // the blocked scale's contiguous strides
+};
+
+std::vector<std::int64_t> zero_points(const Tensor& zero_point, std::int64_t n) {
+  if (!zero_point.defined()) return std::vector<std::int64_t>(n, 0);
+  return detail::int64_values(zero_point);
+}
+
+}  // namespace
+
+// y = clamp(rint(float(x) / float(scale)) + zero_point, lo, hi); rint rounds half to even.
+Tensor quantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_point,
+                       const QuantAxis& axis, std::int64_t lo, std::int64_t hi) {
+  const QuantParamIndex param(x, scale, zero_point, axis, "QuantizeLinear");
+  REFOLD_CHECK(is_floating(x.dtype()), "QuantizeLinear: x has dtype {}; expected float32",
+               dtype_name(x.dtype()));
+  const std::vector<float> s = scale.contiguous().to_vector();
+  const std::vector<std::int64_t> zp = zero_points(zero_point, scale.numel());
+  Tensor output = empty_following(x, x.sizes(), DType::Int64);
+  auto* out = output.data<std::int64_t>();
+  const FloatReader in(x);
+  for_each_index(x.sizes(), [&](const Shape& idx) {
+    const std::int64_t p = param(idx);
+    const float q = in.at_offset(offset_in(idx, x.strides())) / s[p];  // float32, as ONNX
+    const double r = std::isnan(q) ? 0.0 : std::nearbyint(static_cast<double>(q));
+    const double v = std::clamp(r + static_cast<double>(zp[p]), static_cast<double>(lo),
+                                static_cast<double>(hi));
+    out[offset_in(idx, output.strides())] = static_cast<std::int64_t>(v);
+  });
+  return output;
+}
+
+// y = (x − zero_point) · scale, the difference exact in int64, the product in double rounded
+// once to scale's dtype.
+Tensor dequantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_point,
+                         const QuantAxis& axis) {
+  const QuantParamIndex param(x, scale, zero_point, axis, "DequantizeLinear");
+  REFOLD_CHECK(x.dtype() == DType::Int64,
+               "DequantizeLinear: x has dtype {}; expected an integer type", dtype_name(x.dtype()));
+  const std::vector<float> s = scale.contiguous().to_vector();
+  const std::vector<std::int64_t> zp = zero_points(zero_point, scale.numel());
+  Tensor output = empty_following(x, x.sizes(), scale.dtype());
+  const FloatWriter out(output);
+  const auto* in = static_cast<const std::int64_t*>(x.data_ptr());
+  for_each_index(x.sizes(), [&](const Shape& idx) {
+    const std::int64_t p = param(idx);
+    const double d = static_cast<double>(in[offset_in(idx, x.strides())] - zp[p]);
+    out.set_offset(offset_in(idx, output.strides()),
+                   static_cast<float>(d * static_cast<double>(s[p])));
   });
   return output;
 }
