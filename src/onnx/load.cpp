@@ -104,7 +104,6 @@ std::shared_ptr<graph::Graph> build_graph(std::shared_ptr<graph::SourceModel> so
   }
   // Last, so that what refold cannot run (above) is said first.
   check_types(proto, opset, plan);
-  g->source = std::move(source);
   g->verify();
   return g;
 }

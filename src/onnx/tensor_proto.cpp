@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -191,6 +192,12 @@ std::string data_type_name(int data_type) {
   if (::onnx::TensorProto_DataType_IsValid(data_type)) {
     return ::onnx::TensorProto_DataType_Name(static_cast<::onnx::TensorProto_DataType>(data_type));
   }
+  // Types newer than Debian's libonnx 1.12 (ONNX 1.14–1.17), by their onnx.proto numbers.
+  static const char* const newer[] = {"FLOAT8E4M3FN",   "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+                                      "FLOAT8E5M2FNUZ", "UINT4",          "INT4",
+                                      "FLOAT4E2M1"};
+  if (data_type >= 17 && data_type < 17 + static_cast<int>(std::size(newer)))
+    return newer[data_type - 17];
   return "unknown";
 }
 

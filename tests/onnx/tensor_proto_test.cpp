@@ -89,7 +89,7 @@ TEST(OnnxTensorProto, C1ToC6BadTensorsAreRefused) {
           {"C6 string", [&] { read(make(TP::STRING, {1}, "")); },
            "data type STRING (8) unsupported"},
           {"C6 float8 / int4 (unknown to onnx 1.12)", [&] { read(make(17, {1}, "x")); },
-           "data type unknown (17) unsupported"},
+           "data type FLOAT8E4M3FN (17) unsupported"},
           {"segments", [&] { read(segment); }, "segmented tensors are unsupported"},
           {"UINT8 in int32_data out of range", [&] { read(uint8_range); },
            "UINT8 value 300 at index 0 out of range [0, 255]"},
