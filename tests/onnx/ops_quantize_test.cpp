@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ struct QuantCase {
   Shape scale_shape;  // {} for a scalar
   I64s zero_point;    // empty: no zero point input
   int zero_point_type = TP::UINT8;
+  std::optional<Shape> zero_point_shape;  // absent: scale_shape
   std::int64_t opset = 19;
   std::vector<std::pair<std::string, std::int64_t>> attributes;
 };
@@ -65,7 +67,8 @@ std::shared_ptr<graph::Graph> load_case(const QuantCase& c) {
   b.initializer("scale", values(c.scale, c.scale_shape));
   std::vector<std::string> inputs = {"x", "scale"};
   if (!c.zero_point.empty()) {
-    *b.graph().add_initializer() = int_tensor("zp", c.zero_point, c.scale_shape, c.zero_point_type);
+    *b.graph().add_initializer() = int_tensor(
+        "zp", c.zero_point, c.zero_point_shape.value_or(c.scale_shape), c.zero_point_type);
     inputs.push_back("zp");
   }
   NodeRef n = b.node(c.op, inputs, {"y"}, "q");
@@ -161,6 +164,13 @@ TEST(OnnxDequantizeLinear, PerTensorPerAxisAndNoZeroPoint) {
   EXPECT_EQ(dequantize(none, {0, 255, -7}), (std::vector<float>{0, 63.75f, -1.75f}));
   const QuantCase uint8{.x_shape = {2}, .scale = {0.5f}, .zero_point = {128}};
   EXPECT_EQ(dequantize(uint8, {0, 255}), (std::vector<float>{-64, 63.5f}));
+  // One value as [1] beside a scalar zero point (ORT's quantizer writes biases so): per-tensor.
+  const QuantCase one{.x_shape = {2},
+                      .scale = {0.5f},
+                      .scale_shape = {1},
+                      .zero_point = {128},
+                      .zero_point_shape = Shape{}};
+  EXPECT_EQ(dequantize(one, {0, 255}), (std::vector<float>{-64, 63.5f}));
   const QuantCase int32{
       .x_shape = {2}, .scale = {0.5f}, .zero_point = {0}, .zero_point_type = TP::INT32};
   EXPECT_EQ(dequantize(int32, {100000, -3}), (std::vector<float>{50000, -1.5f}));

@@ -327,9 +327,12 @@ class QuantParamIndex {
                    "{}: zero_point has dtype {}; expected an "
                    "integer type",
                    op, dtype_name(zero_point.dtype()));
-      REFOLD_CHECK(zero_point.sizes() == scale.sizes(),
-                   "{}: zero_point has shape [{}] but scale has [{}]", op,
-                   fmt::join(zero_point.sizes(), ", "), fmt::join(scale.sizes(), ", "));
+      // One value either way ([] or [1], as ORT's quantizer writes a bias's) is per-tensor.
+      REFOLD_CHECK(
+          zero_point.sizes() == scale.sizes() || (zero_point.numel() == 1 && scale.numel() == 1 &&
+                                                  scale.dim() <= 1 && zero_point.dim() <= 1),
+          "{}: zero_point has shape [{}] but scale has [{}]", op,
+          fmt::join(zero_point.sizes(), ", "), fmt::join(scale.sizes(), ", "));
     }
     const std::int64_t rank = x.dim();
     if (q.axis < 0) {
