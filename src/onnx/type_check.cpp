@@ -23,9 +23,10 @@ std::string allowed_names(std::uint64_t mask) {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-// "input 1 'w' (W)".
-std::string describe_input(std::size_t i, const std::string& value, const SchemaParam& formal) {
-  return fmt::format("input {} '{}' ({})", i, value, formal.name);
+// "input 1 'w' (W)", for messages.
+std::string describe_input(const ::onnx::NodeProto& n, int i, const Schema& schema) {
+  return fmt::format("input {} '{}' ({})", i, n.input(i),
+                     schema.input(static_cast<std::size_t>(i))->name);
 }
 
 // The element type a node's attribute gives its output, where no input does: Cast's `to`,
@@ -44,23 +45,24 @@ int type_from_attributes(const ::onnx::NodeProto& n) {
   return type;
 }
 
-void check_attributes(const ::onnx::NodeProto& n, const Schema& schema, const std::string& what,
+// `name`: the node's name in messages (describe_node), formatted only for an error.
+void check_attributes(const ::onnx::NodeProto& n, const Schema& schema, const std::string& name,
                       int opset) {
   for (const ::onnx::AttributeProto& a : n.attribute()) {
     if (schema.has_attribute(a.name())) continue;
-    fail("{}: unknown attribute '{}': {}-{} (in effect at opset {}) has {}", what, a.name(),
-         schema.op_type, schema.since_version, opset,
+    fail("{}: unknown attribute '{}': {}-{} (in effect at opset {}) has {}", describe_node(name, n),
+         a.name(), schema.op_type, schema.since_version, opset,
          schema.attributes.empty() ? std::string("none")
                                    : fmt::format("{}", fmt::join(schema.attributes, ", ")));
   }
 }
 
 // Checks the node's inputs against its schema and writes its outputs' types into `types`.
-void check_node(const ::onnx::NodeProto& n, const Schema& schema, const std::string& what,
+void check_node(const ::onnx::NodeProto& n, const Schema& schema, const std::string& name,
                 Types& types) {
   struct Binding {
     int type = 0;
-    std::string by;  // the input that fixed it
+    int by = 0;  // the input that fixed it
   };
   std::map<std::string, Binding> bound;
   for (int i = 0; i < n.input_size(); ++i) {
@@ -69,19 +71,19 @@ void check_node(const ::onnx::NodeProto& n, const Schema& schema, const std::str
     const auto known = types.find(value);
     if (value.empty() || formal == nullptr || known == types.end()) continue;
     const int type = known->second;
-    const std::string input = describe_input(static_cast<std::size_t>(i), value, *formal);
     const std::uint64_t allowed = schema.allowed.at(formal->variable);
     REFOLD_CHECK(allowed == 0 || type >= 64 || ((allowed >> type) & 1) != 0,
-                 "{}: {} is {}; {}-{} takes {} as one of {}", what, input, type_name(type),
-                 schema.op_type, schema.since_version, formal->name, allowed_names(allowed));
+                 "{}: {} is {}; {}-{} takes {} as one of {}", describe_node(name, n),
+                 describe_input(n, i, schema), type_name(type), schema.op_type,
+                 schema.since_version, formal->name, allowed_names(allowed));
     if (formal->kind == SchemaParam::Kind::MixedVariadic) continue;
-    const auto [it, fresh] = bound.emplace(formal->variable, Binding{type, input});
+    const auto [it, fresh] = bound.emplace(formal->variable, Binding{type, i});
     REFOLD_CHECK(fresh || it->second.type == type,
-                 "{}: {} is {}, but {} is {}; {}-{} takes both as one type ({})", what, input,
-                 type_name(type), it->second.by, type_name(it->second.type), schema.op_type,
-                 schema.since_version, formal->variable);
+                 "{}: {} is {}, but {} is {}; {}-{} takes both as one type ({})",
+                 describe_node(name, n), describe_input(n, i, schema), type_name(type),
+                 describe_input(n, it->second.by, schema), type_name(it->second.type),
+                 schema.op_type, schema.since_version, formal->variable);
   }
-  const int from_attributes = type_from_attributes(n);
   for (int k = 0; k < n.output_size(); ++k) {
     const SchemaParam* formal = schema.output(static_cast<std::size_t>(k));
     if (n.output(k).empty() || formal == nullptr) continue;
@@ -94,7 +96,7 @@ void check_node(const ::onnx::NodeProto& n, const Schema& schema, const std::str
     } else if (allowed != 0 && (allowed & (allowed - 1)) == 0) {  // exactly one type allowed
       type = std::countr_zero(allowed);
     } else {
-      type = from_attributes;
+      type = type_from_attributes(n);
     }
     if (type != 0) types[n.output(k)] = type;
   }
@@ -108,7 +110,6 @@ int declared_type(const ::onnx::ValueInfoProto& v) {
 // B11: a graph input whose initializer is its default must declare the initializer's type and
 // (where static) dims.
 void check_default(const ::onnx::ValueInfoProto& input, const ::onnx::TensorProto& init) {
-  const std::string dims = fmt::format("[{}]", fmt::join(init.dims(), ", "));
   const int declared = declared_type(input);
   REFOLD_CHECK(declared == 0 || declared == init.data_type(),
                "graph input '{}' is declared {}, but its initializer (the default value) is {}",
@@ -123,8 +124,8 @@ void check_default(const ::onnx::ValueInfoProto& input, const ::onnx::TensorProt
   for (const auto& d : shape.dim())
     declared_dims.push_back(d.has_dim_value() ? std::to_string(d.dim_value())
                                               : (d.dim_param().empty() ? "?" : d.dim_param()));
-  fail("graph input '{}' is declared [{}], but its initializer (the default value) is {}",
-       input.name(), fmt::join(declared_dims, ", "), dims);
+  fail("graph input '{}' is declared [{}], but its initializer (the default value) is [{}]",
+       input.name(), fmt::join(declared_dims, ", "), fmt::join(init.dims(), ", "));
 }
 
 }  // namespace
@@ -143,16 +144,15 @@ void check_types(const ::onnx::GraphProto& graph, int opset, const GraphPlan& pl
       types[v.name()] = t;
     }
   }
-  std::map<std::string, std::string> producer;  // value → "node 'c' (Cast)"
+  std::map<std::string, std::size_t> producer;  // value → its node's NodeProto index
   for (std::size_t index : plan.order) {
     const ::onnx::NodeProto& n = graph.node(static_cast<int>(index));
-    const std::string what = describe_node(plan.node_names[index], n);
-    for (const std::string& out : n.output()) producer[out] = what;
+    for (const std::string& out : n.output()) producer[out] = index;
     if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
     const Schema* schema = find_schema(n.op_type(), opset);
     if (schema == nullptr) continue;  // an op ONNX does not define: refused as unsupported
-    check_attributes(n, *schema, what, opset);
-    check_node(n, *schema, what, types);
+    check_attributes(n, *schema, plan.node_names[index], opset);
+    check_node(n, *schema, plan.node_names[index], types);
   }
   auto check_declared = [&](const ::onnx::ValueInfoProto& v, const char* kind) {
     const int declared = declared_type(v);
@@ -160,7 +160,10 @@ void check_types(const ::onnx::GraphProto& graph, int opset, const GraphPlan& pl
     if (declared == 0 || computed == types.end() || computed->second == declared) return;
     const auto by = producer.find(v.name());
     fail("{} '{}' is declared {}, but {} computes {}", kind, v.name(), type_name(declared),
-         by == producer.end() ? std::string("the model") : by->second, type_name(computed->second));
+         by == producer.end()
+             ? std::string("the model")
+             : describe_node(plan.node_names[by->second], graph.node(static_cast<int>(by->second))),
+         type_name(computed->second));
   };
   for (const ::onnx::ValueInfoProto& v : graph.output()) check_declared(v, "graph output");
   for (const ::onnx::ValueInfoProto& v : graph.value_info()) check_declared(v, "value");

@@ -124,7 +124,9 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSamplePara
     stride[static_cast<std::size_t>(k)] =
         stride[static_cast<std::size_t>(k + 1)] * input.size(3 + k);
   std::vector<std::vector<Tap>> taps(static_cast<std::size_t>(r));
-  std::vector<std::pair<std::int64_t, double>> combined;  // (offset in a plane or −1, weight)
+  // (offset in a plane or −1, weight) of every neighbour combination, built axis by axis in
+  // two buffers reused across points.
+  std::vector<std::pair<std::int64_t, double>> combined, next;
   for (std::int64_t n = 0; n < n_count; ++n) {
     for (std::int64_t o = 0; o < points; ++o) {
       const float* coords = gs + (n * points + o) * r;
@@ -133,7 +135,7 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSamplePara
       // Every combination of one neighbour per axis: offset and product of weights.
       combined.assign(1, {0, 1.0});
       for (std::int64_t k = 0; k < r; ++k) {
-        std::vector<std::pair<std::int64_t, double>> next;
+        next.clear();
         for (const auto& [offset, weight] : combined)
           for (const Tap& t : taps[static_cast<std::size_t>(k)])
             next.emplace_back(offset < 0 || t.index < 0
