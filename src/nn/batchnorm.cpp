@@ -7,7 +7,10 @@
 
 namespace refold::nn {
 
-BatchNorm2d::BatchNorm2d(const BatchNorm2dOptions& options)
+BatchNorm2d::BatchNorm2d(const BatchNorm2dOptions& options) : BatchNorm2d(options, {}, {}, {}, {}) {}
+
+BatchNorm2d::BatchNorm2d(const BatchNorm2dOptions& options, Tensor weight, Tensor bias,
+                         Tensor running_mean, Tensor running_var)
     : Module("BatchNorm2d"), options_(options) {
   const auto& o = options_;
   REFOLD_CHECK(o.num_features() > 0, "BatchNorm2d: num_features ({}) must be positive",
@@ -19,12 +22,33 @@ BatchNorm2d::BatchNorm2d(const BatchNorm2dOptions& options)
                "BatchNorm2d: track_running_stats=false is not supported (inference uses the "
                "running statistics)");
   const Shape c{o.num_features()};
-  if (o.affine()) {
-    weight_ = register_parameter("weight", ones(c));
-    bias_ = register_parameter("bias", zeros(c));
+  if (!running_mean.defined() && !running_var.defined() && !weight.defined() && !bias.defined()) {
+    running_mean = zeros(c);
+    running_var = ones(c);
+    if (o.affine()) {
+      weight = ones(c);
+      bias = zeros(c);
+    }
   }
-  running_mean_ = register_buffer("running_mean", zeros(c));
-  running_var_ = register_buffer("running_var", ones(c));
+  REFOLD_CHECK(weight.defined() == o.affine() && bias.defined() == o.affine(),
+               "BatchNorm2d: affine={} but weight and bias are {}given", o.affine(),
+               weight.defined() ? "" : "not ");
+  const char* names[] = {"weight", "bias", "running_mean", "running_var"};
+  const Tensor* given[] = {&weight, &bias, &running_mean, &running_var};
+  for (int i = 0; i < 4; ++i) {
+    const Tensor& t = *given[i];
+    if (!t.defined() && i < 2) continue;
+    REFOLD_CHECK(t.defined() && t.sizes() == c && is_floating(t.dtype()) &&
+                     t.dtype() == running_mean.dtype(),
+                 "BatchNorm2d: {} is {}; expected a float [{}] of running_mean's dtype", names[i],
+                 t.defined() ? t.description() : "undefined", o.num_features());
+  }
+  if (o.affine()) {
+    weight_ = register_parameter("weight", weight);
+    bias_ = register_parameter("bias", bias);
+  }
+  running_mean_ = register_buffer("running_mean", running_mean);
+  running_var_ = register_buffer("running_var", running_var);
   num_batches_tracked_ = register_buffer("num_batches_tracked", zeros({}, DType::Int64));
 }
 

@@ -1,5 +1,7 @@
 #include "refold/nn/conv.h"
 
+#include <fmt/ranges.h>
+
 #include <cmath>
 
 #include "core/check.h"
@@ -32,15 +34,30 @@ void check_common(const std::string& type, std::int64_t in_channels, std::int64_
                groups, out_channels);
 }
 
-// Registers "weight" (and "bias") with PyTorch's reset_parameters() values (nn/init.h).
-// fan_in = weight.size(1) · kh · kw for both conv kinds.
-void init_conv_parameters(const Shape& weight_shape, std::int64_t out_channels, bool bias,
-                          Tensor& weight, Tensor& bias_tensor, const char* type) {
-  const std::int64_t fan_in =
-      checked_numel(Shape{weight_shape[1], weight_shape[2], weight_shape[3]}, type);
-  const double bound = detail::default_init_bound(fan_in);
-  weight = detail::uniform(weight_shape, bound);
-  if (bias) bias_tensor = detail::uniform({out_channels}, bound);
+// The parameters a conv registers: the given ones after checking their shapes (an undefined
+// `weight`: PyTorch's reset_parameters() values, nn/init.h, with fan_in = weight.size(1) · kh ·
+// kw for both conv kinds).
+void conv_parameters(const Shape& weight_shape, std::int64_t out_channels, bool bias,
+                     Tensor& weight, Tensor& bias_tensor, const std::string& type) {
+  if (!weight.defined()) {
+    REFOLD_CHECK(!bias_tensor.defined(), "{}: a bias is given without a weight", type);
+    const std::int64_t fan_in =
+        checked_numel(Shape{weight_shape[1], weight_shape[2], weight_shape[3]}, type);
+    const double bound = detail::default_init_bound(fan_in);
+    weight = detail::uniform(weight_shape, bound);
+    if (bias) bias_tensor = detail::uniform({out_channels}, bound);
+    return;
+  }
+  REFOLD_CHECK(weight.sizes() == weight_shape && is_floating(weight.dtype()),
+               "{}: the weight given is {}; its options need a float [{}]", type,
+               weight.description(), fmt::join(weight_shape, ", "));
+  REFOLD_CHECK(bias == bias_tensor.defined(), "{}: the options say bias={} but a bias is {}",
+               type, bias, bias_tensor.defined() ? "given" : "not given");
+  if (bias)
+    REFOLD_CHECK(bias_tensor.sizes() == Shape{out_channels} &&
+                     bias_tensor.dtype() == weight.dtype(),
+                 "{}: the bias given is {}; its options need a [{}] of the weight's dtype {}",
+                 type, bias_tensor.description(), out_channels, dtype_name(weight.dtype()));
 }
 
 }  // namespace
@@ -50,7 +67,10 @@ void init_conv_parameters(const Shape& weight_shape, std::int64_t out_channels, 
 
 Conv2d::Conv2d(const Conv2dOptions& options) : Conv2d("Conv2d", options) {}
 
-Conv2d::Conv2d(std::string type_name, const Conv2dOptions& options)
+Conv2d::Conv2d(const Conv2dOptions& options, Tensor weight, Tensor bias)
+    : Conv2d("Conv2d", options, std::move(weight), std::move(bias)) {}
+
+Conv2d::Conv2d(std::string type_name, const Conv2dOptions& options, Tensor weight, Tensor bias)
     : Module(std::move(type_name)), options_(options) {
   const auto& o = options_;
   check_common(this->type_name(), o.in_channels(), o.out_channels(), o.kernel_size(), o.stride(),
@@ -68,10 +88,9 @@ Conv2d::Conv2d(std::string type_name, const Conv2dOptions& options)
                "{}: padding 'same' needs stride 1, got stride ({}, {})", this->type_name(),
                o.stride().h, o.stride().w);
 
-  Tensor weight, bias;
-  init_conv_parameters(
+  conv_parameters(
       {o.out_channels(), o.in_channels() / o.groups(), o.kernel_size().h, o.kernel_size().w},
-      o.out_channels(), o.bias(), weight, bias, "Conv2d");
+      o.out_channels(), o.bias(), weight, bias, this->type_name());
   weight_ = register_parameter("weight", weight);
   if (bias.defined()) bias_ = register_parameter("bias", bias);
 }
@@ -125,7 +144,12 @@ void Conv2d::set_post_ops(const PostOps& post) {
 ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& options)
     : ConvTranspose2d("ConvTranspose2d", options) {}
 
-ConvTranspose2d::ConvTranspose2d(std::string type_name, const ConvTranspose2dOptions& options)
+ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& options, Tensor weight,
+                                 Tensor bias)
+    : ConvTranspose2d("ConvTranspose2d", options, std::move(weight), std::move(bias)) {}
+
+ConvTranspose2d::ConvTranspose2d(std::string type_name, const ConvTranspose2dOptions& options,
+                                 Tensor weight, Tensor bias)
     : Module(std::move(type_name)), options_(options) {
   const auto& o = options_;
   check_common(this->type_name(), o.in_channels(), o.out_channels(), o.kernel_size(), o.stride(),
@@ -145,10 +169,9 @@ ConvTranspose2d::ConvTranspose2d(std::string type_name, const ConvTranspose2dOpt
                this->type_name(), op.h, op.w, o.stride().h, o.stride().w, o.dilation().h,
                o.dilation().w);
 
-  Tensor weight, bias;
-  init_conv_parameters(
+  conv_parameters(
       {o.in_channels(), o.out_channels() / o.groups(), o.kernel_size().h, o.kernel_size().w},
-      o.out_channels(), o.bias(), weight, bias, "ConvTranspose2d");
+      o.out_channels(), o.bias(), weight, bias, this->type_name());
   weight_ = register_parameter("weight", weight);
   if (bias.defined()) bias_ = register_parameter("bias", bias);
 }

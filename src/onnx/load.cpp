@@ -14,7 +14,6 @@
 #include "core/check.h"
 #include "onnx/attributes.h"
 #include "onnx/proto_io.h"
-#include "onnx/shared_constants.h"
 #include "onnx/source_model.h"
 #include "onnx/tensor_proto.h"
 #include "onnx/type_check.h"
@@ -97,9 +96,6 @@ std::shared_ptr<graph::Graph> build_graph(std::shared_ptr<graph::SourceModel> so
       throw Error(fmt::format("{}: {}", describe_node(node.name, n), e.what()));
     }
     REFOLD_CHECK(node.module != nullptr, "{}: no module was built", describe_node(node.name, n));
-    // The graph's constants become the very handles the module holds, so a later layout change
-    // of a weight (convert_conv2d_weight_memory_format) reaches what export writes.
-    bind_module_constants(*g, node);
     g->add_node(std::move(node));
   }
   // Last, so that what refold cannot run (above) is said first.

@@ -79,12 +79,10 @@ nn::ModulePtr build_batch_normalization(const BuildContext& context) {
   }
 
   const std::int64_t channels = scale.size(0);
-  auto bn = std::make_shared<nn::BatchNorm2d>(nn::BatchNorm2dOptions(channels).eps(eps));
-  share(bn->weight(), scale);
-  share(bn->bias(), context.graph.constant(node.inputs[2]));
-  share(bn->running_mean(), context.graph.constant(node.inputs[3]));
-  share(bn->running_var(), context.graph.constant(node.inputs[4]));
-  return bn;
+  const graph::Graph& g = context.graph;
+  return std::make_shared<nn::BatchNorm2d>(
+      nn::BatchNorm2dOptions(channels).eps(eps), scale, g.constant(node.inputs[2]),
+      g.constant(node.inputs[3]), g.constant(node.inputs[4]));
 }
 
 const std::vector<OpDef>& batch_norm_ops() {

@@ -309,10 +309,8 @@ nn::ModulePtr build_conv(const BuildContext& context) {
       .dilation(window.dilations)
       .groups(group)
       .bias(has_bias);
-  auto conv = make_module_keeping_rng<nn::Conv2d>(options);
-  share(conv->weight(), w);
-  if (has_bias) share(conv->bias(), context.graph.constant(node.inputs[2]));
-  return conv;
+  return std::make_shared<nn::Conv2d>(
+      options, w, has_bias ? context.graph.constant(node.inputs[2]) : Tensor());
 }
 
 nn::ModulePtr build_conv_transpose(const BuildContext& context) {
@@ -383,10 +381,8 @@ nn::ModulePtr build_conv_transpose(const BuildContext& context) {
       .groups(group)
       .dilation(d)
       .bias(has_bias);
-  auto up = make_module_keeping_rng<nn::ConvTranspose2d>(options);
-  share(up->weight(), w);
-  if (has_bias) share(up->bias(), context.graph.constant(node.inputs[2]));
-  return up;
+  return std::make_shared<nn::ConvTranspose2d>(
+      options, w, has_bias ? context.graph.constant(node.inputs[2]) : Tensor());
 }
 
 const std::vector<OpDef>& conv_ops() {

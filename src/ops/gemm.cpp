@@ -204,10 +204,8 @@ nn::ModulePtr build_gemm(const BuildContext& context) {
     linear = g.beta == 1.0 && c.dim() == 1 && c.size(0) == n && c.dtype() == b.dtype();
   }
   if (!linear) return std::make_shared<Gemm>(g);
-  auto fc = make_module_keeping_rng<nn::Linear>(nn::LinearOptions(k, n).bias(has_c));
-  share(fc->weight(), b);
-  if (has_c) share(fc->bias(), context.graph.constant(node.inputs[2]));
-  return fc;
+  return std::make_shared<nn::Linear>(nn::LinearOptions(k, n).bias(has_c), b,
+                                      has_c ? context.graph.constant(node.inputs[2]) : Tensor());
 }
 
 nn::ModulePtr build_mat_mul(const BuildContext& context) {

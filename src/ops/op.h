@@ -132,18 +132,4 @@ std::optional<std::vector<std::int64_t>> constant_ints(const BuildContext& conte
 // nothing declares it (an activation's type is then only known at run time).
 int declared_elem_type(const BuildContext& context, std::size_t i);
 
-// Makes a module whose constructor draws random initial parameters (nn::Conv2d, nn::Linear, …)
-// without moving refold::default_generator(): importing a model must not change the random
-// stream a program sees afterwards. The parameters are then replaced by the graph's constants.
-template <typename M, typename... Args>
-std::shared_ptr<M> make_module_keeping_rng(Args&&... args) {
-  const Generator saved = default_generator();
-  auto module = std::make_shared<M>(std::forward<Args>(args)...);
-  default_generator() = saved;
-  return module;
-}
-
-// Points a module's parameter handle at the graph constant (same storage, sizes, strides).
-inline void share(Tensor parameter, const Tensor& constant) { parameter.set_data(constant); }
-
 }  // namespace refold::ops

@@ -25,8 +25,9 @@
 // the last part's output (the surviving output name), inputs = the conv's inputs, or
 // [x, W, B or "", r or "", the steps' constants…] when the chain has a residual or constants,
 // parts = the replaced nodes in order (the exporter writes them back as standard ONNX), placed
-// where the last part was (every input is defined there). Module: the same Conv2d with
-// set_post_ops(chain), or FusedConvAdd around it when there is a residual.
+// where the last part was (every input is defined there). Module: made from the parts alone
+// (fused_module, below, replays them through the same chain_take): the conv's Conv2d with the
+// chain as its post-ops, or FusedConvAdd around it when there is a residual.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -38,11 +39,13 @@
 #include <variant>
 #include <vector>
 
+#include "core/check.h"
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
 #include "passes/fused_chain.h"
 #include "passes/fused_conv.h"
 #include "passes/known_values.h"
+#include "passes/node_module.h"
 #include "passes/passes.h"
 #include "refold/nn/conv.h"
 
@@ -68,10 +71,8 @@ ops::ActivationReader activation_reader(const graph::Node& node) {
   return def != nullptr ? def->as_activation : nullptr;
 }
 
-// Sets m.activation from the single activation node `index`; m.problem when it cannot fuse.
-void match_single(const graph::Graph& graph, std::size_t index, ActivationMatch& m) {
-  const graph::Node& n = graph.nodes()[index];
-  m.nodes = {index};
+// Sets m.activation from the single activation node `n`; m.problem when it cannot fuse.
+void match_single(const graph::Graph& graph, const graph::Node& n, ActivationMatch& m) {
   if (n.outputs.size() != 1 || n.outputs[0].empty()) {
     m.problem = fmt::format("{} has {} outputs", describe(n), n.outputs.size());
     return;
@@ -116,7 +117,8 @@ std::optional<ActivationMatch> match_activation(const graph::Graph& graph,
   const graph::Node& n = graph.nodes()[readers[0]];
   if (activation_reader(n) == nullptr) return std::nullopt;
   if (n.inputs.empty() || n.inputs[0] != value) return std::nullopt;
-  match_single(graph, readers[0], m);
+  m.nodes = {readers[0]};
+  match_single(graph, n, m);
   return m;
 }
 
@@ -196,22 +198,21 @@ std::string chain_text(const PostChain& c) {
   return head_sum ? "sum+" + c.post.description() : c.post.description();
 }
 
-// Takes node `reader`, which reads c.out, into the chain when the conv can apply it (see
-// chain_take_next); false with `why` set when it is a candidate that cannot join.
-bool chain_take(const graph::Graph& graph, std::int64_t channels, PostChain& c, std::size_t reader,
-                std::string& why) {
-  const graph::Node& n = graph.nodes()[reader];
+// Takes node `n`, which reads c.out, into the chain when the conv can apply it (see
+// chain_take_next) and returns true; the caller lists it in c.parts. False with `why` set when
+// it is a candidate that cannot join. `channels` ≤ 0: not known, not checked.
+bool chain_take_node(const graph::Graph& graph, std::int64_t channels, PostChain& c,
+                     const graph::Node& n, std::string& why) {
   if (!n.parts.empty() || n.outputs.size() != 1 || n.outputs[0].empty()) return false;
   if (activation_reader(n) != nullptr) {
     if (n.inputs.empty() || n.inputs[0] != c.out) return false;
     ActivationMatch m;
-    match_single(graph, reader, m);
+    match_single(graph, n, m);
     if (!m.problem.empty()) {
       why = m.problem;
       return false;
     }
     chain_add_activation(c, m.activation, m.negative_slope);
-    c.parts.push_back(reader);
     c.out = m.output;
     return true;
   }
@@ -226,7 +227,6 @@ bool chain_take(const graph::Graph& graph, std::int64_t channels, PostChain& c, 
       if (PostStep* step = chain_step_for(c, ChainField::Residual)) step->add_residual = true;
       c.residual = r;
       c.conv_first = first;
-      c.parts.push_back(reader);
       c.out = n.outputs[0];
       return true;
     }
@@ -240,7 +240,7 @@ bool chain_take(const graph::Graph& graph, std::int64_t channels, PostChain& c, 
   const detail::AxisAffine& a = std::get<detail::AxisAffine>(affine);
   if (a.operand != c.out) return false;
   for (const auto* v : {&a.affine.scale, &a.affine.shift}) {
-    if (v->size() != 1 && static_cast<std::int64_t>(v->size()) != channels) {
+    if (v->size() != 1 && channels > 0 && static_cast<std::int64_t>(v->size()) != channels) {
       why = fmt::format("{} has {} values for {} channels", describe(n), v->size(), channels);
       return false;
     }
@@ -254,8 +254,15 @@ bool chain_take(const graph::Graph& graph, std::int64_t channels, PostChain& c, 
   for (const std::string& name : n.inputs) {
     if (name != c.out && !name.empty() && graph.is_constant(name)) c.constants.push_back(name);
   }
-  c.parts.push_back(reader);
   c.out = n.outputs[0];
+  return true;
+}
+
+// chain_take_node for the graph's node `reader`, listed in c.parts when taken.
+bool chain_take(const graph::Graph& graph, std::int64_t channels, PostChain& c, std::size_t reader,
+                std::string& why) {
+  if (!chain_take_node(graph, channels, c, graph.nodes()[reader], why)) return false;
+  c.parts.push_back(reader);
   return true;
 }
 
@@ -342,10 +349,7 @@ bool fuse_at(graph::Graph& graph, std::size_t index, PassReport& report) {
   fused.origin = origin_of(graph, chain.parts);
   const std::string note = fmt::format("fused {} into {} ({}: {})", describe(conv_node),
                                        fused.origin, chain.out, chain_text(chain));
-  conv->set_post_ops(chain.post);
-  fused.module =
-      residual ? std::make_shared<FusedConvAdd>(conv, chain.conv_first) : nn::ModulePtr(conv);
-  replace_with_fused(graph, chain.parts, std::move(fused));
+  replace_with_fused(graph, chain.parts, std::move(fused));  // its module: fused_module
   report.notes.push_back(note);
   return true;
 }
@@ -385,14 +389,69 @@ bool fuse_chain_at(graph::Graph& graph, std::size_t index, detail::StaticShapes&
   fused.inputs.insert(fused.inputs.end(), chain.constants.begin(), chain.constants.end());
   fused.outputs = {chain.out};
   fused.origin = origin_of(graph, chain.parts);
-  fused.module = std::make_shared<ElementwiseChain>(chain.post, chain.conv_first);
   report.notes.push_back(fmt::format("fused {} into one pass over memory ({}: {})", fused.origin,
                                      chain.out, chain_text(chain)));
   replace_with_fused(graph, chain.parts, std::move(fused));
   return true;
 }
 
+// Mul(v, s) or Mul(s, v): the Mul of SiLU's pair, v·Sigmoid(v) with s = Sigmoid(v).
+bool is_silu_mul(const graph::Node& n, const std::string& v, const std::string& s) {
+  return is_op(n, "Mul") && n.inputs.size() == 2 && n.outputs.size() == 1 &&
+         ((n.inputs[0] == v && n.inputs[1] == s) || (n.inputs[0] == s && n.inputs[1] == v));
+}
+
 }  // namespace
+
+nn::ModulePtr fused_module(const graph::Graph& graph, const graph::Node& node) {
+  const std::vector<graph::Node>& parts = node.parts;
+  REFOLD_CHECK(!parts.empty() && node.outputs.size() == 1 && !node.inputs.empty(),
+               "{}: not a fused chain ({} parts, {} inputs, {} outputs)", describe(node),
+               parts.size(), node.inputs.size(), node.outputs.size());
+  // The head: the conv's own module (from its part's data), or the chain's input x.
+  std::shared_ptr<nn::Conv2d> conv;
+  PostChain chain;
+  std::size_t k = 0;
+  if (is_op(parts[0], "Conv")) {
+    conv = std::dynamic_pointer_cast<nn::Conv2d>(module_for(graph, parts[0]));
+    REFOLD_CHECK(conv != nullptr && conv->post_ops().empty() && parts[0].outputs.size() == 1,
+                 "{}: its conv part is not a plain Conv with constant weights", describe(node));
+    chain.out = parts[0].outputs[0];
+    k = 1;
+  } else {
+    chain.out = node.inputs[0];
+  }
+  const std::int64_t channels = conv ? conv->options().out_channels() : 0;
+  for (; k < parts.size(); ++k) {
+    const graph::Node& n = parts[k];
+    if (is_op(n, "Sigmoid") && n.inputs.size() == 1 && n.inputs[0] == chain.out &&
+        n.outputs.size() == 1 && k + 1 < parts.size() &&
+        is_silu_mul(parts[k + 1], chain.out, n.outputs[0])) {
+      chain_add_activation(chain, Activation::SiLU, 0.01);
+      chain.out = parts[++k].outputs[0];
+      continue;
+    }
+    if (activation_reader(n) != nullptr && !n.inputs.empty() && n.inputs[0] == chain.out) {
+      // As match_activation takes it (a fused Gelu, with parts of its own, included).
+      ActivationMatch m;
+      match_single(graph, n, m);
+      REFOLD_CHECK(m.problem.empty(), "{}: {}", describe(node), m.problem);
+      chain_add_activation(chain, m.activation, m.negative_slope);
+      chain.out = m.output;
+      continue;
+    }
+    std::string why;
+    REFOLD_CHECK(chain_take_node(graph, channels, chain, n, why),
+                 "{}: its part {} does not continue the chain after '{}'{}", describe(node),
+                 describe(n), chain.out, why.empty() ? "" : ": " + why);
+  }
+  REFOLD_CHECK(chain.out == node.outputs[0], "{}: its parts end at '{}', not at its output '{}'",
+               describe(node), chain.out, node.outputs[0]);
+  if (!conv) return std::make_shared<ElementwiseChain>(chain.post, chain.conv_first);
+  conv->set_post_ops(chain.post);
+  if (chain.residual.empty()) return conv;
+  return std::make_shared<FusedConvAdd>(conv, chain.conv_first);
+}
 
 PassReport fuse_activations(graph::Graph& graph) {
   PassReport report;

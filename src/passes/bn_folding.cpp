@@ -45,6 +45,7 @@
 
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
+#include "passes/node_module.h"
 #include "passes/known_values.h"
 #include "passes/passes.h"
 #include "refold/error.h"
@@ -209,16 +210,14 @@ class Folder {
     if (std::string why = detail::single_use_problem(g_, conv.outputs[0], b); !why.empty())
       return "the conv output " + why;
     const auto module = detail::conv_module(conv);
-    std::shared_ptr<nn::Conv2d> fused;
+    reparam::ConvKernel folded;
     try {
-      fused = reparam::make_conv2d(
-          reparam::fold_batch_norm(reparam::kernel_of(*module),
-                                   reparam::params_of(*detail::batch_norm_module(bn))),
-          module->options(), module->weight().suggest_memory_format());
+      folded = reparam::fold_batch_norm(reparam::kernel_of(*module),
+                                        reparam::params_of(*detail::batch_norm_module(bn)));
     } catch (const Error& e) {
       return e.message();
     }
-    return conv_fold(c, b, fused, fused->weight(), fused->bias());
+    return conv_fold(c, b, folded.weight, folded.bias, module->weight().suggest_memory_format());
   }
 
   std::variant<std::monostate, Fold, std::string> plan_conv_transpose(const Chain& c,
@@ -229,21 +228,20 @@ class Folder {
     const auto module = detail::conv_transpose_module(conv);
     auto affine = detail::axis_affine(g_, g_.nodes()[a], 3, 4);  // channels of NCHW
     if (auto* why = std::get_if<std::string>(&affine)) return *why;
-    std::shared_ptr<nn::ConvTranspose2d> fused;
+    reparam::ConvTransposeKernel folded;
     try {
-      fused = reparam::make_conv_transpose2d(
-          reparam::fold_affine_into_conv_transpose(reparam::kernel_of(*module),
-                                                   std::get<detail::AxisAffine>(affine).affine),
-          module->options(), module->weight().suggest_memory_format());
+      folded = reparam::fold_affine_into_conv_transpose(
+          reparam::kernel_of(*module), std::get<detail::AxisAffine>(affine).affine);
     } catch (const Error& e) {
       return e.message();
     }
-    return conv_fold(c, a, fused, fused->weight(), fused->bias());
+    return conv_fold(c, a, folded.weight, folded.bias, module->weight().suggest_memory_format());
   }
 
-  // Conv or ConvTranspose: the fused layer in place of both nodes.
-  Fold conv_fold(const Chain& c, std::size_t a, nn::ModulePtr module, const Tensor& weight,
-                 const Tensor& bias) {
+  // Conv or ConvTranspose: the layer with the folded weight and bias (in the weight's format)
+  // in place of both nodes; its module is made from that data.
+  Fold conv_fold(const Chain& c, std::size_t a, const Tensor& weight, const Tensor& bias,
+                 MemoryFormat format) {
     const graph::Node& conv = g_.nodes()[c.layer];
     const graph::Node& an = g_.nodes()[a];
     graph::Node fused;
@@ -252,11 +250,12 @@ class Folder {
     fused.attributes = conv.attributes;  // same geometry, so the same ONNX attributes
     fused.outputs = {an.outputs[0]};
     fused.origin = fmt::format("{} + {}", conv.name, an.name);
-    fused.module = std::move(module);
-    fused.inputs = detail::add_parameter_constants(
-        g_, conv.inputs[0], g_.unique_name(conv.name + "_bnfold"), weight, bias);
+    fused.inputs = detail::add_parameter_constants(g_, conv.inputs[0],
+                                                   g_.unique_name(conv.name + "_bnfold"),
+                                                   detail::copy_in(weight, format),
+                                                   detail::copy_in(bias, format));
     Fold f;
-    f.nodes.push_back(std::move(fused));
+    f.nodes.push_back(with_module(g_, std::move(fused)));
     f.erase = {c.layer, a};
     f.note = fmt::format("folded {} into {}", describe(an), describe(conv));
     return f;
@@ -423,8 +422,7 @@ class Folder {
         n.outputs = {g_.unique_name(layer.outputs[0] + "_scaled")};
       }  // a Reshape that is not last keeps its output
     }
-    for (std::size_t k = 0; k < group; ++k)
-      f.nodes[k].module = ops::build_module({f.nodes[k], g_, 17});
+    for (std::size_t k = 0; k < group; ++k) f.nodes[k] = with_module(g_, std::move(f.nodes[k]));
     f.erase = {c.layer, a};
     if (c.bias) f.erase.push_back(*c.bias);
     f.erase.insert(f.erase.end(), c.reshapes.begin(), c.reshapes.end());

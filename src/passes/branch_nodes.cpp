@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ops/op.h"
+#include "passes/node_module.h"
 #include "refold/error.h"
 #include "refold/reparam/module_kernels.h"
 
@@ -38,6 +39,7 @@ std::string describe(const graph::Node& node) {
 void replace_with_fused(graph::Graph& graph, std::vector<std::size_t> parts, graph::Node fused) {
   std::sort(parts.begin(), parts.end());
   for (std::size_t p : parts) fused.parts.push_back(graph.nodes()[p]);
+  if (!fused.module) fused = with_module(graph, std::move(fused));
   const std::size_t position = parts.back() - (parts.size() - 1);
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) graph.erase_node(*it);
   graph.insert_node(position, std::move(fused));
@@ -281,9 +283,7 @@ std::variant<Pads2d, std::string> crop_of(const graph::Graph& graph, const graph
   return crop;
 }
 
-graph::Attributes conv_attributes(const nn::Conv2d& conv) {
-  const nn::Conv2dOptions& o = conv.options();
-  const Size2d k = {conv.weight().size(2), conv.weight().size(3)};
+graph::Attributes conv_attributes(Size2d k, const nn::Conv2dOptions& o) {
   const Pads2d p = o.padding().resolve(k, o.dilation());
   graph::Attributes a;
   a.set("kernel_shape", std::vector<std::int64_t>{k.h, k.w});
@@ -292,6 +292,27 @@ graph::Attributes conv_attributes(const nn::Conv2d& conv) {
   a.set("dilations", std::vector<std::int64_t>{o.dilation().h, o.dilation().w});
   a.set("group", o.groups());
   return a;
+}
+
+Tensor copy_in(const Tensor& t, MemoryFormat format) {
+  if (!t.defined()) return t;
+  const MemoryFormat f = t.dim() == 4 ? format : MemoryFormat::Contiguous;
+  Tensor copy = empty(t.sizes(), {t.dtype(), f});
+  copy.copy_(t);
+  return copy;
+}
+
+void set_conv(graph::Graph& graph, graph::Node& node, const std::string& input,
+              const std::string& constant_base, const reparam::ConvKernel& kernel,
+              const nn::Conv2dOptions& geometry, MemoryFormat format) {
+  const Size2d k(kernel.weight.size(2), kernel.weight.size(3));
+  node.op_type = "Conv";
+  node.domain.clear();
+  node.attributes = conv_attributes(k, nn::Conv2dOptions(geometry).groups(kernel.groups));
+  node.inputs = add_parameter_constants(graph, input, constant_base,
+                                        copy_in(kernel.weight, format),
+                                        copy_in(kernel.bias, format));
+  node.module = module_for(graph, node);
 }
 
 std::vector<std::string> add_parameter_constants(graph::Graph& graph, const std::string& input,

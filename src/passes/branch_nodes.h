@@ -34,7 +34,8 @@ std::string describe(const graph::Node& node);
 bool is_op(const graph::Node& node, const char* op_type);
 
 // Replaces the nodes `parts` (indices, any order) by `fused`, which then holds them, in graph
-// order, as its parts (the exporter writes them back as standard ONNX). It goes where the last
+// order, as its parts (the exporter writes them back as standard ONNX); a `fused` without a
+// module gets the one its data says (module_for). It goes where the last
 // part was, so every value its parts read is defined before it; its outputs must be the ones
 // of the parts that anything else reads.
 void replace_with_fused(graph::Graph& graph, std::vector<std::size_t> parts, graph::Node fused);
@@ -88,9 +89,22 @@ std::variant<ConstantPad, std::string> constant_pad_of(const graph::Graph& graph
 // (starts ≥ 0, ends < 0 or "to the end", steps 1): the crop as negative pads, or why not.
 std::variant<Pads2d, std::string> crop_of(const graph::Graph& graph, const graph::Node& node);
 
-// ONNX Conv attributes for a module's geometry, the padding resolved to explicit pads
-// [top, left, bottom, right] (ONNX's [x1_begin, x2_begin, x1_end, x2_end]).
-graph::Attributes conv_attributes(const nn::Conv2d& conv);
+// ONNX Conv attributes for a kernel of this size with `geometry`'s stride, padding, dilation
+// and groups, the padding resolved to explicit pads [top, left, bottom, right] (ONNX's
+// [x1_begin, x2_begin, x1_end, x2_end]).
+graph::Attributes conv_attributes(Size2d kernel, const nn::Conv2dOptions& geometry);
+
+// A copy of `t` in `format` (channels_last applies to a 4-d tensor, anything else is copied
+// contiguous); undefined stays undefined. A kernel made by the algebra, owned by its constant.
+Tensor copy_in(const Tensor& t, MemoryFormat format);
+
+// Makes `node` (its name and outputs set) the Conv over `input` that computes `kernel` with
+// `geometry`'s stride, padding and dilation: op type and attributes, the kernel's weight (in
+// `format`) and bias as new constants `<constant_base>.weight` / `.bias`, and the module made
+// from that data (module_for).
+void set_conv(graph::Graph& graph, graph::Node& node, const std::string& input,
+              const std::string& constant_base, const reparam::ConvKernel& kernel,
+              const nn::Conv2dOptions& geometry, MemoryFormat format);
 
 // Registers the module's weight (and bias) as new constants named `<base>.weight` /
 // `<base>.bias` (made unique), the same tensor handles the module holds, and returns the node

@@ -28,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "onnx/opset.h"
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
+#include "passes/node_module.h"
 #include "passes/known_values.h"
 #include "passes/passes.h"
 
@@ -57,7 +57,7 @@ std::optional<std::vector<std::int64_t>> reduce_axes(const graph::Graph& graph,
 // Rewrites node `index` when it is a spatial mean or max; returns the note, or "". The input's
 // rank and dtype come from what the graph declares or, where its input sizes are static, from
 // its producers run on stand-ins.
-std::string rewrite_spatial_reduce(graph::Graph& graph, std::size_t index, int opset,
+std::string rewrite_spatial_reduce(graph::Graph& graph, std::size_t index,
                                    detail::StaticShapes& shapes) {
   graph::Node& node = graph.node(index);
   const bool mean = is_op(node, "ReduceMean"), max = is_op(node, "ReduceMax");
@@ -87,7 +87,7 @@ std::string rewrite_spatial_reduce(graph::Graph& graph, std::size_t index, int o
   node.inputs.resize(1);
   node.origin = fmt::format("{} (over H and W)", was);
   node.source = -1;  // no longer the imported node: export writes it anew
-  graph.set_module(index, ops::build_module({node, graph, opset}));
+  graph.set_module(index, module_for(graph, node));
   return fmt::format("rewrote {} over H and W as {}", was, node.op_type);
 }
 
@@ -179,7 +179,7 @@ std::optional<GeluMatch> match_gelu(const graph::Graph& graph, std::size_t erf_i
   return m;
 }
 
-std::string fuse_gelu(graph::Graph& graph, const GeluMatch& m, int opset) {
+std::string fuse_gelu(graph::Graph& graph, const GeluMatch& m) {
   std::vector<std::string> ops;
   std::vector<std::size_t> sorted = m.parts;
   std::sort(sorted.begin(), sorted.end());
@@ -190,7 +190,6 @@ std::string fuse_gelu(graph::Graph& graph, const GeluMatch& m, int opset) {
   gelu.inputs = {m.x};
   gelu.outputs = {m.y};
   gelu.origin = fmt::format("{}", fmt::join(ops, "+"));
-  gelu.module = ops::build_module({gelu, graph, std::max(opset, 20)});  // Gelu: opset 20
   const std::string note =
       fmt::format("rewrote {} ({}) as Gelu", describe(graph.nodes()[sorted.back()]), gelu.origin);
   detail::replace_with_fused(graph, m.parts, std::move(gelu));
@@ -201,16 +200,15 @@ std::string fuse_gelu(graph::Graph& graph, const GeluMatch& m, int opset) {
 
 PassReport canonicalize(graph::Graph& graph) {
   PassReport report{"canonicalize", false, {}};
-  const int opset = onnx::ai_onnx_opset(graph);
   detail::StaticShapes shapes(graph);
   for (std::size_t i = 0; i < graph.nodes().size();) {
-    std::string note = rewrite_spatial_reduce(graph, i, opset, shapes);
+    std::string note = rewrite_spatial_reduce(graph, i, shapes);
     std::size_t next = i + 1;
     if (note.empty()) {
       if (const auto gelu = match_gelu(graph, i)) {
         // Nodes after the first part moved; look again from there.
         next = *std::min_element(gelu->parts.begin(), gelu->parts.end());
-        note = fuse_gelu(graph, *gelu, opset);
+        note = fuse_gelu(graph, *gelu);
       }
     }
     i = next;

@@ -27,10 +27,10 @@
 // convert_conv2d_weight_memory_format reach. A node whose builder refuses keeps its module.
 #include "passes/constant_folding.h"
 
-#include "onnx/opset.h"
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
 #include "passes/known_values.h"
+#include "passes/node_module.h"
 
 #include <fmt/format.h>
 
@@ -132,7 +132,6 @@ std::size_t byte_size(const Tensor& t) {
 // The nodes reading a value that became a constant, rebuilt from their data (see the top).
 void rebuild_readers(graph::Graph& graph, const std::set<std::string>& folded, PassReport& report) {
   if (folded.empty()) return;
-  const int opset = onnx::ai_onnx_opset(graph);
   for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
     const graph::Node& node = graph.nodes()[i];
     if (!node.parts.empty() || !ops::find_op(node)) continue;
@@ -141,13 +140,13 @@ void rebuild_readers(graph::Graph& graph, const std::set<std::string>& folded, P
       continue;
     nn::ModulePtr module;
     try {
-      module = ops::build_module({node, graph, opset});
+      module = module_for(graph, node);
     } catch (const std::exception&) {
       continue;  // as it was: the run reports any problem, in context
     }
-    if (module->type_name() == node.module->type_name()) continue;
-    report.notes.push_back(fmt::format("rebuilt {} over its now constant inputs: runs {}",
-                                       describe(node), module->type_name()));
+    if (module->type_name() != node.module->type_name())
+      report.notes.push_back(fmt::format("rebuilt {} over its now constant inputs: runs {}",
+                                         describe(node), module->type_name()));
     graph.set_module(i, module);
   }
 }

@@ -23,7 +23,6 @@
 #include "passes/branch_nodes.h"
 #include "passes/known_values.h"
 #include "passes/passes.h"
-#include "refold/reparam/module_kernels.h"
 
 namespace refold::passes {
 namespace {
@@ -83,7 +82,7 @@ PassReport drop_dead_taps(graph::Graph& graph) {
           fmt::format("kept {}: its {}×{} live taps would need negative padding", where, kh, kw));
       continue;
     }
-    // W[:, :, t0h..t1h, t0w..t1w], a view, copied by make_conv2d.
+    // W[:, :, t0h..t1h, t0w..t1w], a view, copied by set_conv.
     const Tensor& weight = conv->weight();
     reparam::ConvKernel kernel{
         weight.as_strided(
@@ -97,12 +96,9 @@ PassReport drop_dead_taps(graph::Graph& graph) {
                                                        tw.pad_after))
                         .dilation(dilation)
                         .groups(o.groups());
-    auto smaller = reparam::make_conv2d(kernel, geometry, weight.suggest_memory_format());
     graph::Node rewritten = node;
-    rewritten.module = smaller;
-    rewritten.attributes = detail::conv_attributes(*smaller);
-    rewritten.inputs = detail::add_parameter_constants(graph, node.inputs[0], node.name,
-                                                       smaller->weight(), smaller->bias());
+    detail::set_conv(graph, rewritten, node.inputs[0], node.name, kernel, geometry,
+                     weight.suggest_memory_format());
     rewritten.source = -1;
     rewritten.origin = "dead taps dropped from " + detail::describe(node);
     report.notes.push_back(fmt::format("{}: {}×{} taps → {}×{} (the others only read padding)",

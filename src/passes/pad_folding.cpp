@@ -20,8 +20,8 @@
 #include <variant>
 
 #include "passes/branch_nodes.h"
+#include "passes/node_module.h"
 #include "passes/passes.h"
-#include "refold/reparam/module_kernels.h"
 
 namespace refold::passes {
 
@@ -60,13 +60,11 @@ PassReport fold_pads(graph::Graph& graph) {
                           .padding(Padding2d::asymmetric(sum.top, sum.left, sum.bottom, sum.right))
                           .dilation(o.dilation())
                           .groups(o.groups());
-      auto folded = reparam::make_conv2d({conv->weight(), conv->bias(), o.groups()}, geometry,
-                                         conv->weight().suggest_memory_format());
-      graph::Node rewritten = node;
-      rewritten.module = folded;
-      rewritten.attributes = detail::conv_attributes(*folded);
+      graph::Node rewritten = node;  // the same weights, more padding
+      rewritten.attributes = detail::conv_attributes(o.kernel_size(), geometry);
       rewritten.inputs[0] = pad.inputs[0];
       rewritten.source = -1;
+      rewritten.module = module_for(graph, rewritten);
       rewritten.origin =
           fmt::format("{} with {} folded in", detail::describe(node), detail::describe(pad));
       report.notes.push_back(fmt::format("folded {} into {}: pads [{}, {}, {}, {}]",

@@ -52,6 +52,7 @@
 #include "kernels/reference/tensor_ops.h"
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
+#include "passes/node_module.h"
 #include "passes/known_values.h"
 #include "passes/passes.h"
 #include "refold/error.h"
@@ -975,15 +976,11 @@ class RegionMerger {
               .groups(m.groups);
       const std::vector<double> bias =
           k == 0 && !all_zero(value.constant) ? value.constant : std::vector<double>{};
-      auto module = reparam::make_conv2d(reparam::to_kernel(m, bias, dtype), geometry, format);
       graph::Node node;
       node.name = k == 0 ? base : g_.unique_name(base + "_" + std::to_string(k));
-      node.op_type = "Conv";
-      node.module = module;
-      node.attributes = detail::conv_attributes(*module);
       node.outputs = {last ? out : g_.unique_name(out + "_" + std::to_string(k))};
-      node.inputs = detail::add_parameter_constants(
-          g_, convs[k].input, g_.unique_name(base + "_reparam"), module->weight(), module->bias());
+      detail::set_conv(g_, node, convs[k].input, g_.unique_name(base + "_reparam"),
+                       reparam::to_kernel(m, bias, dtype), geometry, format);
       sums.push_back(node.outputs[0]);
       made.push_back(std::move(node));
     }
@@ -996,7 +993,7 @@ class RegionMerger {
       add.op_type = "Add";
       add.inputs = {k == 1 ? sums[0] : made.back().outputs[0], sums[k]};
       add.outputs = {k + 1 == sums.size() ? out : g_.unique_name(out + "_sum" + std::to_string(k))};
-      add.module = ops::build_module({add, g_, 17});
+      add.module = module_for(g_, add);
       made.push_back(std::move(add));
     }
     for (graph::Node& n : made) n.origin = "reparameterized " + listing;

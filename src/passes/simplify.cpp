@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "passes/branch_nodes.h"
+#include "passes/node_module.h"
 #include "passes/known_values.h"
 #include "passes/passes.h"
 #include "refold/nn/basic.h"
@@ -294,7 +295,7 @@ void apply_no_op(graph::Graph& graph, std::size_t index, const NoOp& no_op) {
   node.attributes = {};
   node.inputs = {no_op.source};
   node.outputs.resize(1);  // a Dropout's unused mask goes
-  graph.set_module(index, std::make_shared<nn::Identity>());
+  graph.set_module(index, module_for(graph, node));
 }
 
 }  // namespace

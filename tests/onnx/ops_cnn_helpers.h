@@ -17,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "onnx/shared_constants.h"
 #include "ops/op.h"
 #include "refold/graph/graph.h"
 #include "refold/graph/op.h"
@@ -78,7 +77,6 @@ class OpCase {
     if (!module_) {
       module_ = ops::build_module({node_, *graph_, opset_});
       node_.module = module_;
-      onnx::bind_module_constants(*graph_, node_);
     }
     return module_;
   }

@@ -119,6 +119,7 @@ TEST(ActivationFusion, EachActivationFusesIntoTheConvAndKeepsTheValues) {
     ASSERT_NE(conv, nullptr);
     EXPECT_EQ(conv->activation(), k.expected);
     EXPECT_TRUE(testing::all_close(b.run({in})[0], expected, kFused));
+    testing::expect_modules_follow_data(b.graph(), {in}, b.run({in}));
     // Idempotent: a fused conv is not a candidate again.
     EXPECT_FALSE(passes::fuse_activations(b.graph()).changed);
   }
@@ -284,6 +285,7 @@ TEST(ActivationFusion, ElementwiseChainsAfterTheConvJoinIt) {
       }
     }
     EXPECT_TRUE(testing::all_close(b.run({in})[0], expected, kFused));
+    testing::expect_modules_follow_data(b.graph(), {in}, b.run({in}));
     // Channels_last, where the native and oneDNN kernels apply the chain in their epilogue.
     nn::utils::convert_conv2d_weight_memory_format(*conv, MemoryFormat::ChannelsLast);
     EXPECT_TRUE(testing::all_close(b.run({in.contiguous(MemoryFormat::ChannelsLast)})[0], expected,
@@ -358,6 +360,7 @@ TEST(ActivationFusion, ElementwiseChainsWithoutAConvRunAsOnePass) {
       DispatchLog log;
       EXPECT_TRUE(testing::all_close(b.run({in_x, in_z})[0], expected, kFused));
       const std::vector<std::string> ran = log.take();
+      testing::expect_modules_follow_data(b.graph(), {in_x, in_z}, b.run({in_x, in_z}));
       EXPECT_NE(std::find(ran.begin(), ran.end(), "elementwise_chain: native"), ran.end())
           << fmt::format("{}", fmt::join(ran, "; "));
     }
@@ -412,6 +415,7 @@ TEST(ActivationFusion, ConvAddActivationBecomesOneResidualNode) {
       EXPECT_EQ(op->conv_first(), conv_first);
       EXPECT_EQ(op->conv()->activation(), relu ? Activation::ReLU : Activation::None);
       EXPECT_TRUE(testing::all_close(b.run({in})[0], expected, kFused));
+      testing::expect_modules_follow_data(b.graph(), {in}, b.run({in}));
       EXPECT_FALSE(passes::fuse_activations(b.graph()).changed);
     }
   }

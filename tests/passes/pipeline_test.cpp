@@ -8,6 +8,7 @@
 #include "refold/passes/pipeline.h"
 #include "testing/compare.h"
 #include "testing/graph_builder.h"
+#include "testing/pass_checks.h"
 
 namespace refold {
 namespace {
@@ -77,7 +78,9 @@ TEST(Pipeline, AllPassesShrinkTheGraphAndKeepTheValues) {
   const Tensor expected = b.run({in})[0];
   const passes::PipelineReport report = passes::optimize(b.graph());
   b.graph().verify();
-  EXPECT_TRUE(testing::model_close(b.run({in})[0], expected));
+  const Tensor after = b.run({in})[0];
+  EXPECT_TRUE(testing::model_close(after, expected));
+  testing::expect_modules_follow_data(b.graph(), {in}, {after});
   ASSERT_EQ(report.passes.size(), passes::pass_names().size());
   // Every pass has work here but dead-taps (no conv of this graph has taps that only read
   // padding; tests/passes/dead_taps_test.cpp has its own).

@@ -8,10 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <exception>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "passes/node_module.h"
 #include "refold/passes/pipeline.h"
 #include "testing/compare.h"
 #include "testing/graph_builder.h"
@@ -33,15 +36,55 @@ inline std::string notes_of(const passes::PassReport& r) {
 
 using Pass = std::function<passes::PassReport(graph::Graph&)>;
 
+// One truth per node (docs/architecture.md): what each node runs is what its data (op type,
+// attributes, inputs, constants, parts) says. Every node's module — but those in `unchanged`,
+// the modules a graph had before the pass under test (a test may edit a node's data after
+// import to see that a pass reads the data) — is swapped for the one passes::module_for makes
+// from that data, which must be of the same type; the graph is run on `x` and must give
+// `expected` bit for bit; then the modules are put back.
+inline void expect_modules_follow_data(graph::Graph& g, const std::vector<Tensor>& x,
+                                       const std::vector<Tensor>& expected,
+                                       const std::set<const nn::Module*>& unchanged = {}) {
+  std::vector<nn::ModulePtr> kept;
+  for (std::size_t i = 0; i < g.nodes().size(); ++i) {
+    const graph::Node& n = g.nodes()[i];
+    kept.push_back(n.module);
+    if (unchanged.count(n.module.get()) != 0) continue;
+    nn::ModulePtr made;
+    try {
+      made = passes::module_for(g, n);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "node '" << n.name << "' (" << n.op_type
+                    << "): no module from its data: " << e.what() << "\n"
+                    << g.dump();
+      made = n.module;
+    }
+    EXPECT_EQ(made->type_name(), n.module->type_name())
+        << "node '" << n.name << "' runs a module its data does not say\n"
+        << g.dump();
+    g.set_module(i, made);
+  }
+  const std::vector<Tensor> rebuilt = g.run(x);
+  for (std::size_t i = 0; i < std::min(rebuilt.size(), expected.size()); ++i) {
+    EXPECT_TRUE(all_close(rebuilt[i], expected[i], Tolerance::exact()))
+        << "output " << i << " differs when every module is made from its node's data\n"
+        << g.dump();
+  }
+  for (std::size_t i = 0; i < kept.size(); ++i) g.set_module(i, kept[i]);
+}
+
 // Runs `pass` on the builder's graph: the graph must still verify and, on random inputs,
 // compute what it computed before, within docs/testing.md's re-parameterization tolerance
 // (model_close), or bit-identically when `exact`.
 inline passes::PassReport apply_pass(GraphBuilder& b, const Pass& pass, bool exact = false) {
   const std::vector<Tensor> x = b.random_inputs();
   const std::vector<Tensor> before = b.run(x);
+  std::set<const nn::Module*> modules_before;
+  for (const graph::Node& n : b.graph().nodes()) modules_before.insert(n.module.get());
   passes::PassReport report = pass(b.graph());
   b.graph().verify();
   const std::vector<Tensor> after = b.run(x);
+  expect_modules_follow_data(b.graph(), x, after, modules_before);
   EXPECT_EQ(after.size(), before.size());
   for (std::size_t i = 0; i < std::min(after.size(), before.size()); ++i) {
     EXPECT_TRUE(exact ? all_close(after[i], before[i], Tolerance::exact())

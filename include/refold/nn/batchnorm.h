@@ -60,6 +60,11 @@ class BatchNorm2d : public Module {
  public:
   explicit BatchNorm2d(const BatchNorm2dOptions& options);
   explicit BatchNorm2d(std::int64_t num_features) : BatchNorm2d(BatchNorm2dOptions(num_features)) {}
+  // Over given statistics and affine parameters, registered as they are (the same handles):
+  // four [num_features] tensors of one floating dtype; `weight` and `bias` undefined when not
+  // options.affine().
+  BatchNorm2d(const BatchNorm2dOptions& options, Tensor weight, Tensor bias, Tensor running_mean,
+              Tensor running_var);
 
   Tensor forward(const Tensor& input) override;
 

@@ -93,6 +93,10 @@ class Conv2d : public Module {
   explicit Conv2d(const Conv2dOptions& options);
   Conv2d(std::int64_t in_channels, std::int64_t out_channels, Size2d kernel_size)
       : Conv2d(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
+  // A conv over given parameters, registered as they are (the same handles, no initial values
+  // drawn): `weight` [out, in/groups, kh, kw] in any layout, `bias` [out] when options.bias(),
+  // else undefined. What an imported graph's Conv node runs, its handles the graph's constants.
+  Conv2d(const Conv2dOptions& options, Tensor weight, Tensor bias);
 
   // activation(conv2d(input) + bias), the activation fused (None by default).
   Tensor forward(const Tensor& input) override;
@@ -122,7 +126,8 @@ class Conv2d : public Module {
  protected:
   // For subclasses that want their own type name in errors (still converted by
   // convert_conv2d_weight_memory_format, which finds them by dynamic_cast).
-  Conv2d(std::string type_name, const Conv2dOptions& options);
+  Conv2d(std::string type_name, const Conv2dOptions& options, Tensor weight = {},
+         Tensor bias = {});
 
  private:
   Conv2dOptions options_;
@@ -196,6 +201,8 @@ class ConvTranspose2d : public Module {
   explicit ConvTranspose2d(const ConvTranspose2dOptions& options);
   ConvTranspose2d(std::int64_t in_channels, std::int64_t out_channels, Size2d kernel_size)
       : ConvTranspose2d(ConvTranspose2dOptions(in_channels, out_channels, kernel_size)) {}
+  // Over given parameters, as Conv2d's: `weight` [in, out/groups, kh, kw], `bias` [out].
+  ConvTranspose2d(const ConvTranspose2dOptions& options, Tensor weight, Tensor bias);
 
   Tensor forward(const Tensor& input) override;
 
@@ -205,7 +212,8 @@ class ConvTranspose2d : public Module {
   bool has_bias() const { return bias_.defined(); }
 
  protected:
-  ConvTranspose2d(std::string type_name, const ConvTranspose2dOptions& options);
+  ConvTranspose2d(std::string type_name, const ConvTranspose2dOptions& options,
+                  Tensor weight = {}, Tensor bias = {});
 
  private:
   ConvTranspose2dOptions options_;

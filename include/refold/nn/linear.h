@@ -40,6 +40,9 @@ class Linear : public Module {
   explicit Linear(const LinearOptions& options);
   Linear(std::int64_t in_features, std::int64_t out_features)
       : Linear(LinearOptions(in_features, out_features)) {}
+  // Over given parameters, registered as they are (no initial values drawn): `weight`
+  // [out_features, in_features], `bias` [out_features] when options.bias(), else undefined.
+  Linear(const LinearOptions& options, Tensor weight, Tensor bias);
 
   Tensor forward(const Tensor& input) override;
 
