@@ -7,7 +7,8 @@
 
 namespace refold::nn {
 
-BatchNorm2d::BatchNorm2d(const BatchNorm2dOptions& options) : BatchNorm2d(options, {}, {}, {}, {}) {}
+BatchNorm2d::BatchNorm2d(const BatchNorm2dOptions& options)
+    : BatchNorm2d(options, {}, {}, {}, {}) {}
 
 BatchNorm2d::BatchNorm2d(const BatchNorm2dOptions& options, Tensor weight, Tensor bias,
                          Tensor running_mean, Tensor running_var)

@@ -51,13 +51,13 @@ void conv_parameters(const Shape& weight_shape, std::int64_t out_channels, bool 
   REFOLD_CHECK(weight.sizes() == weight_shape && is_floating(weight.dtype()),
                "{}: the weight given is {}; its options need a float [{}]", type,
                weight.description(), fmt::join(weight_shape, ", "));
-  REFOLD_CHECK(bias == bias_tensor.defined(), "{}: the options say bias={} but a bias is {}",
-               type, bias, bias_tensor.defined() ? "given" : "not given");
+  REFOLD_CHECK(bias == bias_tensor.defined(), "{}: the options say bias={} but a bias is {}", type,
+               bias, bias_tensor.defined() ? "given" : "not given");
   if (bias)
-    REFOLD_CHECK(bias_tensor.sizes() == Shape{out_channels} &&
-                     bias_tensor.dtype() == weight.dtype(),
-                 "{}: the bias given is {}; its options need a [{}] of the weight's dtype {}",
-                 type, bias_tensor.description(), out_channels, dtype_name(weight.dtype()));
+    REFOLD_CHECK(
+        bias_tensor.sizes() == Shape{out_channels} && bias_tensor.dtype() == weight.dtype(),
+        "{}: the bias given is {}; its options need a [{}] of the weight's dtype {}", type,
+        bias_tensor.description(), out_channels, dtype_name(weight.dtype()));
 }
 
 }  // namespace
@@ -144,8 +144,7 @@ void Conv2d::set_post_ops(const PostOps& post) {
 ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& options)
     : ConvTranspose2d("ConvTranspose2d", options) {}
 
-ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& options, Tensor weight,
-                                 Tensor bias)
+ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& options, Tensor weight, Tensor bias)
     : ConvTranspose2d("ConvTranspose2d", options, std::move(weight), std::move(bias)) {}
 
 ConvTranspose2d::ConvTranspose2d(std::string type_name, const ConvTranspose2dOptions& options,

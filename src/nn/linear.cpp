@@ -21,10 +21,10 @@ Linear::Linear(const LinearOptions& options, Tensor weight, Tensor bias)
     weight = detail::uniform({o.out_features(), o.in_features()}, bound);
     if (o.bias()) bias = detail::uniform({o.out_features()}, bound);
   }
-  REFOLD_CHECK(weight.sizes() == Shape({o.out_features(), o.in_features()}) &&
-                   is_floating(weight.dtype()),
-               "Linear: the weight given is {}; its options need a float [{}, {}]",
-               weight.description(), o.out_features(), o.in_features());
+  REFOLD_CHECK(
+      weight.sizes() == Shape({o.out_features(), o.in_features()}) && is_floating(weight.dtype()),
+      "Linear: the weight given is {}; its options need a float [{}, {}]", weight.description(),
+      o.out_features(), o.in_features());
   REFOLD_CHECK(o.bias() == bias.defined(), "Linear: the options say bias={} but a bias is {}",
                o.bias(), bias.defined() ? "given" : "not given");
   if (bias.defined())

@@ -80,9 +80,9 @@ nn::ModulePtr build_batch_normalization(const BuildContext& context) {
 
   const std::int64_t channels = scale.size(0);
   const graph::Graph& g = context.graph;
-  return std::make_shared<nn::BatchNorm2d>(
-      nn::BatchNorm2dOptions(channels).eps(eps), scale, g.constant(node.inputs[2]),
-      g.constant(node.inputs[3]), g.constant(node.inputs[4]));
+  return std::make_shared<nn::BatchNorm2d>(nn::BatchNorm2dOptions(channels).eps(eps), scale,
+                                           g.constant(node.inputs[2]), g.constant(node.inputs[3]),
+                                           g.constant(node.inputs[4]));
 }
 
 const std::vector<OpDef>& batch_norm_ops() {

@@ -309,8 +309,8 @@ nn::ModulePtr build_conv(const BuildContext& context) {
       .dilation(window.dilations)
       .groups(group)
       .bias(has_bias);
-  return std::make_shared<nn::Conv2d>(
-      options, w, has_bias ? context.graph.constant(node.inputs[2]) : Tensor());
+  return std::make_shared<nn::Conv2d>(options, w,
+                                      has_bias ? context.graph.constant(node.inputs[2]) : Tensor());
 }
 
 nn::ModulePtr build_conv_transpose(const BuildContext& context) {

@@ -45,8 +45,8 @@
 
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
-#include "passes/node_module.h"
 #include "passes/known_values.h"
+#include "passes/node_module.h"
 #include "passes/passes.h"
 #include "refold/error.h"
 #include "refold/reparam/module_kernels.h"
@@ -250,10 +250,9 @@ class Folder {
     fused.attributes = conv.attributes;  // same geometry, so the same ONNX attributes
     fused.outputs = {an.outputs[0]};
     fused.origin = fmt::format("{} + {}", conv.name, an.name);
-    fused.inputs = detail::add_parameter_constants(g_, conv.inputs[0],
-                                                   g_.unique_name(conv.name + "_bnfold"),
-                                                   detail::copy_in(weight, format),
-                                                   detail::copy_in(bias, format));
+    fused.inputs = detail::add_parameter_constants(
+        g_, conv.inputs[0], g_.unique_name(conv.name + "_bnfold"), detail::copy_in(weight, format),
+        detail::copy_in(bias, format));
     Fold f;
     f.nodes.push_back(with_module(g_, std::move(fused)));
     f.erase = {c.layer, a};

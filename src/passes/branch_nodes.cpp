@@ -309,8 +309,7 @@ void set_conv(graph::Graph& graph, graph::Node& node, const std::string& input,
   node.op_type = "Conv";
   node.domain.clear();
   node.attributes = conv_attributes(k, nn::Conv2dOptions(geometry).groups(kernel.groups));
-  node.inputs = add_parameter_constants(graph, input, constant_base,
-                                        copy_in(kernel.weight, format),
+  node.inputs = add_parameter_constants(graph, input, constant_base, copy_in(kernel.weight, format),
                                         copy_in(kernel.bias, format));
   node.module = module_for(graph, node);
 }

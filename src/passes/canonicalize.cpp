@@ -30,8 +30,8 @@
 
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
-#include "passes/node_module.h"
 #include "passes/known_values.h"
+#include "passes/node_module.h"
 #include "passes/passes.h"
 
 namespace refold::passes {

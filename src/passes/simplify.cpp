@@ -61,8 +61,8 @@
 #include <vector>
 
 #include "passes/branch_nodes.h"
-#include "passes/node_module.h"
 #include "passes/known_values.h"
+#include "passes/node_module.h"
 #include "passes/passes.h"
 #include "refold/nn/basic.h"
 

@@ -126,8 +126,7 @@ class Conv2d : public Module {
  protected:
   // For subclasses that want their own type name in errors (still converted by
   // convert_conv2d_weight_memory_format, which finds them by dynamic_cast).
-  Conv2d(std::string type_name, const Conv2dOptions& options, Tensor weight = {},
-         Tensor bias = {});
+  Conv2d(std::string type_name, const Conv2dOptions& options, Tensor weight = {}, Tensor bias = {});
 
  private:
   Conv2dOptions options_;
@@ -212,8 +211,8 @@ class ConvTranspose2d : public Module {
   bool has_bias() const { return bias_.defined(); }
 
  protected:
-  ConvTranspose2d(std::string type_name, const ConvTranspose2dOptions& options,
-                  Tensor weight = {}, Tensor bias = {});
+  ConvTranspose2d(std::string type_name, const ConvTranspose2dOptions& options, Tensor weight = {},
+                  Tensor bias = {});
 
  private:
   ConvTranspose2dOptions options_;
