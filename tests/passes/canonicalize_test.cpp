@@ -1,6 +1,6 @@
 // canonicalize: a spatial ReduceMean/ReduceMax becomes a global pool, GELU written out with Erf
-// becomes one Gelu node (its parts the original nodes) — with the values kept; the near misses
-// stay as they are.
+// becomes one Gelu node, Reshape → InstanceNormalization → Reshape one GroupNormalization (their
+// parts the original nodes) — with the values kept; the near misses stay as they are.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -213,6 +213,102 @@ TEST(Canonicalize, AGeluAfterAConvJoinsTheConv) {
   // The parts: the conv, then the Gelu node holding the five original nodes.
   ASSERT_EQ(b.graph().nodes()[0].parts.size(), 2u);
   EXPECT_EQ(b.graph().nodes()[0].parts[1].parts.size(), 5u);
+}
+
+// GroupNorm as torch.onnx writes it before opset 18: Reshape(x, [N, G, -1]) →
+// InstanceNormalization(scale, bias of length G) → Reshape(·, `back`).
+std::string group_norm_pattern(GraphBuilder& b, const std::string& x, std::int64_t groups,
+                               const Shape& back, const std::string& name) {
+  Generator gen(11);
+  const auto r = b.node("Reshape", {x, b.constant(name + ".groups", int64s({0, groups, -1}))}, {},
+                        name + ".reshape");
+  const auto n = b.node("InstanceNormalization",
+                        {r, b.constant(name + ".scale", randn({groups}, {}, gen)),
+                         b.constant(name + ".bias", randn({groups}, {}, gen))},
+                        attrs({{"epsilon", 1e-3f}}), name);
+  return b.node("Reshape", {n, b.constant(name + ".back", int64s(back))}, {}, name + ".back");
+}
+
+TEST(Canonicalize, GroupNormBetweenReshapesBecomesOneGroupNormalization) {
+  struct Case {
+    const char* name;
+    Shape x;
+    std::int64_t groups;
+  };
+  for (const Case& k : std::vector<Case>{
+           {"one group (timm's GroupNorm1)", {2, 6, 4, 5}, 1},
+           {"three groups", {2, 6, 4, 5}, 3},
+           {"a group per channel", {1, 6, 3, 3}, 6},
+           {"3-d input", {2, 4, 7}, 2},
+       }) {
+    SCOPED_TRACE(k.name);
+    GraphBuilder b;
+    const auto x = b.input("x", k.x);
+    const auto y = group_norm_pattern(b, x, k.groups, k.x, "gn");
+    b.output(b.node("Relu", {y}, {}, "after"));
+    const passes::PassReport r = apply_pass(b, passes::canonicalize);
+    EXPECT_TRUE(r.changed) << notes_of(r);
+    EXPECT_TRUE(has_note(r, "as GroupNormalization")) << notes_of(r);
+    ASSERT_EQ(b.graph().nodes().size(), 2u) << b.graph().dump();
+    const graph::Node& gn = b.graph().nodes()[0];
+    EXPECT_EQ(gn.op_type, "GroupNormalization");
+    EXPECT_EQ(gn.name, "gn");
+    EXPECT_EQ(gn.inputs, (std::vector<std::string>{x, "gn.scale", "gn.bias"}));
+    EXPECT_EQ(gn.outputs, std::vector<std::string>{y});
+    EXPECT_EQ(gn.attributes.get_int("num_groups", 0), k.groups);
+    EXPECT_EQ(gn.parts.size(), 3u);  // export writes these back
+    EXPECT_FALSE(passes::canonicalize(b.graph()).changed);
+  }
+}
+
+// The fused node keeps its input's layout: a channels_last input gives a channels_last output
+// with the values of the NCHW run (the Reshapes it replaces wrote fresh NCHW tensors).
+TEST(Canonicalize, TheGroupNormalizationKeepsChannelsLast) {
+  GraphBuilder b;
+  const Shape shape = {2, 6, 4, 5};
+  const auto x = b.input("x", shape);
+  b.output(group_norm_pattern(b, x, 2, shape, "gn"));
+  apply_pass(b, passes::canonicalize);
+  ASSERT_EQ(b.graph().nodes().size(), 1u) << b.graph().dump();
+  Generator gen(4);
+  const Tensor in = randn(shape, {}, gen);
+  const Tensor nchw = b.graph().run({in})[0];
+  const Tensor nhwc = b.graph().run({in.contiguous(MemoryFormat::ChannelsLast)})[0];
+  EXPECT_TRUE(nhwc.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(testing::all_close(nhwc, nchw, testing::Tolerance::op_f32()));
+}
+
+TEST(Canonicalize, NearMissesOfGroupNormStay) {
+  struct Case {
+    const char* name;
+    std::function<void(GraphBuilder&, const std::string&)> build;
+  };
+  for (const Case& k : std::vector<Case>{
+           {"groups that split a channel (6 channels, 4 groups)",
+            [](GraphBuilder& b, const std::string& x) {
+              b.output(group_norm_pattern(b, x, 4, {2, 6, 4, 4}, "gn"));
+            }},
+           {"the Reshape back writes another shape",
+            [](GraphBuilder& b, const std::string& x) {
+              b.output(group_norm_pattern(b, x, 2, {2, 6, 16}, "gn"));
+            }},
+           {"the normalized rows are also a graph output",
+            [](GraphBuilder& b, const std::string& x) {
+              b.output(group_norm_pattern(b, x, 2, {2, 6, 4, 4}, "gn"));
+              b.output("gn_out");
+            }},
+           {"the reshaped input is read twice",
+            [](GraphBuilder& b, const std::string& x) {
+              b.output(group_norm_pattern(b, x, 2, {2, 6, 4, 4}, "gn"));
+              b.output(b.node("Relu", {"gn.reshape_out"}, {}, "other"));
+            }},
+       }) {
+    SCOPED_TRACE(k.name);
+    GraphBuilder b;
+    const auto x = b.input("x", {2, 6, 4, 4});
+    k.build(b, x);
+    expect_left_alone(b, passes::canonicalize);
+  }
 }
 
 }  // namespace
