@@ -18,6 +18,8 @@
 //     Reshape(x, [N, G, M]) → InstanceNormalization → Reshape(·, shape(x))
 //                                                        → GroupNormalization(x), G groups
 //     (one fused node, its parts the three; it keeps x's memory format, the Reshapes did not).
+//   A patch unfold/fold, Reshape → Transpose → Reshape moving only spatial positions, x and y
+//   4-d (passes/patch_shuffle.h)                         → PatchShuffle(x), channels_last kept
 //
 // Why exact: a mean over H and W of an NCHW tensor, kept as [N, C, 1, 1], is GlobalAveragePool's
 // definition (max likewise); the GELU forms compute ½x·(1 + erf(x/√2)) with the constants
@@ -38,6 +40,7 @@
 #include "passes/group_norm_pattern.h"
 #include "passes/known_values.h"
 #include "passes/passes.h"
+#include "passes/patch_shuffle.h"
 
 namespace refold::passes {
 namespace {
@@ -219,6 +222,9 @@ PassReport canonicalize(graph::Graph& graph) {
       } else if (const auto norm = detail::match_group_norm(graph, i, shapes)) {
         next = *std::min_element(norm->parts.begin(), norm->parts.end());
         note = detail::fuse_group_norm(graph, *norm);
+      } else if (const auto shuffle = detail::match_patch_shuffle(graph, i, shapes)) {
+        next = *std::min_element(shuffle->parts.begin(), shuffle->parts.end());
+        note = detail::fuse_patch_shuffle(graph, *shuffle);
       }
     }
     i = next;

@@ -56,8 +56,8 @@ std::optional<GroupNormMatch> match_group_norm(const graph::Graph& graph, std::s
       *ys != *xs)
     return std::nullopt;
   const std::int64_t channels = (*xs)[1], groups = (*rs)[1];
-  const std::int64_t per_sample = std::accumulate(xs->begin() + 1, xs->end(), std::int64_t{1},
-                                                  std::multiplies<std::int64_t>());
+  const std::int64_t per_sample =
+      std::accumulate(xs->begin() + 1, xs->end(), std::int64_t{1}, std::multiplies<std::int64_t>());
   if ((*rs)[0] != (*xs)[0] || groups <= 0 || channels % groups != 0 ||
       groups * (*rs)[2] != per_sample)
     return std::nullopt;
@@ -83,9 +83,9 @@ std::string fuse_group_norm(graph::Graph& graph, const GroupNormMatch& m) {
   fused.origin = "Reshape+InstanceNormalization+Reshape";
   // Opset 18's GroupNormalization: scale and bias per group, as InstanceNormalization had them.
   fused.module = ops::build_module({fused, graph, 18});
-  const std::string note = fmt::format("rewrote {} between Reshapes as GroupNormalization ({} {})",
-                                       describe(norm), m.groups,
-                                       m.groups == 1 ? "group" : "groups");
+  const std::string note =
+      fmt::format("rewrote {} between Reshapes as GroupNormalization ({} {})", describe(norm),
+                  m.groups, m.groups == 1 ? "group" : "groups");
   replace_with_fused(graph, m.parts, std::move(fused));
   return note;
 }

@@ -11,8 +11,7 @@
 
 namespace refold::passes::detail {
 
-PatchShuffle::PatchShuffle(Shape input, Shape middle, std::vector<std::int64_t> perm,
-                           Shape output)
+PatchShuffle::PatchShuffle(Shape input, Shape middle, std::vector<std::int64_t> perm, Shape output)
     : Op("PatchShuffle"),
       input_(std::move(input)),
       middle_(std::move(middle)),
@@ -55,7 +54,7 @@ std::vector<Tensor> PatchShuffle::run(const std::vector<Tensor>& inputs) {
 
 namespace {
 
-bool plain(const graph::Node& node, const char* op_type) {
+bool chain_node(const graph::Node& node, const char* op_type) {
   return is_op(node, op_type) && node.parts.empty() && node.outputs.size() == 1 &&
          !node.inputs.empty() && !node.inputs[0].empty();
 }
@@ -65,19 +64,19 @@ bool plain(const graph::Node& node, const char* op_type) {
 std::optional<PatchShuffleMatch> match_patch_shuffle(const graph::Graph& graph, std::size_t index,
                                                      StaticShapes& shapes) {
   const graph::Node& transpose = graph.nodes()[index];
-  if (!plain(transpose, "Transpose") || transpose.inputs.size() != 1) return std::nullopt;
+  if (!chain_node(transpose, "Transpose") || transpose.inputs.size() != 1) return std::nullopt;
   const auto* op = dynamic_cast<const ops::Transpose*>(transpose.module.get());
   if (op == nullptr) return std::nullopt;
   // r = Reshape(x, …), read by the Transpose alone.
   const std::string& r = transpose.inputs[0];
   const auto first = graph.producer(r);
   if (!first || !single_use_problem(graph, r, index).empty()) return std::nullopt;
-  if (!plain(graph.nodes()[*first], "Reshape")) return std::nullopt;
+  if (!chain_node(graph.nodes()[*first], "Reshape")) return std::nullopt;
   // y = Reshape(t, …), the one reader of t.
   const std::string& t = transpose.outputs[0];
   if (graph.is_graph_output(t)) return std::nullopt;
   const std::vector<std::size_t> readers = graph.consumers(t);
-  if (readers.size() != 1 || !plain(graph.nodes()[readers[0]], "Reshape") ||
+  if (readers.size() != 1 || !chain_node(graph.nodes()[readers[0]], "Reshape") ||
       graph.nodes()[readers[0]].inputs[0] != t)
     return std::nullopt;
   PatchShuffleMatch m;
@@ -85,7 +84,8 @@ std::optional<PatchShuffleMatch> match_patch_shuffle(const graph::Graph& graph, 
   m.y = graph.nodes()[readers[0]].outputs[0];
   if (graph.is_constant(m.x)) return std::nullopt;
   const auto xs = shapes.shape(m.x), rs = shapes.shape(r), ys = shapes.shape(m.y);
-  if (!xs || !rs || !ys || xs->size() != 4 || ys->size() != 4 || rs->size() < 5) return std::nullopt;
+  if (!xs || !rs || !ys || xs->size() != 4 || ys->size() != 4 || rs->size() < 5)
+    return std::nullopt;
   // Batch and channels stay where they are: the chain only moves positions within a plane.
   auto same_nc = [&](const Shape& s) { return s[0] == (*xs)[0] && s[1] == (*xs)[1]; };
   if (!same_nc(*rs) || !same_nc(*ys)) return std::nullopt;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -285,20 +286,20 @@ TEST(Canonicalize, NearMissesOfGroupNormStay) {
   };
   for (const Case& k : std::vector<Case>{
            {"groups that split a channel (6 channels, 4 groups)",
-            [](GraphBuilder& b, const std::string& x) {
+            [](GraphBuilder&b, const std::string&x) {
               b.output(group_norm_pattern(b, x, 4, {2, 6, 4, 4}, "gn"));
             }},
            {"the Reshape back writes another shape",
-            [](GraphBuilder& b, const std::string& x) {
+            [](GraphBuilder&b, const std::string&x) {
               b.output(group_norm_pattern(b, x, 2, {2, 6, 16}, "gn"));
             }},
            {"the normalized rows are also a graph output",
-            [](GraphBuilder& b, const std::string& x) {
+            [](GraphBuilder&b, const std::string&x) {
               b.output(group_norm_pattern(b, x, 2, {2, 6, 4, 4}, "gn"));
               b.output("gn_out");
             }},
            {"the reshaped input is read twice",
-            [](GraphBuilder& b, const std::string& x) {
+            [](GraphBuilder&b, const std::string&x) {
               b.output(group_norm_pattern(b, x, 2, {2, 6, 4, 4}, "gn"));
               b.output(b.node("Relu", {"gn.reshape_out"}, {}, "other"));
             }},
@@ -306,6 +307,89 @@ TEST(Canonicalize, NearMissesOfGroupNormStay) {
     SCOPED_TRACE(k.name);
     GraphBuilder b;
     const auto x = b.input("x", {2, 6, 4, 4});
+    k.build(b, x);
+    expect_left_alone(b, passes::canonicalize);
+  }
+}
+
+// MobileViT's unfold of [N, C, H, W] into 2×2 patches, [N, C, 4, H·W/4], and the fold back:
+// Reshape → Transpose → Reshape.
+std::string unfold(GraphBuilder& b, const std::string& x, const Shape& s, const std::string& name,
+                   const std::vector<std::int64_t>& perm = {0, 1, 3, 5, 2, 4}) {
+  const auto r = b.node(
+      "Reshape", {x, b.constant(name + ".split", int64s({s[0], s[1], s[2] / 2, 2, s[3] / 2, 2}))},
+      {}, name + ".r");
+  const auto t = b.node("Transpose", {r}, attrs({{"perm", perm}}), name);
+  return b.node("Reshape", {t, b.constant(name + ".merge", int64s({s[0], s[1], 4, -1}))}, {},
+                name + ".back");
+}
+std::string fold(GraphBuilder& b, const std::string& x, const Shape& s, const std::string& name) {
+  const auto r = b.node(
+      "Reshape", {x, b.constant(name + ".split", int64s({s[0], s[1], 2, 2, s[2] / 2, s[3] / 2}))},
+      {}, name + ".r");
+  const auto t = b.node("Transpose", {r},
+                        attrs({{"perm", std::vector<std::int64_t>{0, 1, 4, 2, 5, 3}}}), name);
+  return b.node("Reshape", {t, b.constant(name + ".merge", int64s(s))}, {}, name + ".back");
+}
+
+TEST(Canonicalize, PatchUnfoldAndFoldBecomePatchShufflesInBothLayouts) {
+  const Shape s = {2, 3, 4, 6};
+  GraphBuilder b;
+  const auto x = b.input("x", s);
+  const auto u = unfold(b, x, s, "unfold");
+  const auto y = fold(b, b.node("Relu", {u}, {}, "mid"), s, "fold");
+  b.output(y);
+  Generator gen(8);
+  const Tensor in = randn(s, {}, gen);
+  const Tensor before = b.graph().run({in})[0];
+  const passes::PassReport r = apply_pass(b, passes::canonicalize, /*exact=*/true);
+  EXPECT_EQ(b.count("PatchShuffle"), 2) << b.graph().dump();
+  EXPECT_EQ(b.count("Reshape") + b.count("Transpose"), 0) << b.graph().dump();
+  EXPECT_TRUE(has_note(r, "as a PatchShuffle")) << notes_of(r);
+  for (const graph::Node& n : b.graph().nodes()) {
+    if (n.op_type == "PatchShuffle") EXPECT_EQ(n.parts.size(), 3u);  // export writes these
+  }
+  EXPECT_FALSE(passes::canonicalize(b.graph()).changed);
+  // An NHWC input: the same values, NHWC throughout (the unfolded value too), no permute.
+  reset_permute_count();
+  std::map<std::string, Tensor> seen;
+  const Tensor after =
+      b.graph().run({in.contiguous(MemoryFormat::ChannelsLast)},
+                    [&](const graph::Node& node, const std::vector<Tensor>&,
+                        const std::vector<Tensor>& out) { seen[node.name] = out[0]; })[0];
+  EXPECT_EQ(permute_count(), 1u);  // the test's own conversion of the input
+  EXPECT_TRUE(seen.at("unfold").is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(after.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(testing::all_close(after, before, testing::Tolerance::exact()));
+}
+
+TEST(Canonicalize, ReshapeTransposeReshapeThatMovesChannelsStays) {
+  struct Case {
+    const char* name;
+    std::function<void(GraphBuilder&, const std::string&)> build;
+  };
+  const Shape s = {1, 2, 4, 4};
+  for (const Case& k : std::vector<Case>{
+           {"the Transpose moves the channel axis",
+            [&](GraphBuilder&b, const std::string&x) {
+              b.output(unfold(b, x, s, "u", {0, 3, 1, 5, 2, 4}));
+            }},
+           {"the transposed value is also a graph output",
+            [&](GraphBuilder&b, const std::string&x) {
+              b.output(unfold(b, x, s, "u"));
+              b.output("u_out");
+            }},
+           {"a 4-d middle",
+            [&](GraphBuilder&b, const std::string&x) {
+              const auto r = b.node("Reshape", {x, b.constant("a", int64s({1, 2, 2, 8}))});
+              const auto t = b.node("Transpose", {r},
+                                    attrs({{"perm", std::vector<std::int64_t>{0, 1, 3, 2}}}));
+              b.output(b.node("Reshape", {t, b.constant("c", int64s(s))}));
+            }},
+       }) {
+    SCOPED_TRACE(k.name);
+    GraphBuilder b;
+    const auto x = b.input("x", s);
     k.build(b, x);
     expect_left_alone(b, passes::canonicalize);
   }

@@ -39,6 +39,15 @@ std::string group_norm_between_reshapes(GraphBuilder& b, const std::string& x) {
   return b.node("Reshape", {n, b.constant("gn.back", int64s({1, 4, 6, 6}))}, {}, "gn.back");
 }
 
+// Reshape(x, middle) → Transpose(perm) → Reshape(·, out).
+std::string patch_shuffle(GraphBuilder& b, const std::string& x, const Shape& middle,
+                          const std::vector<std::int64_t>& perm, const Shape& out,
+                          const std::string& name) {
+  const auto r = b.node("Reshape", {x, b.constant(name + ".split", int64s(middle))});
+  const auto t = b.node("Transpose", {r}, attrs({{"perm", perm}}), name);
+  return b.node("Reshape", {t, b.constant(name + ".merge", int64s(out))});
+}
+
 struct Net {
   const char* name;
   std::function<void(GraphBuilder&)> build;
@@ -97,11 +106,27 @@ std::vector<Net> nets() {
       {"group norm between convs",
        [](GraphBuilder& b) {
          const auto x = b.input("x", {1, 4, 6, 6});
-         b.output(b.conv(group_norm_between_reshapes(b, b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1})),
-                         4, 4, 1, {.name = "conv2"}));
+         b.output(b.conv(
+             group_norm_between_reshapes(b, b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1})),
+             4, 4, 1, {.name = "conv2"}));
          passes::canonicalize(b.graph());
        },
        {1, 4, 6, 6}},
+      // MobileViT's patch unfold and fold (Reshape → Transpose → Reshape) around a conv, which
+      // canonicalize makes PatchShuffles that keep NHWC: one permute (the input).
+      {"patch unfold and fold between convs",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 4, 4, 6});
+         const auto c1 = b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1});
+         const auto u =
+             patch_shuffle(b, c1, {1, 4, 2, 2, 2, 3}, {0, 1, 3, 5, 2, 4}, {1, 4, 4, 6}, "unfold");
+         const auto c2 = b.conv(u, 4, 4, 1, {.name = "conv2"});
+         const auto f =
+             patch_shuffle(b, c2, {1, 4, 2, 2, 2, 3}, {0, 1, 4, 2, 5, 3}, {1, 4, 4, 6}, "fold");
+         b.output(b.conv(f, 4, 4, 3, {.name = "conv3", .pads = kPad1}));
+         passes::canonicalize(b.graph());
+       },
+       {1, 4, 4, 6}},
       {"layernorm between transposes",
        [](GraphBuilder& b) {
          const auto x = b.input("x", {1, 4, 6, 6});
@@ -344,8 +369,9 @@ TEST(LayoutPlan, TransposesAroundAChannelsLastLayerNormAreViews) {
 TEST(LayoutPlan, AGroupNormBetweenReshapesStaysChannelsLastOnceCanonical) {
   GraphBuilder b;
   const auto x = b.input("x", {1, 4, 6, 6});
-  b.output(b.conv(group_norm_between_reshapes(b, b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1})),
-                  4, 4, 1, {.name = "conv2"}));
+  b.output(
+      b.conv(group_norm_between_reshapes(b, b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1})),
+             4, 4, 1, {.name = "conv2"}));
   EXPECT_EQ(passes::make_layout_plan(b.graph()).cost(), 2);
   passes::canonicalize(b.graph());
   const passes::LayoutPlan plan = passes::make_layout_plan(b.graph());
@@ -354,6 +380,19 @@ TEST(LayoutPlan, AGroupNormBetweenReshapesStaysChannelsLastOnceCanonical) {
   EXPECT_EQ(plan.permutes[0].node, "conv1");
   EXPECT_NE(plan.to_string().find("gn: GroupNormalization  conv1_out NHWC"), std::string::npos)
       << plan.to_string();
+}
+
+TEST(LayoutPlan, PatchShufflesKeepChannelsLast) {
+  for (const Net& net : nets()) {
+    if (std::string(net.name) != "patch unfold and fold between convs") continue;
+    GraphBuilder b;
+    net.build(b);
+    EXPECT_EQ(b.count("PatchShuffle"), 2) << b.graph().dump();
+    const passes::LayoutPlan plan = passes::make_layout_plan(b.graph());
+    EXPECT_EQ(plan.cost(), 1) << plan.to_string();  // the input's permute only
+    EXPECT_NE(plan.to_string().find("unfold: PatchShuffle  conv1_out NHWC"), std::string::npos)
+        << plan.to_string();
+  }
 }
 
 // A region with more convs than the planner enumerates (12): the one-flip search from the
