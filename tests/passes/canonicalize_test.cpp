@@ -279,6 +279,23 @@ TEST(Canonicalize, TheGroupNormalizationKeepsChannelsLast) {
   EXPECT_TRUE(testing::all_close(nhwc, nchw, testing::Tolerance::op_f32()));
 }
 
+// dead-code's Identity removal renames what a fused node's parts read too (the exporter
+// writes the parts: they must read values that exist).
+TEST(Canonicalize, APatternAfterAnIdentityReadsItsInputOnceDeadCodeRemovesIt) {
+  GraphBuilder b;
+  const Shape shape = {1, 4, 3, 3};
+  const auto x = b.input("x", shape);
+  const auto id = b.node("Identity", {x}, {}, "id");
+  b.output(group_norm_pattern(b, id, 2, shape, "gn"));
+  apply_pass(b, passes::canonicalize);
+  apply_pass(b, passes::eliminate_dead_code, /*exact=*/true);
+  ASSERT_EQ(b.graph().nodes().size(), 1u) << b.graph().dump();
+  const graph::Node& gn = b.graph().nodes()[0];
+  EXPECT_EQ(gn.inputs[0], x);
+  ASSERT_EQ(gn.parts.size(), 3u);
+  EXPECT_EQ(gn.parts[0].inputs[0], x);  // the first Reshape, as export writes it
+}
+
 TEST(Canonicalize, NearMissesOfGroupNormStay) {
   struct Case {
     const char* name;
