@@ -14,6 +14,12 @@
 //     (operands of Add and Mul in either order). One fused node, named as the last Mul, whose
 //     parts are the matched nodes: the exporter writes them back, so the file keeps its opset
 //     (Gelu is an op from opset 20 on), and activation-fusion can take it into a conv.
+//   GroupNorm, as exporters write it before opset 18 (passes/group_norm_pattern.h):
+//     Reshape(x, [N, G, M]) → InstanceNormalization → Reshape(·, shape(x))
+//                                                        → GroupNormalization(x), G groups
+//     (one fused node, its parts the three; it keeps x's memory format, the Reshapes did not).
+//   A patch unfold/fold, Reshape → Transpose → Reshape moving only spatial positions, x and y
+//   4-d (passes/patch_shuffle.h)                         → PatchShuffle(x), channels_last kept
 //
 // Why exact: a mean over H and W of an NCHW tensor, kept as [N, C, 1, 1], is GlobalAveragePool's
 // definition (max likewise); the GELU forms compute ½x·(1 + erf(x/√2)) with the constants
@@ -30,9 +36,11 @@
 
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
+#include "passes/group_norm_pattern.h"
 #include "passes/known_values.h"
 #include "passes/node_module.h"
 #include "passes/passes.h"
+#include "passes/patch_shuffle.h"
 
 namespace refold::passes {
 namespace {
@@ -209,6 +217,12 @@ PassReport canonicalize(graph::Graph& graph) {
         // Nodes after the first part moved; look again from there.
         next = *std::min_element(gelu->parts.begin(), gelu->parts.end());
         note = fuse_gelu(graph, *gelu);
+      } else if (const auto norm = detail::match_group_norm(graph, i, shapes)) {
+        next = *std::min_element(norm->parts.begin(), norm->parts.end());
+        note = detail::fuse_group_norm(graph, *norm);
+      } else if (const auto shuffle = detail::match_patch_shuffle(graph, i, shapes)) {
+        next = *std::min_element(shuffle->parts.begin(), shuffle->parts.end());
+        note = detail::fuse_patch_shuffle(graph, *shuffle);
       }
     }
     i = next;

@@ -22,6 +22,14 @@ namespace {
 
 using detail::describe;
 
+// Renames what `node` reads, `from` → `to`, in its parts too: a fused node's parts read its
+// inputs by name, and the exporter writes the parts.
+void rename_input(graph::Node& node, const std::string& from, const std::string& to) {
+  for (std::string& in : node.inputs)
+    if (in == from) in = to;
+  for (graph::Node& part : node.parts) rename_input(part, from, to);
+}
+
 void remove_identities(graph::Graph& graph, PassReport& report) {
   for (std::size_t i = 0; i < graph.nodes().size();) {
     const graph::Node& n = graph.nodes()[i];
@@ -37,10 +45,7 @@ void remove_identities(graph::Graph& graph, PassReport& report) {
       ++i;
       continue;
     }
-    for (std::size_t c : graph.consumers(from)) {
-      for (std::string& in : graph.node(c).inputs)
-        if (in == from) in = to;
-    }
+    for (std::size_t c : graph.consumers(from)) rename_input(graph.node(c), from, to);
     report.notes.push_back(fmt::format("removed {}: its readers now read '{}'", describe(n), to));
     graph.erase_node(i);
     report.changed = true;

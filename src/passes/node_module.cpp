@@ -4,15 +4,21 @@
 
 #include "onnx/opset.h"
 #include "ops/op.h"
+#include "passes/patch_shuffle.h"
 
 namespace refold::passes {
+
+int build_opset(const graph::Graph& graph, const graph::Node& node) {
+  const ops::OpDef* def = ops::find_op(node);
+  return std::max(onnx::ai_onnx_opset(graph), def != nullptr ? def->min_opset : 0);
+}
 
 nn::ModulePtr module_for(const graph::Graph& graph, const graph::Node& node) {
   if (!node.parts.empty() && node.op_type == node.parts.front().op_type)
     return fused_module(graph, node);
-  const ops::OpDef* def = ops::find_op(node);
-  const int opset = std::max(onnx::ai_onnx_opset(graph), def != nullptr ? def->min_opset : 0);
-  return ops::build_module({node, graph, opset});
+  if (node.domain == "refold" && node.op_type == "PatchShuffle")
+    return detail::build_patch_shuffle(node);
+  return ops::build_module({node, graph, build_opset(graph, node)});
 }
 
 graph::Node with_module(const graph::Graph& graph, graph::Node node) {

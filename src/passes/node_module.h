@@ -5,9 +5,11 @@
 //
 //   - a fused node named after its first part (activation-fusion's Conv + post-ops, or a chain
 //     of elementwise ops): the chain its parts compute, replayed part by part (fused_module);
+//   - refold's own ops (domain "refold", made only by passes and exported as their parts):
+//     PatchShuffle (passes/patch_shuffle.h), from its attributes;
 //   - any other node, a fused one with an op of its own included (Gelu from its Erf form): the
-//     op's builder (ops::build_module) at the graph's opset, or at the op's first implemented
-//     opset when that is later (a node a pass made, exported as its parts or valid there).
+//     op's builder (ops::build_module) at build_opset (a node a pass made, exported as its parts
+//     or valid there).
 #pragma once
 
 #include <cstddef>
@@ -17,6 +19,10 @@
 namespace refold::passes {
 
 nn::ModulePtr module_for(const graph::Graph& graph, const graph::Node& node);
+
+// The ai.onnx opset module_for builds `node`'s op at: the graph's, or the op's first implemented
+// opset when that is later. A pass making a node writes its data for that version.
+int build_opset(const graph::Graph& graph, const graph::Node& node);
 
 // A fused chain's module (activation_fusion.cpp, which makes such nodes): the conv of parts[0]
 // with the post-op chain of the other parts (wrapped in FusedConvAdd when one adds a residual),

@@ -1,10 +1,11 @@
 // canonicalize: a spatial ReduceMean/ReduceMax becomes a global pool, GELU written out with Erf
-// becomes one Gelu node (its parts the original nodes) — with the values kept; the near misses
-// stay as they are.
+// becomes one Gelu node, Reshape → InstanceNormalization → Reshape one GroupNormalization (their
+// parts the original nodes) — with the values kept; the near misses stay as they are.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -213,6 +214,206 @@ TEST(Canonicalize, AGeluAfterAConvJoinsTheConv) {
   // The parts: the conv, then the Gelu node holding the five original nodes.
   ASSERT_EQ(b.graph().nodes()[0].parts.size(), 2u);
   EXPECT_EQ(b.graph().nodes()[0].parts[1].parts.size(), 5u);
+}
+
+// GroupNorm as torch.onnx writes it before opset 18: Reshape(x, [N, G, -1]) →
+// InstanceNormalization(scale, bias of length G) → Reshape(·, `back`).
+std::string group_norm_pattern(GraphBuilder& b, const std::string& x, std::int64_t groups,
+                               const Shape& back, const std::string& name) {
+  Generator gen(11);
+  const auto r = b.node("Reshape", {x, b.constant(name + ".groups", int64s({0, groups, -1}))}, {},
+                        name + ".reshape");
+  const auto n = b.node("InstanceNormalization",
+                        {r, b.constant(name + ".scale", randn({groups}, {}, gen)),
+                         b.constant(name + ".bias", randn({groups}, {}, gen))},
+                        attrs({{"epsilon", 1e-3f}}), name);
+  return b.node("Reshape", {n, b.constant(name + ".back", int64s(back))}, {}, name + ".back");
+}
+
+TEST(Canonicalize, GroupNormBetweenReshapesBecomesOneGroupNormalization) {
+  struct Case {
+    const char* name;
+    Shape x;
+    std::int64_t groups;
+  };
+  for (const Case& k : std::vector<Case>{
+           {"one group (timm's GroupNorm1)", {2, 6, 4, 5}, 1},
+           {"three groups", {2, 6, 4, 5}, 3},
+           {"a group per channel", {1, 6, 3, 3}, 6},
+           {"3-d input", {2, 4, 7}, 2},
+       }) {
+    {
+      SCOPED_TRACE(k.name);
+      GraphBuilder b;
+      const auto x = b.input("x", k.x);
+      const auto y = group_norm_pattern(b, x, k.groups, k.x, "gn");
+      b.output(b.node("Relu", {y}, {}, "after"));
+      const passes::PassReport r = apply_pass(b, passes::canonicalize);
+      EXPECT_TRUE(r.changed) << notes_of(r);
+      EXPECT_TRUE(has_note(r, "as GroupNormalization")) << notes_of(r);
+      ASSERT_EQ(b.graph().nodes().size(), 2u) << b.graph().dump();
+      const graph::Node& gn = b.graph().nodes()[0];
+      EXPECT_EQ(gn.op_type, "GroupNormalization");
+      EXPECT_EQ(gn.name, "gn");
+      EXPECT_EQ(gn.inputs, (std::vector<std::string>{x, "gn.scale", "gn.bias"}));
+      EXPECT_EQ(gn.outputs, std::vector<std::string>{y});
+      EXPECT_EQ(gn.attributes.get_int("num_groups", 0), k.groups);
+      EXPECT_EQ(gn.parts.size(), 3u);  // export writes these back
+      EXPECT_FALSE(passes::canonicalize(b.graph()).changed);
+    }
+  }
+}
+
+// The fused node keeps its input's layout: a channels_last input gives a channels_last output
+// with the values of the NCHW run (the Reshapes it replaces wrote fresh NCHW tensors).
+TEST(Canonicalize, TheGroupNormalizationKeepsChannelsLast) {
+  GraphBuilder b;
+  const Shape shape = {2, 6, 4, 5};
+  const auto x = b.input("x", shape);
+  b.output(group_norm_pattern(b, x, 2, shape, "gn"));
+  apply_pass(b, passes::canonicalize);
+  ASSERT_EQ(b.graph().nodes().size(), 1u) << b.graph().dump();
+  Generator gen(4);
+  const Tensor in = randn(shape, {}, gen);
+  const Tensor nchw = b.graph().run({in})[0];
+  const Tensor nhwc = b.graph().run({in.contiguous(MemoryFormat::ChannelsLast)})[0];
+  EXPECT_TRUE(nhwc.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(testing::all_close(nhwc, nchw, testing::Tolerance::op_f32()));
+}
+
+// dead-code's Identity removal renames what a fused node's parts read too (the exporter
+// writes the parts: they must read values that exist).
+TEST(Canonicalize, APatternAfterAnIdentityReadsItsInputOnceDeadCodeRemovesIt) {
+  GraphBuilder b;
+  const Shape shape = {1, 4, 3, 3};
+  const auto x = b.input("x", shape);
+  const auto id = b.node("Identity", {x}, {}, "id");
+  b.output(group_norm_pattern(b, id, 2, shape, "gn"));
+  apply_pass(b, passes::canonicalize);
+  apply_pass(b, passes::eliminate_dead_code, /*exact=*/true);
+  ASSERT_EQ(b.graph().nodes().size(), 1u) << b.graph().dump();
+  const graph::Node& gn = b.graph().nodes()[0];
+  EXPECT_EQ(gn.inputs[0], x);
+  ASSERT_EQ(gn.parts.size(), 3u);
+  EXPECT_EQ(gn.parts[0].inputs[0], x);  // the first Reshape, as export writes it
+}
+
+TEST(Canonicalize, NearMissesOfGroupNormStay) {
+  struct Case {
+    const char* name;
+    std::function<void(GraphBuilder&, const std::string&)> build;
+  };
+  for (const Case& k : std::vector<Case>{
+           {"groups that split a channel (6 channels, 4 groups)",
+            [](GraphBuilder&b, const std::string&x) {
+              b.output(group_norm_pattern(b, x, 4, {2, 6, 4, 4}, "gn"));
+            }},
+           {"the Reshape back writes another shape",
+            [](GraphBuilder&b, const std::string&x) {
+              b.output(group_norm_pattern(b, x, 2, {2, 6, 16}, "gn"));
+            }},
+           {"the normalized rows are also a graph output",
+            [](GraphBuilder&b, const std::string&x) {
+              b.output(group_norm_pattern(b, x, 2, {2, 6, 4, 4}, "gn"));
+              b.output("gn_out");
+            }},
+           {"the reshaped input is read twice",
+            [](GraphBuilder&b, const std::string&x) {
+              b.output(group_norm_pattern(b, x, 2, {2, 6, 4, 4}, "gn"));
+              b.output(b.node("Relu", {"gn.reshape_out"}, {}, "other"));
+            }},
+       }) {
+    SCOPED_TRACE(k.name);
+    GraphBuilder b;
+    const auto x = b.input("x", {2, 6, 4, 4});
+    k.build(b, x);
+    expect_left_alone(b, passes::canonicalize);
+  }
+}
+
+// MobileViT's unfold of [N, C, H, W] into 2×2 patches, [N, C, 4, H·W/4], and the fold back:
+// Reshape → Transpose → Reshape.
+std::string unfold(GraphBuilder& b, const std::string& x, const Shape& s, const std::string& name,
+                   const std::vector<std::int64_t>& perm = {0, 1, 3, 5, 2, 4}) {
+  const auto r = b.node(
+      "Reshape", {x, b.constant(name + ".split", int64s({s[0], s[1], s[2] / 2, 2, s[3] / 2, 2}))},
+      {}, name + ".r");
+  const auto t = b.node("Transpose", {r}, attrs({{"perm", perm}}), name);
+  return b.node("Reshape", {t, b.constant(name + ".merge", int64s({s[0], s[1], 4, -1}))}, {},
+                name + ".back");
+}
+std::string fold(GraphBuilder& b, const std::string& x, const Shape& s, const std::string& name) {
+  const auto r = b.node(
+      "Reshape", {x, b.constant(name + ".split", int64s({s[0], s[1], 2, 2, s[2] / 2, s[3] / 2}))},
+      {}, name + ".r");
+  const auto t = b.node("Transpose", {r},
+                        attrs({{"perm", std::vector<std::int64_t>{0, 1, 4, 2, 5, 3}}}), name);
+  return b.node("Reshape", {t, b.constant(name + ".merge", int64s(s))}, {}, name + ".back");
+}
+
+TEST(Canonicalize, PatchUnfoldAndFoldBecomePatchShufflesInBothLayouts) {
+  const Shape s = {2, 3, 4, 6};
+  GraphBuilder b;
+  const auto x = b.input("x", s);
+  const auto u = unfold(b, x, s, "unfold");
+  const auto y = fold(b, b.node("Relu", {u}, {}, "mid"), s, "fold");
+  b.output(y);
+  Generator gen(8);
+  const Tensor in = randn(s, {}, gen);
+  const Tensor before = b.graph().run({in})[0];
+  const passes::PassReport r = apply_pass(b, passes::canonicalize, /*exact=*/true);
+  EXPECT_EQ(b.count("PatchShuffle"), 2) << b.graph().dump();
+  EXPECT_EQ(b.count("Reshape") + b.count("Transpose"), 0) << b.graph().dump();
+  EXPECT_TRUE(has_note(r, "as a PatchShuffle")) << notes_of(r);
+  for (const graph::Node& n : b.graph().nodes()) {
+    if (n.op_type == "PatchShuffle") {
+      EXPECT_EQ(n.parts.size(), 3u);  // export writes these
+    }
+  }
+  EXPECT_FALSE(passes::canonicalize(b.graph()).changed);
+  // An NHWC input: the same values, NHWC throughout (the unfolded value too), no permute.
+  reset_permute_count();
+  std::map<std::string, Tensor> seen;
+  const Tensor after =
+      b.graph().run({in.contiguous(MemoryFormat::ChannelsLast)},
+                    [&](const graph::Node& node, const std::vector<Tensor>&,
+                        const std::vector<Tensor>& out) { seen[node.name] = out[0]; })[0];
+  EXPECT_EQ(permute_count(), 1u);  // the test's own conversion of the input
+  EXPECT_TRUE(seen.at("unfold").is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(after.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(testing::all_close(after, before, testing::Tolerance::exact()));
+}
+
+TEST(Canonicalize, ReshapeTransposeReshapeThatMovesChannelsStays) {
+  struct Case {
+    const char* name;
+    std::function<void(GraphBuilder&, const std::string&)> build;
+  };
+  const Shape s = {1, 2, 4, 4};
+  for (const Case& k : std::vector<Case>{
+           {"the Transpose moves the channel axis",
+            [&](GraphBuilder&b, const std::string&x) {
+              b.output(unfold(b, x, s, "u", {0, 3, 1, 5, 2, 4}));
+            }},
+           {"the transposed value is also a graph output",
+            [&](GraphBuilder&b, const std::string&x) {
+              b.output(unfold(b, x, s, "u"));
+              b.output("u_out");
+            }},
+           {"a 4-d middle",
+            [&](GraphBuilder&b, const std::string&x) {
+              const auto r = b.node("Reshape", {x, b.constant("a", int64s({1, 2, 2, 8}))});
+              const auto t = b.node("Transpose", {r},
+                                    attrs({{"perm", std::vector<std::int64_t>{0, 1, 3, 2}}}));
+              b.output(b.node("Reshape", {t, b.constant("c", int64s(s))}));
+            }},
+       }) {
+    SCOPED_TRACE(k.name);
+    GraphBuilder b;
+    const auto x = b.input("x", s);
+    k.build(b, x);
+    expect_left_alone(b, passes::canonicalize);
+  }
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ using testing::attrs;
 using testing::GraphBuilder;
 using testing::int64s;
 using testing::kPad1;
+using testing::values;
 
 // Reshape to the same 4-d shape: an NCHW-only op (accepts_channels_last() == false) that keeps
 // the value 4-d, so a conv can follow it.
@@ -25,6 +26,26 @@ std::string nchw_only(GraphBuilder& b, const std::string& x, const Shape& sizes,
                       const std::string& name) {
   const auto shape = b.constant(name + ".shape", int64s(sizes));
   return b.node("Reshape", {x, shape}, {}, name);
+}
+
+// GroupNorm(2 groups) over a [1, 4, 6, 6] value, written as torch.onnx writes it before
+// opset 18: Reshape → InstanceNormalization → Reshape.
+std::string group_norm_between_reshapes(GraphBuilder& b, const std::string& x) {
+  const auto r = b.node("Reshape", {x, b.constant("gn.groups", int64s({0, 2, -1}))}, {}, "gn.r");
+  const auto n = b.node("InstanceNormalization",
+                        {r, b.constant("gn.scale", values({0.5f, 2.0f}, {2})),
+                         b.constant("gn.bias", values({0.25f, -1.0f}, {2}))},
+                        {}, "gn");
+  return b.node("Reshape", {n, b.constant("gn.back", int64s({1, 4, 6, 6}))}, {}, "gn.back");
+}
+
+// Reshape(x, middle) → Transpose(perm) → Reshape(·, out).
+std::string patch_shuffle(GraphBuilder& b, const std::string& x, const Shape& middle,
+                          const std::vector<std::int64_t>& perm, const Shape& out,
+                          const std::string& name) {
+  const auto r = b.node("Reshape", {x, b.constant(name + ".split", int64s(middle))});
+  const auto t = b.node("Transpose", {r}, attrs({{"perm", perm}}), name);
+  return b.node("Reshape", {t, b.constant(name + ".merge", int64s(out))});
 }
 
 struct Net {
@@ -80,6 +101,32 @@ std::vector<Net> nets() {
        {1, 4, 6, 6}},
       // A channels-last LayerNorm between Transposes (ConvNeXt): with NHWC convs around it
       // both Transposes are views (ops::transposed_format), so only the input permutes.
+      // GroupNorm as exported before opset 18, which canonicalize makes one channels_last
+      // GroupNormalization: all NHWC, one permute (the input).
+      {"group norm between convs",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 4, 6, 6});
+         b.output(b.conv(
+             group_norm_between_reshapes(b, b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1})),
+             4, 4, 1, {.name = "conv2"}));
+         passes::canonicalize(b.graph());
+       },
+       {1, 4, 6, 6}},
+      // MobileViT's patch unfold and fold (Reshape → Transpose → Reshape) around a conv, which
+      // canonicalize makes PatchShuffles that keep NHWC: one permute (the input).
+      {"patch unfold and fold between convs",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 4, 4, 6});
+         const auto c1 = b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1});
+         const auto u =
+             patch_shuffle(b, c1, {1, 4, 2, 2, 2, 3}, {0, 1, 3, 5, 2, 4}, {1, 4, 4, 6}, "unfold");
+         const auto c2 = b.conv(u, 4, 4, 1, {.name = "conv2"});
+         const auto f =
+             patch_shuffle(b, c2, {1, 4, 2, 2, 2, 3}, {0, 1, 4, 2, 5, 3}, {1, 4, 4, 6}, "fold");
+         b.output(b.conv(f, 4, 4, 3, {.name = "conv3", .pads = kPad1}));
+         passes::canonicalize(b.graph());
+       },
+       {1, 4, 4, 6}},
       {"layernorm between transposes",
        [](GraphBuilder& b) {
          const auto x = b.input("x", {1, 4, 6, 6});
@@ -313,6 +360,38 @@ TEST(LayoutPlan, TransposesAroundAChannelsLastLayerNormAreViews) {
     });
     EXPECT_EQ(data.at("t1"), data.at("conv1"));  // NHWC memory read as [N, H, W, C]
     EXPECT_EQ(data.at("t2"), data.at("ln"));     // [N, H, W, C] read as NCHW, channels_last
+  }
+}
+
+// The GroupNorm written between Reshapes: the Reshapes write fresh NCHW tensors, so the best
+// plan pays a permute or an NCHW conv around it (cost 2); as canonicalize's GroupNormalization
+// it keeps the conv's NHWC (cost 1: the input's permute).
+TEST(LayoutPlan, AGroupNormBetweenReshapesStaysChannelsLastOnceCanonical) {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 4, 6, 6});
+  b.output(
+      b.conv(group_norm_between_reshapes(b, b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1})),
+             4, 4, 1, {.name = "conv2"}));
+  EXPECT_EQ(passes::make_layout_plan(b.graph()).cost(), 2);
+  passes::canonicalize(b.graph());
+  const passes::LayoutPlan plan = passes::make_layout_plan(b.graph());
+  EXPECT_EQ(plan.cost(), 1) << plan.to_string();
+  ASSERT_EQ(plan.permutes.size(), 1u) << plan.to_string();
+  EXPECT_EQ(plan.permutes[0].node, "conv1");
+  EXPECT_NE(plan.to_string().find("gn: GroupNormalization  conv1_out NHWC"), std::string::npos)
+      << plan.to_string();
+}
+
+TEST(LayoutPlan, PatchShufflesKeepChannelsLast) {
+  for (const Net& net : nets()) {
+    if (std::string(net.name) != "patch unfold and fold between convs") continue;
+    GraphBuilder b;
+    net.build(b);
+    EXPECT_EQ(b.count("PatchShuffle"), 2) << b.graph().dump();
+    const passes::LayoutPlan plan = passes::make_layout_plan(b.graph());
+    EXPECT_EQ(plan.cost(), 1) << plan.to_string();  // the input's permute only
+    EXPECT_NE(plan.to_string().find("unfold: PatchShuffle  conv1_out NHWC"), std::string::npos)
+        << plan.to_string();
   }
 }
 

@@ -19,7 +19,8 @@
 //   Transpose, Gemm, MatMul,  NCHW (they write a fresh contiguous or non-4-d result)
 //     Gather, Expand, Shape and the shape arithmetic
 //   anything else             its first input's (BatchNorm, activations, pools, Pad, Resize,
-//                             per-axis Softmax, …: they keep their input's layout)
+//                             per-axis Softmax, GroupNormalization, canonicalize's PatchShuffle
+//                             (domain refold), …: they keep their input's layout)
 // A permute is counted as Tensor::contiguous counts it (permute_count()); a value whose declared
 // shape is 4-d with C = 1 or H = W = 1 (or a global pool's output) is contiguous in both
 // formats, so converting it is free, and a value declared with another rank never permutes.
