@@ -33,11 +33,17 @@ namespace refold {
 
 struct SessionOptions {
   bool optimize = true;
-  bool verify = false;  // prove the optimized graph equals the imported one (refold/optimize.h)
-  int threads = 0;      // each call's kernel threads; 0: refold's default (refold/threads.h)
-  InputShapes input_shapes;        // what verification feeds (symbolic dims need one)
-  std::set<std::string> disabled;  // pass names
-  onnx::LoadOptions load;
+  int threads = 0;  // each call's kernel threads; 0: refold's default (refold/threads.h)
+  // How the model is loaded and optimized (refold/optimize.h): the load options, the passes
+  // disabled, and whether to prove the optimized graph equals the imported one (off here by
+  // default; verification's inputs come from input_shapes where dims are symbolic).
+  OptimizeOptions optimizer = unverified();
+
+  static OptimizeOptions unverified() {
+    OptimizeOptions o;
+    o.verify = false;
+    return o;
+  }
 };
 
 class Session {

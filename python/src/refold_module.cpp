@@ -278,12 +278,12 @@ class PySession {
             const std::optional<nb::dict>& input_shapes, const std::vector<std::string>& disable) {
     refold::SessionOptions options;
     options.optimize = optimize;
-    options.verify = verify;
+    options.optimizer.verify = verify;
     options.threads = threads.value_or(0);
     if (threads && *threads < 1)
       throw Error("Session: threads (" + std::to_string(*threads) + ") must be >= 1");
-    options.input_shapes = input_shapes_from(input_shapes);
-    options.disabled.insert(disable.begin(), disable.end());
+    options.optimizer.input_shapes = input_shapes_from(input_shapes);
+    options.optimizer.disabled.insert(disable.begin(), disable.end());
     const ModelArg m = model_arg(model);
     nb::gil_scoped_release release;
     session_ = m.in_memory

@@ -17,15 +17,6 @@ struct Session::Compiled {
 
 namespace {
 
-OptimizeOptions optimize_options(const SessionOptions& options) {
-  OptimizeOptions o;
-  o.verify = options.verify;
-  o.input_shapes = options.input_shapes;
-  o.disabled = options.disabled;
-  o.load = options.load;
-  return o;
-}
-
 void check_threads(int threads) {
   REFOLD_CHECK(threads >= 0, "Session: threads ({}) must be >= 1, or 0 for refold's default",
                threads);
@@ -37,11 +28,11 @@ Session::Session(const std::filesystem::path& model, const SessionOptions& optio
     : threads_(options.threads) {
   check_threads(threads_);
   if (options.optimize) {
-    OptimizedModel m = optimize_model(model, {}, optimize_options(options));
+    OptimizedModel m = optimize_model(model, {}, options.optimizer);
     graph_ = std::move(m.graph);
     report_ = std::move(m.report);
   } else {
-    graph_ = onnx::load(model, options.load);
+    graph_ = onnx::load(model, options.optimizer.load);
     report_.input = model.string();
   }
   compile();
@@ -52,11 +43,11 @@ Session::Session(std::span<const std::byte> model, const std::string& name,
     : threads_(options.threads) {
   check_threads(threads_);
   if (options.optimize) {
-    OptimizedModel m = optimize_model(model, name, {}, optimize_options(options));
+    OptimizedModel m = optimize_model(model, name, {}, options.optimizer);
     graph_ = std::move(m.graph);
     report_ = std::move(m.report);
   } else {
-    graph_ = onnx::load_from_memory(model, name, {}, options.load);
+    graph_ = onnx::load_from_memory(model, name, {}, options.optimizer.load);
     report_.input = name;
   }
   compile();
@@ -66,12 +57,12 @@ Session::Session(std::shared_ptr<graph::Graph> graph, const SessionOptions& opti
     : graph_(std::move(graph)), threads_(options.threads) {
   check_threads(threads_);
   REFOLD_CHECK(graph_ != nullptr, "Session: no graph given");
-  REFOLD_CHECK(!options.verify,
+  REFOLD_CHECK(!options.optimizer.verify,
                "Session: verify needs the model as a file or bytes (the graph given has no "
                "unoptimized copy to compare with)");
   if (options.optimize) {
     passes::PipelineOptions pipeline;
-    pipeline.disabled = options.disabled;
+    pipeline.disabled = options.optimizer.disabled;
     report_.pipeline = passes::optimize(*graph_, pipeline);
     report_.layout = passes::current_layout(*graph_);
   }

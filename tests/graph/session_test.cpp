@@ -46,7 +46,7 @@ TEST(Session, OptimizesOnceAndRunsByPositionAndByName) {
   std::vector<Tensor> in, expected;
   const std::string bytes = repvgg_model(&in, &expected);
   SessionOptions options;
-  options.verify = true;
+  options.optimizer.verify = true;
   const Session session(as_bytes(bytes), "repvgg.onnx", options);
   EXPECT_EQ(session.report().pipeline.op_counts_after.at("Conv"), 1);
   EXPECT_EQ(session.report().pipeline.op_counts_after.count("BatchNormalization"), 0u);
