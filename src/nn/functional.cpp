@@ -15,12 +15,12 @@
 #include "core/tensor_impl.h"
 #include "kernels/dispatch.h"
 #include "kernels/native/adaptive_pool2d.h"
+#include "kernels/native/concat.h"
 #include "kernels/native/direct_conv2d.h"
 #include "kernels/native/pad.h"
 #include "kernels/native/winograd_conv2d.h"
 #include "kernels/onednn/batch_norm.h"
 #include "kernels/onednn/binary.h"
-#include "kernels/onednn/concat.h"
 #include "kernels/onednn/conv2d.h"
 #include "kernels/onednn/eltwise.h"
 #include "kernels/onednn/inner_product.h"
@@ -236,8 +236,8 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
 Tensor flatten(const Tensor& input, std::int64_t start_dim, std::int64_t end_dim) {
   return reference::flatten(input, start_dim, end_dim);
 }
-// cat: oneDNN's concat over inputs in the output's layout (the reference's rule: channels_last
-// when every input suggests it, else contiguous; kernels/onednn/concat.h). Inputs of mixed
+// cat: refold's row copy over inputs in the output's layout (the reference's rule: channels_last
+// when every input suggests it, else contiguous; kernels/native/concat.h). Inputs of mixed
 // layouts (a channel shuffle's NCHW half beside an NHWC one) are first permuted into it by
 // to_format, one pass each, rather than the whole concat running the reference. Invalid
 // arguments are declined to the reference, which rejects them.
@@ -248,8 +248,8 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim) {
     if (t.defined() && t.numel() > 0 && !t.is_contiguous(format)) t = to_format(t, format);
   }
   return fastest_first(
-      "cat", [&](std::string* declined) { return onednn::cat(laid_out, dim, declined); },
-      [&] { return reference::cat(inputs, dim); });
+      "cat", [&](std::string* declined) { return native::cat(laid_out, dim, declined); },
+      [&] { return reference::cat(inputs, dim); }, {}, "native");
 }
 Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float value) {
   return fastest_first(

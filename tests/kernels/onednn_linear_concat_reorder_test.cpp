@@ -1,13 +1,12 @@
-// oneDNN inner product (linear), concat (cat) and reorder (NCHW ↔ NHWC) against the reference,
-// in both layouts, odd sizes, 1 and 2 threads; their declines; and that functional:: runs them
-// on oneDNN.
+// oneDNN inner product (linear) and reorder (NCHW ↔ NHWC) against the reference, in both
+// layouts, odd sizes, 1 and 2 threads; their declines; and that functional:: runs them on oneDNN.
+// (cat: tests/kernels/native_concat_test.cpp.)
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "kernels/onednn/concat.h"
 #include "kernels/onednn/inner_product.h"
 #include "kernels/onednn/reorder.h"
 #include "nn/nn_test_helpers.h"
@@ -80,57 +79,6 @@ TEST_P(OnednnNewOps, LinearDeclinesWhatItCannotTakeAndFunctionalFallsBack) {
   EXPECT_TRUE(
       testing::all_close(functional::linear(x, w), reference::linear(x, w), Tolerance::op_f32()));
   EXPECT_EQ(onednn::inner_product_stats().runs, runs + 1);
-}
-
-TEST_P(OnednnNewOps, CatMatchesReferenceInBothLayouts) {
-  Generator gen(12);
-  for (MemoryFormat format : {NCHW, CL}) {
-    for (std::int64_t dim : {0, 1, 2, 3, -1}) {
-      SCOPED_TRACE(fmt::format("format {} dim {}", static_cast<int>(format), dim));
-      Shape s1{2, 5, 7, 3}, s2{2, 5, 7, 3};
-      const auto d = static_cast<std::size_t>(dim < 0 ? dim + 4 : dim);
-      s2[d] = 3;  // odd, different extent along the joined dim
-      const Tensor a = randn(s1, {}, gen).contiguous(format);
-      const Tensor b = randn(s2, {}, gen).contiguous(format);
-      std::string declined;
-      const Tensor y = onednn::cat({a, b, a}, dim, &declined);
-      ASSERT_TRUE(y.defined()) << declined;
-      const Tensor expected = reference::cat({a, b, a}, dim);
-      EXPECT_EQ(y.strides(), expected.strides());
-      EXPECT_TRUE(testing::all_close(y, expected, Tolerance::exact()));
-    }
-  }
-  // Other ranks, bfloat16 (a copy: no avx512_bf16 needed).
-  const Tensor a = randn({3, 5}, {}, gen).to(DType::BFloat16);
-  const Tensor b = randn({4, 5}, {}, gen).to(DType::BFloat16);
-  std::string declined;
-  const Tensor y = onednn::cat({a, b}, 0, &declined);
-  ASSERT_TRUE(y.defined()) << declined;
-  EXPECT_TRUE(testing::all_close(y, reference::cat({a, b}, 0), Tolerance::exact()));
-}
-
-TEST_P(OnednnNewOps, CatDeclinesMixedLayoutsAndInvalidCalls) {
-  const Tensor a = randn({1, 3, 4, 4});
-  const Tensor b = randn({1, 5, 4, 4}).contiguous(CL);
-  std::string declined;
-  EXPECT_FALSE(onednn::cat({a, b}, 1, &declined).defined());
-  EXPECT_NE(declined.find("not contiguous in the output's layout"), std::string::npos);
-  // functional::cat permutes the odd input into the output's layout, then runs oneDNN.
-  const auto mixed_runs = onednn::concat_stats().runs;
-  const Tensor mixed = functional::cat({a, b}, 1);
-  EXPECT_EQ(onednn::concat_stats().runs, mixed_runs + 1);
-  EXPECT_TRUE(mixed.is_contiguous());
-  EXPECT_TRUE(testing::all_close(mixed, reference::cat({a, b}, 1), Tolerance::exact()));
-  EXPECT_FALSE(onednn::cat({a, randn({1, 3, 5, 4})}, 1, &declined).defined());
-  EXPECT_TRUE(throws_error(
-      [&] {
-        functional::cat({a, randn({1, 3, 5, 4})}, 1);
-      },
-      "cat: input 1 has shape [1, 3, 5, 4]"));
-  EXPECT_TRUE(throws_error([&] { functional::cat({}, 0); }, "cat: expected a non-empty list"));
-  const auto runs = onednn::concat_stats().runs;
-  functional::cat({b, b}, 1);
-  EXPECT_EQ(onednn::concat_stats().runs, runs + 1);
 }
 
 TEST_P(OnednnNewOps, ReorderIsContiguousInTheOtherLayout) {

@@ -30,7 +30,7 @@ namespace refold::reference {
 Tensor concat(const std::vector<Tensor>& inputs, std::int64_t axis);
 
 // cat's output layout (PyTorch's cat_compute_output_memory_format): channels_last when every
-// input is 4-d and suggests it, else contiguous — the one rule reference::cat, onednn::cat and
+// input is 4-d and suggests it, else contiguous — the one rule reference::cat, native::cat and
 // functional::cat (which permutes the other inputs into it) follow.
 MemoryFormat cat_output_format(const std::vector<Tensor>& inputs);
 // out.sizes[k] = in.sizes[perm[k]]; an empty perm reverses the dimensions (ONNX default).

@@ -1,0 +1,57 @@
+// Per-op time of a channel Concat in NHWC — the shapes of GhostNet's ghost modules (two halves of
+// 16 to 480 channels) and a DenseNet-like join of a wide map with a narrow one — refold's native
+// row copy against the reference, the two implementations functional::cat has. (oneDNN's concat
+// primitive, which ran before, was 1.7–2.9× slower than the native copy on these shapes:
+// bench/RESULTS.md, "Native Concat".)
+//   build/bench/concat_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+// Threads: REFOLD_NUM_THREADS (default: the physical cores).
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/native/concat.h"
+#include "refold/reference.h"
+
+namespace {
+
+using namespace refold;
+
+// Arg 0: channels of each of the two inputs; args 1, 2: H, W.
+void concat(benchmark::State& state, bool native, std::int64_t second_channels) {
+  Generator gen(1);
+  const std::int64_t c = state.range(0), h = state.range(1), w = state.range(2);
+  const std::int64_t c2 = second_channels > 0 ? second_channels : c;
+  const std::vector<Tensor> in = {
+      randn({1, c, h, w}, {}, gen).contiguous(MemoryFormat::ChannelsLast),
+      randn({1, c2, h, w}, {}, gen).contiguous(MemoryFormat::ChannelsLast)};
+  for (auto _ : state) {
+    Tensor y = native ? native::cat(in, 1, nullptr) : reference::cat(in, 1);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  // Read once, written once.
+  state.SetBytesProcessed(state.iterations() * 2 * (c + c2) * h * w * 4);
+}
+
+void ghost_shapes(benchmark::internal::Benchmark* b) {
+  b->Args({16, 112, 112})
+      ->Args({36, 56, 56})
+      ->Args({60, 28, 28})
+      ->Args({240, 14, 14})
+      ->Args({480, 7, 7});
+  b->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK_CAPTURE(concat, reference_ghost, false, 0)->Apply(ghost_shapes);
+BENCHMARK_CAPTURE(concat, native_ghost, true, 0)->Apply(ghost_shapes);
+// DenseNet: the running features (C) and one layer's 32 new channels.
+BENCHMARK_CAPTURE(concat, reference_dense_plus32, false, 32)
+    ->Args({256, 28, 28})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(concat, native_dense_plus32, true, 32)
+    ->Args({256, 28, 28})
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,26 @@
+// refold's cat of densely laid out tensors: every input contiguous, or every input 4-d
+// channels_last (the output's layout, reference::cat_output_format), of one dtype (a byte copy,
+// so any dtype). In memory order a cat along logical dim d is a cat along one physical axis q
+// (d itself, or for channels_last N, H, W, C: C at q = 3, H at 1, W at 2). With
+//
+//   outer = ∏ physical sizes before q,   inner_k = ∏ input k's physical sizes from q on,
+//
+// input k is [outer][inner_k] and the output [outer][Σ inner_k]: output row o is input 0's row
+// o, then input 1's, … — one memcpy each, rows split over threads for large outputs
+// (row_threads.h). For NHWC along C (GhostNet's, YOLO's and DenseNet's channel concats) a row
+// is one pixel's channels. Same contract as the other native kernels: a problem the reference
+// reports (mismatched sizes or dtypes, a bad dim), and inputs not dense in the output's layout,
+// are declined (undefined result, `*declined` says why).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "refold/tensor.h"
+
+namespace refold::native {
+
+Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* declined);
+
+}  // namespace refold::native

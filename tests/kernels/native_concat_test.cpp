@@ -1,0 +1,152 @@
+// refold's cat (kernels/native/concat.h) against reference::cat: ranks 1–5 along every dim,
+// channels_last along N, C, H and W, three inputs, an empty one, non-float dtypes (a byte
+// copy), an output large enough to split over threads, 1 and 2 threads; the declines; and that
+// functional::cat (the ONNX Concat op's path) runs it.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/native/concat.h"
+#include "kernels/reference/tensor_ops.h"
+#include "kernels/verbose.h"
+#include "refold/error.h"
+#include "refold/functional.h"
+#include "refold/reference.h"
+#include "refold/threads.h"
+#include "testing/compare.h"
+#include "testing/layouts.h"
+#include "testing/threads.h"
+
+namespace refold {
+namespace {
+
+using ::testing::Contains;
+
+struct CatCase {
+  std::vector<Shape> inputs;
+  std::int64_t dim;
+  MemoryFormat format = MemoryFormat::Contiguous;
+};
+
+std::vector<CatCase> cat_cases() {
+  constexpr auto NHWC = MemoryFormat::ChannelsLast;
+  return {
+      {{{7}, {3}}, 0},
+      {{{3, 5}, {3, 2}, {3, 1}}, 1},
+      {{{2, 5}, {4, 5}}, -2},
+      {{{2, 3, 4}, {2, 1, 4}}, 1},
+      {{{1, 16, 112, 112}, {1, 16, 112, 112}}, 1, NHWC},  // GhostNet's first ghost module
+      {{{1, 16, 112, 112}, {1, 16, 112, 112}}, 1},
+      {{{2, 3, 5, 4}, {2, 5, 5, 4}, {2, 1, 5, 4}}, 1, NHWC},
+      {{{2, 3, 5, 4}, {1, 3, 5, 4}}, 0, NHWC},
+      {{{2, 3, 5, 4}, {2, 3, 2, 4}}, 2, NHWC},
+      {{{2, 3, 5, 4}, {2, 3, 5, 7}}, -1, NHWC},
+      {{{2, 3, 5, 4}, {2, 0, 5, 4}, {2, 2, 5, 4}}, 1, NHWC},  // an empty input
+      {{{1, 2, 3, 4, 5}, {1, 2, 3, 1, 5}}, 3},
+  };
+}
+
+class NativeCat : public ::testing::Test {
+ private:
+  testing::RestoreNumThreads restore_threads_;
+};
+
+TEST_F(NativeCat, MatchesTheReferenceExactly) {
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const CatCase& c : cat_cases()) {
+      Generator gen(5);
+      std::vector<Tensor> inputs;
+      for (const Shape& s : c.inputs)
+        inputs.push_back(testing::laid_out(randn(s, {}, gen), c.format));
+      // What functional::cat hands it: the inputs in the output's layout (an empty one, whose
+      // layout is ambiguous, makes that contiguous).
+      const MemoryFormat format = reference::cat_output_format(inputs);
+      for (Tensor& t : inputs)
+        if (t.numel() > 0) t = t.contiguous(format);
+      SCOPED_TRACE(fmt::format("{} inputs, first [{}], dim {}, {}, {} threads", inputs.size(),
+                               fmt::join(c.inputs[0], ", "), c.dim,
+                               c.format == MemoryFormat::ChannelsLast ? "NHWC" : "contiguous",
+                               threads));
+      std::string declined;
+      const Tensor y = native::cat(inputs, c.dim, &declined);
+      ASSERT_TRUE(y.defined()) << declined;
+      const Tensor expected = reference::cat(inputs, c.dim);
+      EXPECT_EQ(y.sizes(), expected.sizes());
+      EXPECT_EQ(y.strides(), expected.strides());
+      EXPECT_TRUE(testing::all_close(y, expected, testing::Tolerance::exact()));
+    }
+  }
+}
+
+// A byte copy: int64 and bfloat16 tensors are joined as they are.
+TEST_F(NativeCat, CopiesAnyDtype) {
+  auto counting = [](const Shape& sizes) {  // 0, 1, 2, … in int64
+    Tensor t = empty(sizes, {DType::Int64});
+    for (std::int64_t i = 0; i < t.numel(); ++i) t.data<std::int64_t>()[i] = i;
+    return t;
+  };
+  const Tensor a = counting({2, 3});
+  const Tensor b = counting({2, 2});
+  std::string declined;
+  const Tensor y = native::cat({a, b}, 1, &declined);
+  ASSERT_TRUE(y.defined()) << declined;
+  EXPECT_EQ(y.sizes(), (Shape{2, 5}));
+  const std::int64_t* v = y.data<std::int64_t>();
+  EXPECT_EQ(std::vector<std::int64_t>(v, v + 10),
+            (std::vector<std::int64_t>{0, 1, 2, 0, 1, 3, 4, 5, 2, 3}));
+  Generator gen(2);
+  const Tensor h = randn({1, 4, 3, 3}, {}, gen).to(DType::BFloat16);
+  const Tensor joined = native::cat({h, h}, 1, &declined);
+  ASSERT_TRUE(joined.defined()) << declined;
+  EXPECT_TRUE(testing::all_close(joined, reference::cat({h, h}, 1), testing::Tolerance::exact()));
+}
+
+TEST_F(NativeCat, DeclinesWithAReason) {
+  std::string why;
+  const Tensor strided = zeros({4, 6}).permute({1, 0});
+  EXPECT_FALSE(native::cat({strided, zeros({6, 4})}, 0, &why).defined());
+  EXPECT_EQ(why, "an input not dense");
+  // What is wrong goes to the reference, which names the problem.
+  EXPECT_FALSE(native::cat({zeros({2, 3}), zeros({3, 3})}, 1, &why).defined());
+  EXPECT_EQ(why, "sizes the reference reports");
+  EXPECT_FALSE(native::cat({zeros({2, 3}), zeros({2, 3}, {DType::Int64})}, 0, &why).defined());
+  EXPECT_FALSE(native::cat({zeros({2, 3})}, 2, &why).defined());
+  EXPECT_THROW(functional::cat({zeros({2, 3}), zeros({3, 3})}, 1), Error);
+}
+
+// functional::cat permutes an input of another layout into the output's (contiguous unless
+// every input is channels_last), then runs the native copy; invalid calls get the reference's
+// messages.
+TEST_F(NativeCat, FunctionalCatLaysOutMixedInputsAndNamesBadOnes) {
+  const Tensor a = randn({1, 3, 4, 4});
+  const Tensor b = randn({1, 5, 4, 4}).contiguous(MemoryFormat::ChannelsLast);
+  DispatchLog log;
+  const Tensor mixed = functional::cat({a, b}, 1);
+  EXPECT_THAT(log.take(), Contains("cat: native"));
+  EXPECT_TRUE(mixed.is_contiguous());
+  EXPECT_TRUE(testing::all_close(mixed, reference::cat({a, b}, 1), testing::Tolerance::exact()));
+  try {
+    functional::cat({a, randn({1, 3, 5, 4})}, 1);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cat: input 1 has shape [1, 3, 5, 4]"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(functional::cat({}, 0), Error);
+}
+
+TEST_F(NativeCat, TheDispatchRunsIt) {
+  DispatchLog log;
+  const Tensor x = zeros({1, 4, 5, 5}).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor y = functional::cat({x, x}, 1);
+  EXPECT_TRUE(y.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_THAT(log.take(), Contains("cat: native"));
+}
+
+}  // namespace
+}  // namespace refold
