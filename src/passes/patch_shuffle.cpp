@@ -3,6 +3,10 @@
 #include "passes/patch_shuffle.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <optional>
+#include <utility>
 
 #include "core/check.h"
 #include "kernels/reference/tensor_ops.h"
@@ -11,19 +15,97 @@
 
 namespace refold::passes::detail {
 
+namespace {
+
+// Splits dims[from…] into consecutive groups whose products are `targets` (each original axis
+// split into factors, none merged with another); a size-1 dim joins the group after it, trailing
+// ones the last group. The groups as [begin, end) index pairs, or nullopt when no such split.
+std::optional<std::vector<std::pair<std::size_t, std::size_t>>> axis_groups(
+    const Shape& dims, std::size_t from, const std::vector<std::int64_t>& targets) {
+  std::vector<std::pair<std::size_t, std::size_t>> groups;
+  std::size_t i = from;
+  for (std::int64_t target : targets) {
+    const std::size_t begin = i;
+    std::int64_t product = 1;
+    while (i < dims.size() && product < target) product *= dims[i++];
+    if (product != target) return std::nullopt;
+    groups.emplace_back(begin, i);
+  }
+  for (; i < dims.size(); ++i) {
+    if (dims[i] != 1) return std::nullopt;
+    groups.back().second = i + 1;
+  }
+  return groups;
+}
+
+// How the chain runs on NHWC memory (patch_shuffle.h): the middle's dims in memory order and
+// the transpose of those that leaves y's NHWC memory; nullopt when neither rule applies.
+struct NhwcPlan {
+  Shape middle;
+  std::vector<std::int64_t> perm;
+};
+std::optional<NhwcPlan> nhwc_plan(const Shape& input, const Shape& middle,
+                                  const std::vector<std::int64_t>& perm, const Shape& output) {
+  if (input.size() != 4 || output.size() != 4 || middle.size() < 5 ||
+      perm.size() != middle.size() || perm[0] != 0 || middle[0] != input[0])
+    return std::nullopt;
+  Shape transposed;
+  for (std::int64_t p : perm) transposed.push_back(middle[static_cast<std::size_t>(p)]);
+  NhwcPlan plan;
+  const auto in = axis_groups(middle, 1, {input[1], input[2], input[3]});
+  const auto out = axis_groups(transposed, 1, {output[1], output[2], output[3]});
+  if (in && out) {
+    // Factors: memory holds N, H group, W group, C group; it must end as N, H', W', C' groups.
+    std::vector<std::size_t> memory_order = {0};
+    for (std::size_t g : {1, 2, 0})
+      for (std::size_t d = (*in)[g].first; d < (*in)[g].second; ++d) memory_order.push_back(d);
+    std::vector<std::int64_t> position(middle.size());  // middle dim → its place in memory
+    for (std::size_t m = 0; m < memory_order.size(); ++m) {
+      position[memory_order[m]] = static_cast<std::int64_t>(m);
+      plan.middle.push_back(middle[memory_order[m]]);
+    }
+    plan.perm = {0};
+    for (std::size_t g : {1, 2, 0})
+      for (std::size_t j = (*out)[g].first; j < (*out)[g].second; ++j)
+        plan.perm.push_back(position[static_cast<std::size_t>(perm[j])]);
+    return plan;
+  }
+  if (perm[1] == 1 && middle[1] == input[1] && output[1] == input[1]) {
+    // The channels stay whole: any map of plane positions, applied to C-vectors — memory holds
+    // N, a₂ … a_k, C; the spatial axes move as perm moves them, C stays last.
+    const auto k = static_cast<std::int64_t>(middle.size());
+    plan.middle = {middle[0]};
+    plan.perm = {0};
+    for (std::int64_t d = 2; d < k; ++d) {
+      plan.middle.push_back(middle[static_cast<std::size_t>(d)]);
+      plan.perm.push_back(perm[static_cast<std::size_t>(d)] - 1);
+    }
+    plan.middle.push_back(middle[1]);
+    plan.perm.push_back(k - 1);
+    return plan;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 PatchShuffle::PatchShuffle(Shape input, Shape middle, std::vector<std::int64_t> perm, Shape output)
     : Op("PatchShuffle"),
       input_(std::move(input)),
       middle_(std::move(middle)),
       output_(std::move(output)),
       perm_(std::move(perm)) {
-  REFOLD_CHECK(input_.size() == 4 && output_.size() == 4 && middle_.size() >= 5 &&
-                   perm_.size() == middle_.size() && perm_[0] == 0 && perm_[1] == 1,
-               "PatchShuffle: needs a 4-d input and output, a 5-d or larger middle and a perm "
-               "that keeps axes 0 and 1 (got [{}] → [{}] by [{}] → [{}])",
+  REFOLD_CHECK(perm_.size() == middle_.size(), "PatchShuffle: perm [{}] for a middle [{}]",
+               fmt::join(perm_, ", "), fmt::join(middle_, ", "));
+  ops::check_perm(perm_, static_cast<std::int64_t>(middle_.size()));
+  const auto plan = nhwc_plan(input_, middle_, perm_, output_);
+  REFOLD_CHECK(plan.has_value(),
+               "PatchShuffle: [{}] → [{}] by [{}] → [{}] is not a rearrangement within each "
+               "sample that splits C, H and W into factors or keeps C whole (patch_shuffle.h)",
                fmt::join(input_, ", "), fmt::join(middle_, ", "), fmt::join(perm_, ", "),
                fmt::join(output_, ", "));
-  ops::check_perm(perm_, static_cast<std::int64_t>(middle_.size()));
+  nhwc_middle_ = plan->middle;
+  nhwc_perm_ = plan->perm;
 }
 
 std::vector<Tensor> PatchShuffle::run(const std::vector<Tensor>& inputs) {
@@ -37,18 +119,9 @@ std::vector<Tensor> PatchShuffle::run(const std::vector<Tensor>& inputs) {
     const Tensor t = reference::transpose(x.contiguous().reshape(middle_), perm_);
     return {t.reshape(output_)};
   }
-  // NHWC: the same map on [N, H, W, C] with C kept innermost (see the header).
-  const std::size_t k = middle_.size();
-  Shape middle = {middle_[0]};
-  Shape perm = {0};
-  for (std::size_t j = 2; j < k; ++j) {
-    middle.push_back(middle_[j]);
-    perm.push_back(perm_[j] - 1);
-  }
-  middle.push_back(middle_[1]);
-  perm.push_back(static_cast<std::int64_t>(k) - 1);
+  // NHWC: the same map on the middle's dims in memory order (see the constructor).
   const Tensor nhwc = x.contiguous(MemoryFormat::ChannelsLast).permute({0, 2, 3, 1});
-  const Tensor t = reference::transpose(nhwc.reshape(middle), perm);
+  const Tensor t = reference::transpose(nhwc.reshape(nhwc_middle_), nhwc_perm_);
   return {t.reshape({output_[0], output_[2], output_[3], output_[1]}).permute({0, 3, 1, 2})};
 }
 
@@ -95,11 +168,10 @@ std::optional<PatchShuffleMatch> match_patch_shuffle(const graph::Graph& graph, 
   const auto xs = shapes.shape(m.x), rs = shapes.shape(r), ys = shapes.shape(m.y);
   if (!xs || !rs || !ys || xs->size() != 4 || ys->size() != 4 || rs->size() < 5)
     return std::nullopt;
-  // Batch and channels stay where they are: the chain only moves positions within a plane.
-  auto same_nc = [&](const Shape& s) { return s[0] == (*xs)[0] && s[1] == (*xs)[1]; };
-  if (!same_nc(*rs) || !same_nc(*ys)) return std::nullopt;
+  // The batch stays where it is, and the chain is one of the two rearrangements the NHWC run
+  // knows (patch_shuffle.h).
   m.perm = op->perm();
-  if (m.perm.size() != rs->size() || m.perm[0] != 0 || m.perm[1] != 1) return std::nullopt;
+  if (!nhwc_plan(*xs, *rs, m.perm, *ys)) return std::nullopt;
   m.input = *xs;
   m.middle = *rs;
   m.output = *ys;

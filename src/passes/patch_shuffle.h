@@ -1,18 +1,25 @@
-// A patch unfold or fold (MobileViT's, Swin-style window partitions over a 4-d map): a
-// Reshape → Transpose → Reshape that never moves the batch or channel axis,
-//   r = Reshape(x, [N, C, a₂ … a_k]);  t = Transpose(r, perm);  y = Reshape(t, [N, C, h, w])
-// with x [N, C, H, W], k ≥ 5 (r at least 5-d), perm[0] = 0, perm[1] = 1, becomes one
-// PatchShuffle node (domain "refold") whose parts are the three matched nodes; the exporter
-// writes those back, so the file stays standard ONNX. canonicalize runs it.
+// A rearrangement within each sample written as Reshape → Transpose → Reshape: MobileViT's patch
+// unfold and fold, Swin-style window partitions, ShuffleNet's channel shuffle, space-to-depth,
+//   r = Reshape(x, [N, a₁ … a_k]);  t = Transpose(r, perm);  y = Reshape(t, [N, C', H', W'])
+// with x [N, C, H, W], k ≥ 4 (r at least 5-d), perm[0] = 0, and one of
+//   (factors)   a₁ … a_k split C, H and W into factors (consecutive dims with products C, H, W:
+//               no two axes merged) and t's dims split C', H', W' likewise;
+//   (planes)    a₁ = C, perm[1] = 1 and C' = C: the channels stay whole, the plane positions
+//               move any way (MobileViT's unfold to [N, C, patch area, patches]).
+// It becomes one PatchShuffle node (domain "refold") whose parts are the three matched nodes;
+// the exporter writes those back, so the file stays standard ONNX. canonicalize runs it.
 //
-// Why it keeps channels_last: the chain moves whole (n, c) planes' elements the same way for
-// every n and c — y[n, c, q] = x[n, c, σ(q)] for one map σ of plane positions (row-major over
-// H, W to row-major over a₂ … a_k, the permutation of those axes, row-major back over h, w).
-// An NHWC x is the contiguous [N, H, W, C] tensor; reshaped to [N, a₂ … a_k, C] (the same
-// row-major plane order, C innermost), transposed by perm' = [0, perm[2]−1 … perm[k−1]−1, k−1]
-// (the spatial axes as perm moves them, C kept last) and reshaped to [N, h, w, C], it is y in
-// NHWC: the same σ, applied to C-vectors. One copy either way (the Transpose's); the Reshapes
-// it replaces wrote fresh NCHW tensors, so the layout pass permuted around them.
+// Why it keeps channels_last: in NHWC memory x is [N, H, W, C].
+//   (factors) That is r's dims in the order N, (H's factors), (W's factors), (C's factors) — the
+//             same elements, since each factor group is row-major within its axis. Transposing
+//             them so that they come out as N, (H''s factors), (W''s factors), (C''s factors) —
+//             perm read through that reordering — gives y's NHWC memory.
+//   (planes)  The chain maps plane positions the same way for every (n, c): [N, a₂ … a_k, C]
+//             transposed by [0, perm[2]−1 … perm[k−1]−1, k−1] and read as [N, H', W', C] is y
+//             in NHWC, the same map applied to C-vectors.
+// One copy either way (the Transpose's); the Reshapes it replaces wrote fresh NCHW tensors, so
+// the layout pass permuted around them (MobileViTv2's GroupNorm and unfold, ShuffleNetV2's
+// shuffles: bench/RESULTS.md).
 //
 // Preconditions: the static shapes of x, r and y are known (passes/known_values.h), x and y
 // 4-d; r and t each read once by the next node and not graph outputs.
@@ -39,6 +46,8 @@ class PatchShuffle : public graph::Op {
  private:
   Shape input_, middle_, output_;
   std::vector<std::int64_t> perm_;
+  Shape nhwc_middle_;                    // the middle's dims in NHWC memory order
+  std::vector<std::int64_t> nhwc_perm_;  // the transpose of those into y's NHWC order
 };
 
 // The module of a PatchShuffle node, from its attributes input_shape, middle_shape, perm and

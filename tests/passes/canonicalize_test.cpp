@@ -384,16 +384,66 @@ TEST(Canonicalize, PatchUnfoldAndFoldBecomePatchShufflesInBothLayouts) {
   EXPECT_TRUE(testing::all_close(after, before, testing::Tolerance::exact()));
 }
 
-TEST(Canonicalize, ReshapeTransposeReshapeThatMovesChannelsStays) {
+// Rearrangements that move channels too: ShuffleNet's channel shuffle, space-to-depth
+// (PixelUnshuffle), depth-to-space (PixelShuffle), an unfold that also swaps C with a patch
+// axis. Each is one PatchShuffle, exact in both layouts, NHWC throughout.
+TEST(Canonicalize, ChannelShufflesAndSpaceToDepthBecomePatchShuffles) {
+  struct Case {
+    const char* name;
+    Shape x, middle;
+    std::vector<std::int64_t> perm;
+    Shape y;
+  };
+  for (const Case& k : std::vector<Case>{
+           {"channel shuffle, 2 groups",
+            {2, 6, 3, 5},
+            {2, 2, 3, 3, 5},
+            {0, 2, 1, 3, 4},
+            {2, 6, 3, 5}},
+           {"space to depth", {1, 2, 4, 6}, {1, 2, 2, 2, 3, 2}, {0, 1, 3, 5, 2, 4}, {1, 8, 2, 3}},
+           {"depth to space", {1, 8, 2, 3}, {1, 2, 2, 2, 2, 3}, {0, 1, 4, 2, 5, 3}, {1, 2, 4, 6}},
+           {"unfold swapping C with a patch axis",
+            {1, 2, 4, 4},
+            {1, 2, 2, 2, 2, 2},
+            {0, 3, 1, 5, 2, 4},
+            {1, 2, 4, 4}},
+       }) {
+    SCOPED_TRACE(k.name);
+    GraphBuilder b;
+    const auto x = b.input("x", k.x);
+    const auto r = b.node("Reshape", {x, b.constant("split", int64s(k.middle))}, {}, "r");
+    const auto t = b.node("Transpose", {r}, attrs({{"perm", k.perm}}), "shuffle");
+    b.output(b.node("Reshape", {t, b.constant("merge", int64s(k.y))}, {}, "back"));
+    Generator gen(9);
+    const Tensor in = randn(k.x, {}, gen);
+    const Tensor before = b.graph().run({in})[0];
+    apply_pass(b, passes::canonicalize, /*exact=*/true);
+    ASSERT_EQ(b.count("PatchShuffle"), 1) << b.graph().dump();
+    reset_permute_count();
+    const Tensor after = b.graph().run({in.contiguous(MemoryFormat::ChannelsLast)})[0];
+    EXPECT_EQ(permute_count(), 1u);  // the test's own conversion of the input
+    EXPECT_TRUE(after.is_contiguous(MemoryFormat::ChannelsLast));
+    EXPECT_TRUE(testing::all_close(after, before, testing::Tolerance::exact()));
+  }
+}
+
+TEST(Canonicalize, ReshapeTransposeReshapeThatMergesAxesStays) {
   struct Case {
     const char* name;
     std::function<void(GraphBuilder&, const std::string&)> build;
   };
   const Shape s = {1, 2, 4, 4};
   for (const Case& k : std::vector<Case>{
-           {"the Transpose moves the channel axis",
+           {"the Reshape merges C with part of H",
             [&](GraphBuilder&b, const std::string&x) {
-              b.output(unfold(b, x, s, "u", {0, 3, 1, 5, 2, 4}));
+              const auto r = b.node("Reshape", {x, b.constant("a", int64s({1, 4, 2, 4, 1}))});
+              const auto t = b.node("Transpose", {r},
+                                    attrs({{"perm", std::vector<std::int64_t>{0, 1, 3, 2, 4}}}));
+              b.output(b.node("Reshape", {t, b.constant("c", int64s(s))}));
+            }},
+           {"the Transpose moves the batch",
+            [&](GraphBuilder&b, const std::string&x) {
+              b.output(unfold(b, x, s, "u", {1, 0, 3, 5, 2, 4}));
             }},
            {"the transposed value is also a graph output",
             [&](GraphBuilder&b, const std::string&x) {
