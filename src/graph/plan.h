@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "refold/error.h"
 #include "refold/graph/graph.h"
 #include "refold/graph/op.h"
 
