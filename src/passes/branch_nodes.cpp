@@ -49,6 +49,29 @@ bool is_op(const graph::Node& node, const char* op_type) {
   return node.op_type == op_type && ops::is_ai_onnx(node);
 }
 
+std::optional<BetweenReshapes> between_reshapes(const graph::Graph& graph, std::size_t index) {
+  auto reshape = [](const graph::Node& n) {
+    return is_op(n, "Reshape") && n.parts.empty() && n.outputs.size() == 1 && !n.inputs.empty() &&
+           !n.inputs[0].empty();
+  };
+  const graph::Node& middle = graph.nodes()[index];
+  if (middle.inputs.empty() || middle.outputs.size() != 1) return std::nullopt;
+  const std::string& r = middle.inputs[0];
+  const auto first = graph.producer(r);
+  if (!first || !reshape(graph.nodes()[*first]) || !single_use_problem(graph, r, index).empty())
+    return std::nullopt;
+  const std::string& out = middle.outputs[0];
+  if (graph.is_graph_output(out)) return std::nullopt;
+  const std::vector<std::size_t> readers = graph.consumers(out);
+  if (readers.size() != 1 || !reshape(graph.nodes()[readers[0]]) ||
+      graph.nodes()[readers[0]].inputs[0] != out)
+    return std::nullopt;
+  BetweenReshapes b{*first, readers[0], graph.nodes()[*first].inputs[0],
+                    graph.nodes()[readers[0]].outputs[0]};
+  if (graph.is_constant(b.x)) return std::nullopt;
+  return b;
+}
+
 std::shared_ptr<nn::Conv2d> conv_module(const graph::Node& node) {
   auto conv = exact_module<nn::Conv2d>(node, "Conv2d");
   // A conv with a fused activation is no longer linear in its kernel.

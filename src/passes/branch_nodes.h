@@ -76,6 +76,16 @@ std::variant<AxisAffine, std::string> axis_affine(const graph::Graph& graph,
                                                   const graph::Node& node, std::int64_t from_end,
                                                   std::int64_t rank);
 
+// Node `index` between two Reshapes, as exporters write GroupNorm and patch or channel shuffles:
+// r = Reshape(x, …) read by node `index` alone, y = Reshape(its output, …) that output's only
+// reader, neither intermediate a graph output, x computed at run time. The Reshapes' indices and
+// x, y; nullopt otherwise. The caller checks node `index` itself.
+struct BetweenReshapes {
+  std::size_t first = 0, last = 0;  // the Reshape before and the Reshape after
+  std::string x, y;
+};
+std::optional<BetweenReshapes> between_reshapes(const graph::Graph& graph, std::size_t index);
+
 // A Pad of a 4-d NCHW tensor in constant mode, by constant non-negative amounts on H and W
 // only, with a constant scalar value: its spatial pads and value, or why it is not one.
 struct ConstantPad {

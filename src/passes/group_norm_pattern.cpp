@@ -32,24 +32,12 @@ std::optional<GroupNormMatch> match_group_norm(const graph::Graph& graph, std::s
                                                StaticShapes& shapes) {
   const graph::Node& norm = graph.nodes()[index];
   if (!plain(norm, "InstanceNormalization") || norm.inputs.size() != 3) return std::nullopt;
-  // r = Reshape(x, …), read by the InstanceNormalization alone.
+  const auto around = between_reshapes(graph, index);
+  if (!around) return std::nullopt;
   const std::string& r = norm.inputs[0];
-  const auto first = graph.producer(r);
-  if (!first || !single_use_problem(graph, r, index).empty()) return std::nullopt;
-  const graph::Node& reshape = graph.nodes()[*first];
-  if (!plain(reshape, "Reshape") || reshape.inputs.empty()) return std::nullopt;
   GroupNormMatch m;
-  m.x = reshape.inputs[0];
-  if (m.x.empty() || graph.is_constant(m.x)) return std::nullopt;
-  // y = Reshape(i, …), the one reader of i.
-  const std::string& i = norm.outputs[0];
-  if (graph.is_graph_output(i)) return std::nullopt;
-  const std::vector<std::size_t> readers = graph.consumers(i);
-  if (readers.size() != 1 || !plain(graph.nodes()[readers[0]], "Reshape") ||
-      graph.nodes()[readers[0]].inputs[0] != i)
-    return std::nullopt;
-  const std::size_t last = readers[0];
-  m.y = graph.nodes()[last].outputs[0];
+  m.x = around->x;
+  m.y = around->y;
   // The shapes: x [N, C, d…], r [N, G, (C/G)·∏d], y the shape of x.
   const auto xs = shapes.shape(m.x), rs = shapes.shape(r), ys = shapes.shape(m.y);
   const auto dtype = shapes.dtype(m.x);
@@ -69,7 +57,7 @@ std::optional<GroupNormMatch> match_group_norm(const graph::Graph& graph, std::s
   if (!per_group_constant(graph, m.scale, groups) || !per_group_constant(graph, m.bias, groups))
     return std::nullopt;
   m.epsilon = norm.attributes.get_float("epsilon", 1e-5f);
-  m.parts = {*first, index, last};
+  m.parts = {around->first, index, around->last};
   return m;
 }
 

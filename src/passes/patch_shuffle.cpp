@@ -149,22 +149,12 @@ std::optional<PatchShuffleMatch> match_patch_shuffle(const graph::Graph& graph, 
   if (!chain_node(transpose, "Transpose") || transpose.inputs.size() != 1) return std::nullopt;
   const auto* op = dynamic_cast<const ops::Transpose*>(transpose.module.get());
   if (op == nullptr) return std::nullopt;
-  // r = Reshape(x, …), read by the Transpose alone.
+  const auto around = between_reshapes(graph, index);
+  if (!around) return std::nullopt;
   const std::string& r = transpose.inputs[0];
-  const auto first = graph.producer(r);
-  if (!first || !single_use_problem(graph, r, index).empty()) return std::nullopt;
-  if (!chain_node(graph.nodes()[*first], "Reshape")) return std::nullopt;
-  // y = Reshape(t, …), the one reader of t.
-  const std::string& t = transpose.outputs[0];
-  if (graph.is_graph_output(t)) return std::nullopt;
-  const std::vector<std::size_t> readers = graph.consumers(t);
-  if (readers.size() != 1 || !chain_node(graph.nodes()[readers[0]], "Reshape") ||
-      graph.nodes()[readers[0]].inputs[0] != t)
-    return std::nullopt;
   PatchShuffleMatch m;
-  m.x = graph.nodes()[*first].inputs[0];
-  m.y = graph.nodes()[readers[0]].outputs[0];
-  if (graph.is_constant(m.x)) return std::nullopt;
+  m.x = around->x;
+  m.y = around->y;
   const auto xs = shapes.shape(m.x), rs = shapes.shape(r), ys = shapes.shape(m.y);
   if (!xs || !rs || !ys || xs->size() != 4 || ys->size() != 4 || rs->size() < 5)
     return std::nullopt;
@@ -175,7 +165,7 @@ std::optional<PatchShuffleMatch> match_patch_shuffle(const graph::Graph& graph, 
   m.input = *xs;
   m.middle = *rs;
   m.output = *ys;
-  m.parts = {*first, index, readers[0]};
+  m.parts = {around->first, index, around->last};
   return m;
 }
 
