@@ -1,7 +1,5 @@
 #include "refold/nn/conv.h"
 
-#include <fmt/ranges.h>
-
 #include <cmath>
 
 #include "core/check.h"
@@ -34,32 +32,6 @@ void check_common(const std::string& type, std::int64_t in_channels, std::int64_
                groups, out_channels);
 }
 
-// The parameters a conv registers: the given ones after checking their shapes (an undefined
-// `weight`: PyTorch's reset_parameters() values, nn/init.h, with fan_in = weight.size(1) · kh ·
-// kw for both conv kinds).
-void conv_parameters(const Shape& weight_shape, std::int64_t out_channels, bool bias,
-                     Tensor& weight, Tensor& bias_tensor, const std::string& type) {
-  if (!weight.defined()) {
-    REFOLD_CHECK(!bias_tensor.defined(), "{}: a bias is given without a weight", type);
-    const std::int64_t fan_in =
-        checked_numel(Shape{weight_shape[1], weight_shape[2], weight_shape[3]}, type);
-    const double bound = detail::default_init_bound(fan_in);
-    weight = detail::uniform(weight_shape, bound);
-    if (bias) bias_tensor = detail::uniform({out_channels}, bound);
-    return;
-  }
-  REFOLD_CHECK(weight.sizes() == weight_shape && is_floating(weight.dtype()),
-               "{}: the weight given is {}; its options need a float [{}]", type,
-               weight.description(), fmt::join(weight_shape, ", "));
-  REFOLD_CHECK(bias == bias_tensor.defined(), "{}: the options say bias={} but a bias is {}", type,
-               bias, bias_tensor.defined() ? "given" : "not given");
-  if (bias)
-    REFOLD_CHECK(
-        bias_tensor.sizes() == Shape{out_channels} && bias_tensor.dtype() == weight.dtype(),
-        "{}: the bias given is {}; its options need a [{}] of the weight's dtype {}", type,
-        bias_tensor.description(), out_channels, dtype_name(weight.dtype()));
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -88,9 +60,10 @@ Conv2d::Conv2d(std::string type_name, const Conv2dOptions& options, Tensor weigh
                "{}: padding 'same' needs stride 1, got stride ({}, {})", this->type_name(),
                o.stride().h, o.stride().w);
 
-  conv_parameters(
+  detail::weight_and_bias(
+      this->type_name(),
       {o.out_channels(), o.in_channels() / o.groups(), o.kernel_size().h, o.kernel_size().w},
-      o.out_channels(), o.bias(), weight, bias, this->type_name());
+      o.out_channels(), o.bias(), weight, bias);
   weight_ = register_parameter("weight", weight);
   if (bias.defined()) bias_ = register_parameter("bias", bias);
 }
@@ -168,9 +141,10 @@ ConvTranspose2d::ConvTranspose2d(std::string type_name, const ConvTranspose2dOpt
                this->type_name(), op.h, op.w, o.stride().h, o.stride().w, o.dilation().h,
                o.dilation().w);
 
-  conv_parameters(
+  detail::weight_and_bias(
+      this->type_name(),
       {o.in_channels(), o.out_channels() / o.groups(), o.kernel_size().h, o.kernel_size().w},
-      o.out_channels(), o.bias(), weight, bias, this->type_name());
+      o.out_channels(), o.bias(), weight, bias);
   weight_ = register_parameter("weight", weight);
   if (bias.defined()) bias_ = register_parameter("bias", bias);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "refold/tensor.h"
 
@@ -18,5 +19,13 @@ double default_init_bound(std::int64_t fan_in);
 
 // A float32 tensor of `sizes`, contiguous, values U(−bound, bound) drawn in logical order.
 Tensor uniform(const Shape& sizes, double bound);
+
+// The weight and bias a Conv2d, ConvTranspose2d or Linear registers, completed in place. An
+// undefined `weight` (and `bias`) gets reset_parameters()'s values, weight then bias, with
+// fan_in = ∏ weight_shape[1:]. Given ones are checked against the module's options: `weight` a
+// float tensor of `weight_shape`, a bias exactly when `has_bias`, [out] of the weight's dtype.
+// Throws refold::Error naming `type` and what was given.
+void weight_and_bias(const std::string& type, const Shape& weight_shape, std::int64_t out,
+                     bool has_bias, Tensor& weight, Tensor& bias);
 
 }  // namespace refold::nn::detail

@@ -469,6 +469,59 @@ TEST(NnModules, ConstructorsRejectBadOptions) {
   EXPECT_NO_THROW(nn::BatchNorm2d(nn::BatchNorm2dOptions(4).eps(0)));
 }
 
+// The constructors over given parameters (what an imported graph's nodes run): the very handles
+// are registered, no initial values are drawn, and parameters that do not fit the options are
+// refused naming the module and what was given.
+TEST(NnModules, ConstructorsOverGivenParametersRegisterTheHandles) {
+  manual_seed(7);
+  const Tensor w = randn({4, 3, 3, 3}), b = randn({4});
+  const Tensor tw = randn({3, 4, 2, 2}), fw = randn({5, 6}), fb = randn({5});
+  const Tensor s = randn({4}), shift = randn({4}), mean = randn({4}), var = ones({4});
+  const Generator before = default_generator();
+  const nn::Conv2d conv(nn::Conv2dOptions(3, 4, 3), w, b);
+  const nn::ConvTranspose2d up(nn::ConvTranspose2dOptions(3, 4, 2).bias(false), tw, Tensor());
+  const nn::Linear fc(nn::LinearOptions(6, 5), fw, fb);
+  const nn::BatchNorm2d bn(nn::BatchNorm2dOptions(4), s, shift, mean, var);
+  Generator unmoved = before;
+  EXPECT_TRUE(testing::all_close(randn({1}), randn({1}, {}, unmoved), testing::Tolerance::exact()))
+      << "a constructor over given parameters drew from the generator";
+  EXPECT_TRUE(conv.weight().is_same(w));
+  EXPECT_TRUE(conv.bias().is_same(b));
+  EXPECT_TRUE(up.weight().is_same(tw));
+  EXPECT_FALSE(up.has_bias());
+  EXPECT_TRUE(fc.weight().is_same(fw));
+  EXPECT_TRUE(fc.bias().is_same(fb));
+  EXPECT_TRUE(bn.weight().is_same(s));
+  EXPECT_TRUE(bn.running_var().is_same(var));
+
+  struct Row {
+    std::function<void()> build;
+    std::string message;
+  };
+  const std::vector<Row> rows = {
+      {[&] {
+         nn::Conv2d(nn::Conv2dOptions(3, 4, 3), randn({4, 3, 2, 2}), b);
+       },
+       "Conv2d: the weight given is float32[4, 3, 2, 2]"},
+      {[&] { nn::Conv2d(nn::Conv2dOptions(3, 4, 3), w, Tensor()); },
+       "Conv2d: the options say bias=true but a bias is not given"},
+      {[&] { nn::Conv2d(nn::Conv2dOptions(3, 4, 3), w, randn({4}).to(DType::BFloat16)); },
+       "Conv2d: the bias given is bfloat16[4]"},
+      {[&] { nn::Conv2d(nn::Conv2dOptions(3, 4, 3), Tensor(), b); },
+       "Conv2d: a bias is given without a weight"},
+      {[&] { nn::ConvTranspose2d(nn::ConvTranspose2dOptions(3, 4, 2).bias(false), w, Tensor()); },
+       "ConvTranspose2d: the weight given is float32[4, 3, 3, 3] contiguous; its options need a "
+       "float [3, 4, 2, 2]"},
+      {[&] { nn::Linear(nn::LinearOptions(6, 5), fw, randn({6})); },
+       "Linear: the bias given is float32[6]; its options need a [5]"},
+      {[&] { nn::BatchNorm2d(nn::BatchNorm2dOptions(4), s, shift, mean, randn({3})); },
+       "BatchNorm2d: running_var is float32[3]"},
+      {[&] { nn::BatchNorm2d(nn::BatchNorm2dOptions(4), Tensor(), Tensor(), mean, var); },
+       "BatchNorm2d: affine=true but weight and bias are not given"},
+  };
+  for (const Row& row : rows) EXPECT_TRUE(throws_error(row.build, row.message));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Module plumbing
 
