@@ -87,6 +87,12 @@ void match_single(const graph::Graph& graph, const graph::Node& n, ActivationMat
   }
 }
 
+// Mul(v, s) or Mul(s, v): the Mul of SiLU's pair, v·Sigmoid(v) with s = Sigmoid(v).
+bool is_silu_mul(const graph::Node& n, const std::string& v, const std::string& s) {
+  return is_op(n, "Mul") && n.inputs.size() == 2 && n.outputs.size() == 1 &&
+         ((n.inputs[0] == v && n.inputs[1] == s) || (n.inputs[0] == s && n.inputs[1] == v));
+}
+
 // The activation applied to `value`, if one reads it (nullopt: nothing to fuse, no note).
 std::optional<ActivationMatch> match_activation(const graph::Graph& graph,
                                                 const std::string& value) {
@@ -96,14 +102,11 @@ std::optional<ActivationMatch> match_activation(const graph::Graph& graph,
     // SiLU: Mul(value, Sigmoid(value)), operands in either order.
     const graph::Node& a = graph.nodes()[readers[0]];
     const graph::Node& b = graph.nodes()[readers[1]];
-    if (!is_op(a, "Sigmoid") || !is_op(b, "Mul") || a.inputs.size() != 1 || a.outputs.size() != 1 ||
-        b.inputs.size() != 2 || b.outputs.size() != 1) {
+    if (!is_op(a, "Sigmoid") || a.inputs.size() != 1 || a.outputs.size() != 1 ||
+        !is_silu_mul(b, value, a.outputs[0])) {
       return std::nullopt;
     }
     const std::string& s = a.outputs[0];
-    const bool operands =
-        (b.inputs[0] == value && b.inputs[1] == s) || (b.inputs[0] == s && b.inputs[1] == value);
-    if (!operands) return std::nullopt;
     m.nodes = {readers[0], readers[1]};
     m.output = b.outputs[0];
     if (graph.is_graph_output(s) || graph.consumers(s).size() != 1) {
@@ -198,6 +201,16 @@ std::string chain_text(const PostChain& c) {
   return head_sum ? "sum+" + c.post.description() : c.post.description();
 }
 
+// Takes the activation node `n` (it reads c.out) into the chain: "" when taken, else why not.
+std::string chain_take_activation(const graph::Graph& graph, PostChain& c, const graph::Node& n) {
+  ActivationMatch m;
+  match_single(graph, n, m);
+  if (!m.problem.empty()) return m.problem;
+  chain_add_activation(c, m.activation, m.negative_slope);
+  c.out = m.output;
+  return {};
+}
+
 // Takes node `n`, which reads c.out, into the chain when the conv can apply it (see
 // chain_take_next) and returns true; the caller lists it in c.parts. False with `why` set when
 // it is a candidate that cannot join. `channels` ≤ 0: not known, not checked.
@@ -206,15 +219,8 @@ bool chain_take_node(const graph::Graph& graph, std::int64_t channels, PostChain
   if (!n.parts.empty() || n.outputs.size() != 1 || n.outputs[0].empty()) return false;
   if (activation_reader(n) != nullptr) {
     if (n.inputs.empty() || n.inputs[0] != c.out) return false;
-    ActivationMatch m;
-    match_single(graph, n, m);
-    if (!m.problem.empty()) {
-      why = m.problem;
-      return false;
-    }
-    chain_add_activation(c, m.activation, m.negative_slope);
-    c.out = m.output;
-    return true;
+    why = chain_take_activation(graph, c, n);
+    return why.empty();
   }
   if (is_op(n, "Add") && n.inputs.size() == 2 && n.inputs[0] != n.inputs[1]) {
     const bool first = n.inputs[0] == c.out;
@@ -395,12 +401,6 @@ bool fuse_chain_at(graph::Graph& graph, std::size_t index, detail::StaticShapes&
   return true;
 }
 
-// Mul(v, s) or Mul(s, v): the Mul of SiLU's pair, v·Sigmoid(v) with s = Sigmoid(v).
-bool is_silu_mul(const graph::Node& n, const std::string& v, const std::string& s) {
-  return is_op(n, "Mul") && n.inputs.size() == 2 && n.outputs.size() == 1 &&
-         ((n.inputs[0] == v && n.inputs[1] == s) || (n.inputs[0] == s && n.inputs[1] == v));
-}
-
 }  // namespace
 
 nn::ModulePtr fused_module(const graph::Graph& graph, const graph::Node& node) {
@@ -433,11 +433,8 @@ nn::ModulePtr fused_module(const graph::Graph& graph, const graph::Node& node) {
     }
     if (activation_reader(n) != nullptr && !n.inputs.empty() && n.inputs[0] == chain.out) {
       // As match_activation takes it (a fused Gelu, with parts of its own, included).
-      ActivationMatch m;
-      match_single(graph, n, m);
-      REFOLD_CHECK(m.problem.empty(), "{}: {}", describe(node), m.problem);
-      chain_add_activation(chain, m.activation, m.negative_slope);
-      chain.out = m.output;
+      const std::string problem = chain_take_activation(graph, chain, n);
+      REFOLD_CHECK(problem.empty(), "{}: {}", describe(node), problem);
       continue;
     }
     std::string why;

@@ -251,8 +251,8 @@ class Folder {
     fused.outputs = {an.outputs[0]};
     fused.origin = fmt::format("{} + {}", conv.name, an.name);
     fused.inputs = detail::add_parameter_constants(
-        g_, conv.inputs[0], g_.unique_name(conv.name + "_bnfold"), detail::copy_in(weight, format),
-        detail::copy_in(bias, format));
+        g_, conv.inputs[0], g_.unique_name(conv.name + "_bnfold"),
+        detail::in_format(weight, format), detail::in_format(bias, format));
     Fold f;
     f.nodes.push_back(with_module(g_, std::move(fused)));
     f.erase = {c.layer, a};

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "nn/layout.h"
 #include "ops/op.h"
 #include "passes/node_module.h"
 #include "refold/error.h"
@@ -317,12 +318,8 @@ graph::Attributes conv_attributes(Size2d k, const nn::Conv2dOptions& o) {
   return a;
 }
 
-Tensor copy_in(const Tensor& t, MemoryFormat format) {
-  if (!t.defined()) return t;
-  const MemoryFormat f = t.dim() == 4 ? format : MemoryFormat::Contiguous;
-  Tensor copy = empty(t.sizes(), {t.dtype(), f});
-  copy.copy_(t);
-  return copy;
+Tensor in_format(const Tensor& t, MemoryFormat format) {
+  return t.defined() && t.dim() == 4 ? nn::detail::to_memory_format(t, format) : t;
 }
 
 void set_conv(graph::Graph& graph, graph::Node& node, const std::string& input,
@@ -332,8 +329,9 @@ void set_conv(graph::Graph& graph, graph::Node& node, const std::string& input,
   node.op_type = "Conv";
   node.domain.clear();
   node.attributes = conv_attributes(k, nn::Conv2dOptions(geometry).groups(kernel.groups));
-  node.inputs = add_parameter_constants(graph, input, constant_base, copy_in(kernel.weight, format),
-                                        copy_in(kernel.bias, format));
+  node.inputs =
+      add_parameter_constants(graph, input, constant_base, in_format(kernel.weight, format),
+                              in_format(kernel.bias, format));
   node.module = module_for(graph, node);
 }
 

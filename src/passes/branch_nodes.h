@@ -104,9 +104,10 @@ std::variant<Pads2d, std::string> crop_of(const graph::Graph& graph, const graph
 // [x1_begin, x2_begin, x1_end, x2_end]).
 graph::Attributes conv_attributes(Size2d kernel, const nn::Conv2dOptions& geometry);
 
-// A copy of `t` in `format` (channels_last applies to a 4-d tensor, anything else is copied
-// contiguous); undefined stays undefined. A kernel made by the algebra, owned by its constant.
-Tensor copy_in(const Tensor& t, MemoryFormat format);
+// A kernel tensor from the algebra laid out in `format`, to become a constant: a 4-d one through
+// nn::detail::to_memory_format (copied only when it is not dense in `format`, as a view of a
+// weight's live taps is not; an ambiguous 1×1 kernel restrided), anything else as it is.
+Tensor in_format(const Tensor& t, MemoryFormat format);
 
 // Makes `node` (its name and outputs set) the Conv over `input` that computes `kernel` with
 // `geometry`'s stride, padding and dilation: op type and attributes, the kernel's weight (in

@@ -82,7 +82,7 @@ PassReport drop_dead_taps(graph::Graph& graph) {
           fmt::format("kept {}: its {}×{} live taps would need negative padding", where, kh, kw));
       continue;
     }
-    // W[:, :, t0h..t1h, t0w..t1w], a view, copied by set_conv.
+    // W[:, :, t0h..t1h, t0w..t1w], a view (not dense), copied by set_conv.
     const Tensor& weight = conv->weight();
     reparam::ConvKernel kernel{
         weight.as_strided(
