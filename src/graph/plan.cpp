@@ -170,18 +170,20 @@ std::vector<Tensor> ExecutionPlan::run(const std::vector<Tensor>& feeds,
           t = functional::to_format(t, MemoryFormat::Contiguous);
         args.push_back(std::move(t));
       }
-      try {
-        results = step.op->run(args);
-      } catch (const Error& e) {
-        throw error_in_node(n, e);
-      }
-    } else {
-      try {
-        results.push_back((*n.module)(value(step.inputs[0])));
-      } catch (const Error& e) {
-        throw error_in_node(n, e);
-      }
     }
+    const std::uint64_t dispatched = dispatch_count();
+    try {
+      if (step.op != nullptr)
+        results = step.op->run(args);
+      else
+        results.push_back((*n.module)(value(step.inputs[0])));
+    } catch (const Error& e) {
+      throw error_in_node(n, e);
+    }
+    // An op that dispatched nothing ran its own code, which calls the reference kernels: it has
+    // no other implementation (kernels/dispatch.h). Logged as such, so every node names what ran.
+    if (dispatch_count() == dispatched)
+      log_dispatch(n.op_type, "reference", "its only implementation");
     REFOLD_CHECK(results.size() >= n.outputs.size(),
                  "Graph: node '{}' ({}) gave {} outputs, expected {}", n.name, n.op_type,
                  results.size(), n.outputs.size());

@@ -21,6 +21,7 @@ void write_line(const std::string& line) {
 
 thread_local DispatchLog* t_log = nullptr;
 thread_local std::string t_detail;
+thread_local std::uint64_t t_dispatches = 0;
 
 }  // namespace
 
@@ -45,7 +46,10 @@ bool verbose() {
   return on;
 }
 
+std::uint64_t dispatch_count() { return t_dispatches; }
+
 void log_dispatch(std::string_view op, std::string_view impl, std::string_view reason) {
+  ++t_dispatches;
   if (!verbose() && t_log == nullptr) return;
   std::string chosen(impl);
   if (!t_detail.empty()) {

@@ -5,6 +5,7 @@
 //   refold: conv2d -> reference (onednn declined: bfloat16 needs avx512_bf16)
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,10 @@ bool verbose();
 
 // "refold: <op> -> <impl>" plus " (<reason>)" when a reason is given. Prints only if verbose().
 void log_dispatch(std::string_view op, std::string_view impl, std::string_view reason = {});
+
+// How many choices this thread has dispatched so far (log_dispatch calls, verbose or not): the
+// executor compares it around a node to tell whether the node's op dispatched at all.
+std::uint64_t dispatch_count();
 
 // "refold: <message>". Prints only if verbose().
 void log_verbose(std::string_view message);

@@ -1,11 +1,12 @@
 // The functional API: validation of what only this layer adds, the memory-format rule of the
 // seed, then dispatch to an implementation.
 //
-// Dispatch: each op tries its implementations fastest first — for conv2d refold's own kernels
-// (kernels/native: Winograd for 3×3 stride 1, the direct conv for strided convs), then oneDNN,
-// then the reference, which never declines; adaptive_avg_pool2d tries refold's native kernel. A
-// decline carries a reason; REFOLD_VERBOSE=1 prints which implementation ran and why the others
-// declined. Ops without a fast kernel yet go straight to the reference.
+// Dispatch (kernels/dispatch.h): each op tries its implementations fastest first — for conv2d
+// refold's own kernels (kernels/native: Winograd for 3×3 stride 1, the direct conv for strided
+// convs), then oneDNN, then the reference, which never declines; adaptive_avg_pool2d tries
+// refold's native kernel. A decline carries a reason; REFOLD_VERBOSE=1 prints which
+// implementation ran and why the others declined. An op without a fast kernel yet dispatches to
+// the reference alone, and is logged the same way.
 #include "refold/functional.h"
 
 #include <string>
@@ -56,14 +57,15 @@ Tensor to_format(const Tensor& t, MemoryFormat format) {
   constexpr std::int64_t kReorderMinElements = 16384;
   if (t.dim() != 4 || t.numel() < kReorderMinElements || t.dtype() == DType::Int64)
     return t.contiguous(format);
-  return fastest_first(
-      "to_format",
-      [&](std::string* declined) {
-        Tensor out = onednn::reorder(t, format, declined);
-        if (out.defined() && format != t.suggest_memory_format()) detail::count_permute();
-        return out;
-      },
-      [&] { return t.contiguous(format); });
+  return dispatch("to_format",
+                  {{"onednn",
+                    [&](std::string* declined) {
+                      Tensor out = onednn::reorder(t, format, declined);
+                      if (out.defined() && format != t.suggest_memory_format())
+                        detail::count_permute();
+                      return out;
+                    }}},
+                  [&] { return t.contiguous(format); });
 }
 
 MemoryFormat conv_memory_format(const Tensor& input, const Tensor& weight) {
@@ -82,30 +84,20 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   REFOLD_CHECK(input.defined(), "conv2d: input is undefined");
   REFOLD_CHECK(weight.defined(), "conv2d: weight is undefined");
   const Tensor src = conv_input_in_format(input, conv_memory_format(input, weight));
-  // Winograd and oneDNN validate the arguments and the post-ops (with the reference's messages)
-  // before they can decline, so the reference below only ever sees valid ones. Unfused there:
-  // y = act(conv + bias + residual), one pass per step.
-  std::string winograd_declined, direct_declined;
-  if (Tensor y = native::winograd_conv2d(src, weight, bias, options, post, &winograd_declined);
-      y.defined()) {
-    log_dispatch("conv2d", "winograd");
-    return y;
-  }
-  if (Tensor y = native::direct_conv2d(src, weight, bias, options, post, &direct_declined);
-      y.defined()) {
-    log_dispatch("conv2d", "native direct", "winograd declined: " + winograd_declined);
-    return y;
-  }
-  return fastest_first(
+  // Validated once; each implementation then only decides whether it takes the problem. The
+  // reference, unfused: y = act(conv + bias + residual), one pass per step.
+  const Conv2dCall call = validate_conv2d(src, weight, bias, options, post);
+  return dispatch(
       "conv2d",
-      [&](std::string* declined) {
-        return onednn::conv2d(src, weight, bias, options, post, declined);
-      },
+      {{"winograd", [&](std::string* declined) { return native::winograd_conv2d(call, declined); }},
+       {"native direct",
+        [&](std::string* declined) { return native::direct_conv2d(call, declined); }},
+       {"onednn", [&](std::string* declined) { return onednn::conv2d(call, declined); }}},
       [&] {
-        const Tensor y = reference::conv2d(src, weight, bias, options);
+        const Tensor y =
+            reference::detail::conv2d_checked(src, weight, bias, options, call.geometry);
         return post.empty() ? y : reference::apply_post_ops(y, post);
-      },
-      "winograd declined: " + winograd_declined + "; native direct declined: " + direct_declined);
+      });
 }
 
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
@@ -113,12 +105,12 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
   REFOLD_CHECK(input.defined(), "conv_transpose2d: input is undefined");
   REFOLD_CHECK(weight.defined(), "conv_transpose2d: weight is undefined");
   const Tensor src = conv_input_in_format(input, conv_memory_format(input, weight));
-  return fastest_first(
-      "conv_transpose2d",
-      [&](std::string* declined) {
-        return onednn::conv_transpose2d(src, weight, bias, options, {}, declined);
-      },
-      [&] { return reference::conv_transpose2d(src, weight, bias, options); });
+  return dispatch("conv_transpose2d",
+                  {{"onednn",
+                    [&](std::string* declined) {
+                      return onednn::conv_transpose2d(src, weight, bias, options, {}, declined);
+                    }}},
+                  [&] { return reference::conv_transpose2d(src, weight, bias, options); });
 }
 
 // The ops below keep their input's format (reference.h), so they need no layout decision:
@@ -127,11 +119,12 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
 
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, double eps) {
-  return fastest_first(
+  return dispatch(
       "batch_norm",
-      [&](std::string* declined) {
-        return onednn::batch_norm(input, running_mean, running_var, weight, bias, eps, declined);
-      },
+      {{"onednn",
+        [&](std::string* declined) {
+          return onednn::batch_norm(input, running_mean, running_var, weight, bias, eps, declined);
+        }}},
       [&] { return reference::batch_norm(input, running_mean, running_var, weight, bias, eps); });
 }
 
@@ -141,10 +134,12 @@ namespace {
 template <typename Reference>
 Tensor activation(onednn::EltwiseOp op, const Tensor& input, double negative_slope,
                   Reference&& reference) {
-  return fastest_first(
-      onednn::eltwise_name(op),
-      [&](std::string* declined) { return onednn::eltwise(op, input, negative_slope, declined); },
-      reference);
+  return dispatch(onednn::eltwise_name(op),
+                  {{"onednn",
+                    [&](std::string* declined) {
+                      return onednn::eltwise(op, input, negative_slope, declined);
+                    }}},
+                  reference);
 }
 }  // namespace
 
@@ -177,64 +172,75 @@ Tensor hardsigmoid(const Tensor& input) {
 // add/mul/sub/div: oneDNN's binary when one operand has the output's shape (the first, for sub
 // and div; kernels/onednn/binary.h), the reference for what it declines.
 Tensor add(const Tensor& a, const Tensor& b) {
-  return fastest_first(
-      "add",
-      [&](std::string* declined) { return onednn::binary(onednn::BinaryOp::Add, a, b, declined); },
-      [&] { return reference::add(a, b); });
+  return dispatch("add",
+                  {{"onednn",
+                    [&](std::string* declined) {
+                      return onednn::binary(onednn::BinaryOp::Add, a, b, declined);
+                    }}},
+                  [&] { return reference::add(a, b); });
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
-  return fastest_first(
-      "mul",
-      [&](std::string* declined) { return onednn::binary(onednn::BinaryOp::Mul, a, b, declined); },
-      [&] { return reference::mul(a, b); });
+  return dispatch("mul",
+                  {{"onednn",
+                    [&](std::string* declined) {
+                      return onednn::binary(onednn::BinaryOp::Mul, a, b, declined);
+                    }}},
+                  [&] { return reference::mul(a, b); });
 }
 Tensor sub(const Tensor& a, const Tensor& b) {
-  return fastest_first(
-      "sub",
-      [&](std::string* declined) { return onednn::binary(onednn::BinaryOp::Sub, a, b, declined); },
-      [&] { return reference::arith(a, b, reference::ArithOp::Sub); });
+  return dispatch("sub",
+                  {{"onednn",
+                    [&](std::string* declined) {
+                      return onednn::binary(onednn::BinaryOp::Sub, a, b, declined);
+                    }}},
+                  [&] { return reference::arith(a, b, reference::ArithOp::Sub); });
 }
 Tensor div(const Tensor& a, const Tensor& b) {
-  return fastest_first(
-      "div",
-      [&](std::string* declined) { return onednn::binary(onednn::BinaryOp::Div, a, b, declined); },
-      [&] { return reference::arith(a, b, reference::ArithOp::Div); });
+  return dispatch("div",
+                  {{"onednn",
+                    [&](std::string* declined) {
+                      return onednn::binary(onednn::BinaryOp::Div, a, b, declined);
+                    }}},
+                  [&] { return reference::arith(a, b, reference::ArithOp::Div); });
 }
 
 // Pools: oneDNN when the input is contiguous in the format it suggests (kernels/onednn/pooling.h).
 Tensor max_pool2d(const Tensor& input, const MaxPool2dOptions& options) {
-  return fastest_first(
+  return dispatch(
       "max_pool2d",
-      [&](std::string* declined) { return onednn::max_pool2d(input, options, declined); },
+      {{"onednn",
+        [&](std::string* declined) { return onednn::max_pool2d(input, options, declined); }}},
       [&] { return reference::max_pool2d(input, options); });
 }
 Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options) {
-  return fastest_first(
+  return dispatch(
       "avg_pool2d",
-      [&](std::string* declined) { return onednn::avg_pool2d(input, options, declined); },
+      {{"onednn",
+        [&](std::string* declined) { return onednn::avg_pool2d(input, options, declined); }}},
       [&] { return reference::avg_pool2d(input, options); });
 }
 // Adaptive average pooling (and so global average pooling): refold's AVX2 kernel on NCHW or NHWC
 // float32 (kernels/native/adaptive_pool2d.h), the reference for what it declines.
 Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size) {
-  return fastest_first(
-      "adaptive_avg_pool2d",
-      [&](std::string* declined) {
-        return native::adaptive_avg_pool2d(input, output_size, declined);
-      },
-      [&] { return reference::adaptive_avg_pool2d(input, output_size); }, {}, "native");
+  return dispatch("adaptive_avg_pool2d",
+                  {{"native",
+                    [&](std::string* declined) {
+                      return native::adaptive_avg_pool2d(input, output_size, declined);
+                    }}},
+                  [&] { return reference::adaptive_avg_pool2d(input, output_size); });
 }
 
 // linear: oneDNN's inner product for float32 with a contiguous input
 // (kernels/onednn/inner_product.h); it declines invalid arguments, so the reference rejects them.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
-  return fastest_first(
+  return dispatch(
       "linear",
-      [&](std::string* declined) { return onednn::linear(input, weight, bias, declined); },
+      {{"onednn",
+        [&](std::string* declined) { return onednn::linear(input, weight, bias, declined); }}},
       [&] { return reference::linear(input, weight, bias); });
 }
 Tensor flatten(const Tensor& input, std::int64_t start_dim, std::int64_t end_dim) {
-  return reference::flatten(input, start_dim, end_dim);
+  return dispatch("flatten", {}, [&] { return reference::flatten(input, start_dim, end_dim); });
 }
 // cat: refold's row copy over inputs in the output's layout (the reference's rule: channels_last
 // when every input suggests it, else contiguous; kernels/native/concat.h). Inputs of mixed
@@ -247,17 +253,21 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim) {
   for (Tensor& t : laid_out) {
     if (t.defined() && t.numel() > 0 && !t.is_contiguous(format)) t = to_format(t, format);
   }
-  return fastest_first(
-      "cat", [&](std::string* declined) { return native::cat(laid_out, dim, declined); },
-      [&] { return reference::cat(inputs, dim); }, {}, "native");
+  return dispatch(
+      "cat",
+      {{"native", [&](std::string* declined) { return native::cat(laid_out, dim, declined); }}},
+      [&] { return reference::cat(inputs, dim); });
 }
 Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float value) {
-  return fastest_first(
-      "pad", [&](std::string* declined) { return native::pad(input, pads, value, declined); },
-      [&] { return reference::pad(input, pads, value); }, {}, "native");
+  return dispatch(
+      "pad",
+      {{"native",
+        [&](std::string* declined) { return native::pad(input, pads, value, declined); }}},
+      [&] { return reference::pad(input, pads, value); });
 }
 Tensor pixel_shuffle(const Tensor& input, std::int64_t upscale_factor) {
-  return reference::pixel_shuffle(input, upscale_factor);
+  return dispatch("pixel_shuffle", {},
+                  [&] { return reference::pixel_shuffle(input, upscale_factor); });
 }
 
 }  // namespace refold::functional

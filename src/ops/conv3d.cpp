@@ -1,7 +1,7 @@
 // 3-d Conv and ConvTranspose (X [N, C, D, H, W]): the builders, which validate every attribute
 // and a constant W or B, and the graph ops, which resolve the padding per call and run
 // reference::conv_nd / conv_transpose_nd with oneDNN's 3-d primitives as the fast path
-// (fastest_first: REFOLD_VERBOSE=1 logs "conv3d" and "conv_transpose3d"). 5-d tensors stay
+// (kernels/dispatch.h: REFOLD_VERBOSE=1 logs "conv3d" and "conv_transpose3d"). 5-d tensors stay
 // contiguous: the layout pass, bn-folding and reparameterize take nn::Conv2d modules only.
 #include <fmt/ranges.h>
 
@@ -128,8 +128,10 @@ std::vector<Tensor> Conv3d::run(const std::vector<Tensor>& in) {
   for (std::size_t k = 0; k < kRank; ++k)
     check_conv_fits(op, x.size(k + 2), w.size(k + 2), p.dilation[k], p.pad_begin[k], p.pad_end[k]);
   const Tensor src = x.contiguous();  // oneDNN's 5-d format (ncdhw)
-  return {fastest_first(
-      "conv3d", [&](std::string* declined) { return onednn::conv_nd(src, w, bias, p, declined); },
+  return {dispatch(
+      "conv3d",
+      {{"onednn",
+        [&](std::string* declined) { return onednn::conv_nd(src, w, bias, p, declined); }}},
       [&] { return reference::conv_nd(x, w, bias, p); })};
 }
 
@@ -199,10 +201,12 @@ std::vector<Tensor> ConvTranspose3d::run(const std::vector<Tensor>& in) {
                  fmt::join(p.pad_begin, ", "), fmt::join(p.pad_end, ", "));
   }
   const Tensor src = x.contiguous();  // oneDNN's 5-d format (ncdhw)
-  return {fastest_first(
-      "conv_transpose3d",
-      [&](std::string* declined) { return onednn::conv_transpose_nd(src, w, bias, p, declined); },
-      [&] { return reference::conv_transpose_nd(x, w, bias, p); })};
+  return {dispatch("conv_transpose3d",
+                   {{"onednn",
+                     [&](std::string* declined) {
+                       return onednn::conv_transpose_nd(src, w, bias, p, declined);
+                     }}},
+                   [&] { return reference::conv_transpose_nd(x, w, bias, p); })};
 }
 
 }  // namespace refold::ops

@@ -28,13 +28,13 @@ class LayerNormalization : public graph::Op {
                  "LayerNormalization: expects X, Scale and optional B; got {} inputs", in.size());
     const Tensor bias = in.size() > 2 ? in[2] : Tensor();
     if (outputs_ == 1) {
-      return {fastest_first(
+      return {dispatch(
           "LayerNormalization",
-          [&](std::string* declined) {
-            return native::layer_norm_rows(in[0], in[1], bias, axis_, epsilon_, declined);
-          },
-          [&] { return reference::layer_norm(in[0], in[1], bias, axis_, epsilon_).y; }, {},
-          "native")};
+          {{"native",
+            [&](std::string* declined) {
+              return native::layer_norm_rows(in[0], in[1], bias, axis_, epsilon_, declined);
+            }}},
+          [&] { return reference::layer_norm(in[0], in[1], bias, axis_, epsilon_).y; })};
     }
     // Mean and InvStdDev wanted too: the reference computes all three.
     reference::LayerNormResult r = reference::layer_norm(in[0], in[1], bias, axis_, epsilon_);
@@ -71,12 +71,12 @@ class GroupNormalization : public graph::Op {
       scale = per_channel(scale, groups, x.size(1), "scale");
       bias = per_channel(bias, groups, x.size(1), "bias");
     }
-    return {fastest_first(
-        type_name(),
-        [&](std::string* declined) {
-          return native::group_norm(x, scale, bias, groups, epsilon_, declined);
-        },
-        [&] { return reference::group_norm(x, scale, bias, groups, epsilon_); }, {}, "native")};
+    return {dispatch(type_name(),
+                     {{"native",
+                       [&](std::string* declined) {
+                         return native::group_norm(x, scale, bias, groups, epsilon_, declined);
+                       }}},
+                     [&] { return reference::group_norm(x, scale, bias, groups, epsilon_); })};
   }
 
  private:

@@ -70,10 +70,12 @@ class Reduce : public graph::Op {
     }
     if (op_ == reference::ReduceOp::Mean && keepdims_ && is_global_spatial(axes, x.dim()))
       return {functional::adaptive_avg_pool2d(x, Size2d(1))};
-    return {fastest_first(
-        type_name(),
-        [&](std::string* declined) { return native::reduce(x, axes, keepdims_, op_, declined); },
-        [&] { return reference::reduce(x, axes, keepdims_, op_); }, {}, "native")};
+    return {dispatch(type_name(),
+                     {{"native",
+                       [&](std::string* declined) {
+                         return native::reduce(x, axes, keepdims_, op_, declined);
+                       }}},
+                     [&] { return reference::reduce(x, axes, keepdims_, op_); })};
   }
 
  private:

@@ -106,12 +106,12 @@ std::vector<Tensor> Resize::run(const std::vector<Tensor>& inputs) {
   const reference::ResizeParams params = kernel_params(options_);
   // 4-d float32 nearest/linear over H and W on NCHW or NHWC: refold's AVX2 kernel
   // (kernels/native/resize2d.h); the rest, and what it declines, the reference.
-  return {fastest_first(
-      "resize",
-      [&](std::string* declined) {
-        return native::resize2d(x, g.sizes, g.scales, g.lengths, params, declined);
-      },
-      [&] { return reference::resize(x, g.sizes, g.scales, g.lengths, params); }, {}, "native")};
+  return {dispatch("resize",
+                   {{"native",
+                     [&](std::string* declined) {
+                       return native::resize2d(x, g.sizes, g.scales, g.lengths, params, declined);
+                     }}},
+                   [&] { return reference::resize(x, g.sizes, g.scales, g.lengths, params); })};
 }
 
 namespace {

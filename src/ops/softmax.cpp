@@ -19,14 +19,15 @@ std::vector<Tensor> Softmax::run(const std::vector<Tensor>& inputs) {
   REFOLD_CHECK(inputs.size() == 1 && inputs[0].defined(), "{}: expects 1 input, got {}",
                type_name(), inputs.size());
   const Tensor& x = inputs[0];
-  return {fastest_first(
-      type_name(),
-      [&](std::string* declined) { return native::softmax(x, axis_, kind_, coerce_2d_, declined); },
-      [&] {
-        return coerce_2d_ ? reference::softmax_coerced_2d(x, axis_, kind_)
-                          : reference::softmax(x, axis_, kind_);
-      },
-      {}, "native")};
+  return {dispatch(type_name(),
+                   {{"native",
+                     [&](std::string* declined) {
+                       return native::softmax(x, axis_, kind_, coerce_2d_, declined);
+                     }}},
+                   [&] {
+                     return coerce_2d_ ? reference::softmax_coerced_2d(x, axis_, kind_)
+                                       : reference::softmax(x, axis_, kind_);
+                   })};
 }
 
 template <reference::SoftmaxKind kind>

@@ -32,9 +32,10 @@ class Unary : public graph::Op {
   }
 
   static Tensor apply(UnaryOp op, const Tensor& x, double alpha, double beta) {
-    return fastest_first(
+    return dispatch(
         reference::unary_name(op),
-        [&](std::string* declined) { return onednn::unary(op, x, alpha, beta, declined); },
+        {{"onednn",
+          [&](std::string* declined) { return onednn::unary(op, x, alpha, beta, declined); }}},
         [&] { return reference::unary(x, op, alpha, beta); });
   }
 

@@ -24,10 +24,11 @@ std::vector<Tensor> ElementwiseChain::run(const std::vector<Tensor>& inputs) {
   PostOps post = post_;
   post.residual = r;
   if (!r.defined() || (r.sizes() == x.sizes() && r.dtype() == x.dtype())) {
-    return {fastest_first(
+    return {dispatch(
         "elementwise_chain",
-        [&](std::string* declined) { return native::elementwise_chain(x, post, declined); },
-        [&] { return reference::apply_post_ops(x, post); }, {}, "native")};
+        {{"native",
+          [&](std::string* declined) { return native::elementwise_chain(x, post, declined); }}},
+        [&] { return reference::apply_post_ops(x, post); })};
   }
   // Unfused: the chain with the residual added by ONNX Add (broadcasting), as the Add node did.
   ops::Binary add(reference::ArithOp::Add);

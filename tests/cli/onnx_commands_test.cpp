@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "refold/io/npy.h"
@@ -205,6 +206,23 @@ TEST(CliTest, VerboseNamesEveryNodeAndItsKernels) {
   EXPECT_NE(run.output.find("refold: conv2d -> "), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("refold: node '/Softmax' (Softmax) runs Softmax"), std::string::npos)
       << run.output;
+  // Every node names what ran, the ops with a reference kernel alone too.
+  EXPECT_NE(run.output.find("refold: node '/Reshape' (Reshape) runs Reshape\n"
+                            "refold: Reshape -> reference (its only implementation)\n"),
+            std::string::npos)
+      << run.output;
+  std::istringstream lines(run.output);
+  std::string line, node;
+  bool dispatched = true;
+  while (std::getline(lines, line)) {
+    if (line.rfind("refold: node '", 0) == 0) {
+      EXPECT_TRUE(dispatched) << node << " logged no implementation";
+      node = line, dispatched = false;
+    } else if (line.find(" -> ") != std::string::npos) {
+      dispatched = true;
+    }
+  }
+  EXPECT_TRUE(dispatched) << node << " logged no implementation";
   EXPECT_EQ(run_cli("test " + kData + "/onnx/nchw_ops").output.find("refold: node"),
             std::string::npos);
 }

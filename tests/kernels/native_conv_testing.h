@@ -7,9 +7,9 @@
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <string>
 
+#include "kernels/conv2d_call.h"
 #include "kernels/native/cpu.h"
 #include "kernels/post_ops.h"
 #include "refold/conv_algorithm.h"
@@ -89,9 +89,8 @@ inline PostOps post_ops_for(const Case& c, const Shape& out_sizes) {
   return post;
 }
 
-// A native kernel's signature (winograd_conv2d, direct_conv2d).
-using Kernel = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&,
-                                    const Conv2dOptions&, const PostOps&, std::string*)>;
+// A native kernel's signature (winograd_conv2d, direct_conv2d): a validated call.
+using Kernel = Tensor (*)(const Conv2dCall& call, std::string* declined);
 
 // kernel(case) == activation(reference conv2d + bias + residual) within the fp32 tolerance,
 // channels_last, with 1 and 2 threads.
@@ -103,7 +102,8 @@ inline void expect_matches_reference(const Kernel& kernel, const Case& c) {
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     std::string declined;
-    const Tensor y = kernel(o.input, o.weight, o.bias, c.options(), post, &declined);
+    const Tensor y =
+        kernel(validate_conv2d(o.input, o.weight, o.bias, c.options(), post), &declined);
     ASSERT_TRUE(y.defined()) << c.name << ": declined: " << declined;
     EXPECT_TRUE(y.is_contiguous(NHWC)) << c.name;
     EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32())) << c.name << ", threads " << threads;
@@ -136,7 +136,8 @@ inline void expect_every_chain_matches(const Kernel& kernel, const Case& base) {
     for (int threads : {1, 2}) {
       set_num_threads(threads);
       std::string declined;
-      const Tensor y = kernel(o.input, o.weight, o.bias, base.options(), k.post, &declined);
+      const Tensor y =
+          kernel(validate_conv2d(o.input, o.weight, o.bias, base.options(), k.post), &declined);
       ASSERT_TRUE(y.defined()) << "declined: " << declined;
       EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32())) << "threads " << threads;
     }

@@ -28,20 +28,14 @@ std::string common_decline_reason(const Tensor& input, const reference::detail::
 
 }  // namespace
 
-std::optional<reference::detail::Conv2dGeometry> accept_conv2d(
-    std::string_view kernel, const Tensor& input, const Tensor& weight, const Tensor& bias,
-    const Conv2dOptions& options, const PostOps& post, DeclineRule own_rule,
-    std::string* declined) {
-  constexpr std::string_view op = "conv2d";
-  const reference::detail::Conv2dGeometry g =
-      reference::detail::check_conv2d(input, weight, bias, options);
-  check_post_ops(op, post, {g.batch, g.out_channels, g.out_h, g.out_w}, input.dtype());
-  std::string why = common_decline_reason(input, g, post);
-  if (why.empty()) why = own_rule(options, g);
-  if (why.empty()) return g;
-  REFOLD_CHECK(declined != nullptr, "{}: {} declined: {}", op, kernel, why);
+bool accept_conv2d(std::string_view kernel, const Conv2dCall& call, DeclineRule own_rule,
+                   std::string* declined) {
+  std::string why = common_decline_reason(call.input, call.geometry, call.post);
+  if (why.empty()) why = own_rule(call.options, call.geometry);
+  if (why.empty()) return true;
+  REFOLD_CHECK(declined != nullptr, "conv2d: {} declined: {}", kernel, why);
   *declined = std::move(why);
-  return std::nullopt;
+  return false;
 }
 
 ConvEpilogue::ConvEpilogue(const Tensor& bias, std::int64_t out_channels, const PostOps& post,

@@ -4,11 +4,11 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "kernels/conv2d_call.h"
 #include "kernels/native/epilogue.h"
 #include "kernels/reference/conv_common.h"
 #include "refold/op_options.h"
@@ -21,14 +21,13 @@ namespace refold::native {
 using DeclineRule = std::string (*)(const Conv2dOptions& options,
                                     const reference::detail::Conv2dGeometry& g);
 
-// The start of every native conv2d: validates the call as the reference does (same messages),
-// then applies the shared decline rules (the conv algorithm setting, AVX2/FMA, float32, groups
-// 1, C_out a multiple of 8, a non-empty output, channels_last input and residual) and the
-// kernel's own. Returns the geometry when the kernel takes the problem; else nullopt with
-// *declined saying why, or, when declined is null, refold::Error "conv2d: <kernel> declined: …".
-std::optional<reference::detail::Conv2dGeometry> accept_conv2d(
-    std::string_view kernel, const Tensor& input, const Tensor& weight, const Tensor& bias,
-    const Conv2dOptions& options, const PostOps& post, DeclineRule own_rule, std::string* declined);
+// The start of every native conv2d, on a call validated by the dispatch (kernels/conv2d_call.h):
+// applies the shared decline rules (the conv algorithm setting, AVX2/FMA, float32, groups 1,
+// C_out a multiple of 8, a non-empty output, channels_last input and residual) and the kernel's
+// own. True when the kernel takes the problem; else false with *declined saying why, or, when
+// declined is null, refold::Error "conv2d: <kernel> declined: …".
+bool accept_conv2d(std::string_view kernel, const Conv2dCall& call, DeclineRule own_rule,
+                   std::string* declined);
 
 // The epilogue of one call; owns the bias and step values it points to (each step's scale and
 // shift expanded to one value per output channel, then to `padded_channels` with ×1 / +0, so

@@ -54,12 +54,12 @@ std::string decline_reason(const Conv2dOptions& options, const ref::Conv2dGeomet
 
 }  // namespace
 
-Tensor direct_conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                     const Conv2dOptions& options, const PostOps& post, std::string* declined) {
-  const auto accepted = accept_conv2d("native direct conv", input, weight, bias, options, post,
-                                      decline_reason, declined);
-  if (!accepted) return {};
-  const ref::Conv2dGeometry& g = *accepted;
+Tensor direct_conv2d(const Conv2dCall& call, std::string* declined) {
+  if (!accept_conv2d("native direct conv", call, decline_reason, declined)) return {};
+  const ref::Conv2dGeometry& g = call.geometry;
+  const Tensor &input = call.input, &weight = call.weight, &bias = call.bias;
+  const Conv2dOptions& options = call.options;
+  const PostOps& post = call.post;
 
   const auto packed = packed_weights(weight, Packing::Direct, pack_weights);
   const ConvEpilogue epilogue(bias, g.out_channels, post);

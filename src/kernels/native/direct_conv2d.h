@@ -19,6 +19,7 @@
 
 #include <string>
 
+#include "kernels/conv2d_call.h"
 #include "kernels/post_ops.h"
 #include "refold/op_options.h"
 #include "refold/tensor.h"
@@ -26,7 +27,13 @@
 namespace refold::native {
 
 // y = post.activation(conv2d(input, weight) + bias + post.residual), or declined (see above).
-Tensor direct_conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                     const Conv2dOptions& options, const PostOps& post, std::string* declined);
+Tensor direct_conv2d(const Conv2dCall& call, std::string* declined);
+
+// The same on arguments not yet validated (tests, benchmarks): validate_conv2d, then the kernel.
+inline Tensor direct_conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                            const Conv2dOptions& options, const PostOps& post,
+                            std::string* declined) {
+  return direct_conv2d(validate_conv2d(input, weight, bias, options, post), declined);
+}
 
 }  // namespace refold::native

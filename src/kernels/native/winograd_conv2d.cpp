@@ -43,12 +43,11 @@ std::string decline_reason(const Conv2dOptions& options, const ref::Conv2dGeomet
 
 }  // namespace
 
-Tensor winograd_conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                       const Conv2dOptions& options, const PostOps& post, std::string* declined) {
-  const auto accepted =
-      accept_conv2d("winograd", input, weight, bias, options, post, decline_reason, declined);
-  if (!accepted) return {};
-  const ref::Conv2dGeometry& g = *accepted;
+Tensor winograd_conv2d(const Conv2dCall& call, std::string* declined) {
+  if (!accept_conv2d("winograd", call, decline_reason, declined)) return {};
+  const ref::Conv2dGeometry& g = call.geometry;
+  const Tensor &input = call.input, &weight = call.weight, &bias = call.bias;
+  const PostOps& post = call.post;
 
   TileGeometry t;
   t.height = g.in_h, t.width = g.in_w, t.in_channels = g.in_channels;

@@ -1,5 +1,5 @@
-// oneDNN conv2d: PyTorch's arguments, validated as the reference validates them, turned into a
-// oneDNN problem (see conv_primitive.h).
+// oneDNN conv2d: a validated call (kernels/conv2d_call.h) turned into a oneDNN problem (see
+// conv_primitive.h).
 #include "kernels/onednn/conv2d.h"
 
 #include <cstdint>
@@ -12,13 +12,11 @@ namespace refold::onednn {
 
 namespace ref = reference::detail;
 
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-              const Conv2dOptions& options, const PostOps& post, std::string* declined) {
+Tensor conv2d(const Conv2dCall& call, std::string* declined) {
   constexpr std::string_view op = "conv2d";
   const auto [batch, in_channels, in_h, in_w, out_channels, kh, kw, groups, out_h, out_w, pads] =
-      ref::check_conv2d(input, weight, bias, options);
-  const Size2d s = options.stride, d = options.dilation;
-  check_post_ops(op, post, {batch, out_channels, out_h, out_w}, input.dtype());
+      call.geometry;
+  const Size2d s = call.options.stride, d = call.options.dilation;
 
   detail::ConvProblem p;
   p.op = op;
@@ -33,7 +31,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   p.dilates = {d.h - 1, d.w - 1};
   p.pad_l = {pads.top, pads.left};
   p.pad_r = {pads.bottom, pads.right};
-  return detail::run_conv(p, input, weight, bias, post, declined);
+  return detail::run_conv(p, call.input, call.weight, call.bias, call.post, declined);
 }
 
 }  // namespace refold::onednn

@@ -9,7 +9,8 @@
 //     permutes, no blocked activation formats). The output is in that layout: the input's.
 //   * `weight` and `bias` may have any strides; they are read once, when packed.
 //   * Tensors must not be written while a call runs.
-// Arguments are validated exactly as the reference kernels do (same refold::Error messages).
+// conv2d takes a call validated once by the dispatch (kernels/conv2d_call.h); conv_transpose2d
+// validates its arguments exactly as the reference does (same refold::Error messages).
 // Valid arguments that oneDNN cannot take are *declined*: the result is an undefined Tensor and
 // `*declined` says why (input not contiguous in the conv's layout, a zero-sized dim, no bf16
 // support in this CPU, no oneDNN implementation); with declined == nullptr a decline throws
@@ -31,6 +32,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/conv2d_call.h"
 #include "kernels/post_ops.h"
 #include "refold/op_options.h"
 #include "refold/tensor.h"
@@ -39,9 +41,14 @@ namespace refold::onednn {
 
 // y = post.activation(conv2d(input, weight) + bias + post.residual); PyTorch's conv2d layout:
 // input [N, C_in, H, W], weight [C_out, C_in/groups, kh, kw], bias [C_out] or undefined.
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-              const Conv2dOptions& options, const PostOps& post = {},
-              std::string* declined = nullptr);
+Tensor conv2d(const Conv2dCall& call, std::string* declined);
+
+// The same on arguments not yet validated (tests, benchmarks): validate_conv2d, then the kernel.
+inline Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                     const Conv2dOptions& options, const PostOps& post = {},
+                     std::string* declined = nullptr) {
+  return conv2d(validate_conv2d(input, weight, bias, options, post), declined);
+}
 
 // The same for PyTorch's conv_transpose2d: weight [C_in, C_out/groups, kh, kw].
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,

@@ -128,6 +128,11 @@ inline Conv2dGeometry check_conv2d(const Tensor& input, const Tensor& weight, co
   return g;
 }
 
+// reference::conv2d on arguments check_conv2d has already validated (the dispatch's fallback,
+// kernels/conv2d_call.h): the loops only.
+Tensor conv2d_checked(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                      const Conv2dOptions& options, const Conv2dGeometry& g);
+
 // PyTorch's rule (at::native::ConvUtils' cudnn/mkldnn "conv_suggest_memory_format"): a conv
 // writes channels_last when either the input or the weight suggests channels_last.
 inline MemoryFormat conv_output_format(const Tensor& input, const Tensor& weight) {

@@ -1,0 +1,22 @@
+#include "kernels/dispatch.h"
+
+namespace refold {
+
+Tensor dispatch(std::string_view op, std::initializer_list<Implementation> fast,
+                FunctionRef<Tensor()> reference) {
+  std::string declines;  // "a declined: why; b declined: why", for the log line
+  for (const Implementation& candidate : fast) {
+    std::string declined;
+    Tensor out = candidate.run(&declined);
+    if (out.defined()) {
+      log_dispatch(op, candidate.name, declines);
+      return out;
+    }
+    if (!declines.empty()) declines += "; ";
+    declines.append(candidate.name).append(" declined: ").append(declined);
+  }
+  log_dispatch(op, "reference", fast.size() == 0 ? "its only implementation" : declines);
+  return reference();
+}
+
+}  // namespace refold
