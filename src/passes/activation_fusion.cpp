@@ -65,8 +65,10 @@ struct ActivationMatch {
   std::string problem;             // non-empty: a candidate that cannot fuse, and why
 };
 
-// The op's post-op reader (src/ops/op.h), or null when the node is not an activation.
+// The op's post-op reader (src/ops/op.h), or null when the node is not an activation. A fused
+// node is named after its first part and is not that op: it is never an activation.
 ops::ActivationReader activation_reader(const graph::Node& node) {
+  if (!node.parts.empty()) return nullptr;
   const ops::OpDef* def = ops::find_op(node);
   return def != nullptr ? def->as_activation : nullptr;
 }
@@ -102,8 +104,8 @@ std::optional<ActivationMatch> match_activation(const graph::Graph& graph,
     // SiLU: Mul(value, Sigmoid(value)), operands in either order.
     const graph::Node& a = graph.nodes()[readers[0]];
     const graph::Node& b = graph.nodes()[readers[1]];
-    if (!is_op(a, "Sigmoid") || a.inputs.size() != 1 || a.outputs.size() != 1 ||
-        !is_silu_mul(b, value, a.outputs[0])) {
+    if (!is_op(a, "Sigmoid") || !a.parts.empty() || !b.parts.empty() || a.inputs.size() != 1 ||
+        a.outputs.size() != 1 || !is_silu_mul(b, value, a.outputs[0])) {
       return std::nullopt;
     }
     const std::string& s = a.outputs[0];

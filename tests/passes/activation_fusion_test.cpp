@@ -6,6 +6,7 @@
 
 #include "kernels/native/cpu.h"
 #include "kernels/verbose.h"
+#include "passes/branch_nodes.h"
 #include "passes/fused_chain.h"
 #include "passes/fused_conv.h"
 #include "passes/passes.h"
@@ -371,6 +372,36 @@ TEST(ActivationFusion, ElementwiseChainsWithoutAConvRunAsOnePass) {
 }
 
 // A module that runs two nodes (weight tying) is not changed for one of them.
+// A fused node is named after its first part: an ElementwiseChain Relu + Mul (or a fused
+// Sigmoid) after a conv is not a Relu (nor SiLU's Sigmoid), and the conv does not fuse it as one.
+TEST(ActivationFusion, AFusedChainIsNotReadAsItsFirstOp) {
+  for (const char* first : {"Relu", "Sigmoid"}) {
+    SCOPED_TRACE(first);
+    GraphBuilder b;
+    const auto x = b.input("x", {1, 4, 6, 6});
+    const auto c = b.conv(x, 4, 8, 3, {.name = "conv", .pads = kPad1});
+    const auto act = b.node(first, {c}, {}, "act");
+    const auto y = b.node("Mul", {act, b.constant("s", full({1}, 0.5f))}, {}, "scale");
+    // SiLU's shape: the conv's output read by the chain and by a Mul with the chain's output.
+    const auto out = std::string(first) == "Sigmoid" ? b.node("Mul", {c, y}, {}, "silu") : y;
+    b.output(out);
+    const Tensor in = input({1, 4, 6, 6});
+    const Tensor expected = b.run({in})[0];
+    graph::Graph& g = b.graph();
+    graph::Node chain;
+    chain.name = "act";
+    chain.op_type = first;
+    chain.inputs = {c, "", "s"};  // x, no residual, the constants (as the pass writes them)
+    chain.outputs = {y};
+    passes::detail::replace_with_fused(g, {*g.producer(act), *g.producer(y)}, chain);
+    ASSERT_NE(std::dynamic_pointer_cast<passes::ElementwiseChain>(g.nodes()[1].module), nullptr)
+        << g.dump();
+    (void)passes::fuse_activations(g);
+    g.verify();
+    EXPECT_TRUE(testing::all_close(b.run({in})[0], expected, kFused)) << g.dump();
+  }
+}
+
 TEST(ActivationFusion, AModuleRunningTwoNodesIsNotFused) {
   GraphBuilder b;
   const auto x = b.input("x", {1, 4, 6, 6});
