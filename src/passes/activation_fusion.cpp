@@ -65,10 +65,12 @@ struct ActivationMatch {
   std::string problem;             // non-empty: a candidate that cannot fuse, and why
 };
 
-// The op's post-op reader (src/ops/op.h), or null when the node is not an activation. A fused
-// node is named after its first part and is not that op: it is never an activation.
+// The op's post-op reader (src/ops/op.h), or null when the node is not an activation. A node
+// this pass fused is named after its first part and is not that op (an ElementwiseChain
+// Relu + Mul is no Relu); one canonicalize fused is the op it names (a Gelu from its five
+// nodes) and is an activation.
 ops::ActivationReader activation_reader(const graph::Node& node) {
-  if (!node.parts.empty()) return nullptr;
+  if (!node.parts.empty() && node.parts[0].op_type == node.op_type) return nullptr;
   const ops::OpDef* def = ops::find_op(node);
   return def != nullptr ? def->as_activation : nullptr;
 }
@@ -362,6 +364,24 @@ bool fuse_at(graph::Graph& graph, std::size_t index, PassReport& report) {
   return true;
 }
 
+// The plain Concat along the channels of a 4-d value that writes `x`, when node `reader` alone
+// reads x.
+std::optional<std::size_t> chain_concat(const graph::Graph& graph, const std::string& x,
+                                        std::size_t reader) {
+  const auto producer = graph.producer(x);
+  if (!producer) return std::nullopt;
+  const graph::Node& n = graph.nodes()[*producer];
+  if (!is_op(n, "Concat") || !n.parts.empty() || n.outputs.size() != 1 || n.inputs.empty())
+    return std::nullopt;
+  const std::int64_t axis = n.attributes.get_int("axis", 1);
+  if (axis != 1 && axis != -3) return std::nullopt;
+  for (const std::string& in : n.inputs) {
+    if (in.empty() || graph.is_constant(in)) return std::nullopt;
+  }
+  if (!detail::single_use_problem(graph, x, reader).empty()) return std::nullopt;
+  return producer;
+}
+
 // A chain that does not start at a conv: node `index` and the elementwise nodes after it, at
 // least two, over a 4-d float32 value of known sizes — run as one ElementwiseChain node.
 bool fuse_chain_at(graph::Graph& graph, std::size_t index, detail::StaticShapes& shapes,
@@ -388,12 +408,21 @@ bool fuse_chain_at(graph::Graph& graph, std::size_t index, detail::StaticShapes&
   if (!chain_take(graph, (*shape)[1], chain, index, why)) return false;
   while (chain_take_next(graph, (*shape)[1], chain, why)) {
   }
+  // A channel Concat whose only reader is the chain joins it: the concat writes the chain's
+  // values (ConcatChain), one pass instead of two.
+  const std::optional<std::size_t> concat = chain_concat(graph, x, index);
+  if (concat && chain.residual.empty()) chain.parts.push_back(*concat);
   if (chain.parts.size() < 2) return false;  // one node is one pass already
 
   graph::Node fused;
   fused.name = graph.nodes()[chain.parts.back()].name;
-  fused.op_type = first.op_type;
-  fused.inputs = {x, chain.residual};
+  if (concat && chain.residual.empty()) {
+    fused.op_type = "Concat";
+    fused.inputs = graph.nodes()[*concat].inputs;
+  } else {
+    fused.op_type = first.op_type;
+    fused.inputs = {x, chain.residual};
+  }
   fused.inputs.insert(fused.inputs.end(), chain.constants.begin(), chain.constants.end());
   fused.outputs = {chain.out};
   fused.origin = origin_of(graph, chain.parts);
@@ -419,6 +448,9 @@ nn::ModulePtr fused_module(const graph::Graph& graph, const graph::Node& node) {
     REFOLD_CHECK(conv != nullptr && conv->post_ops().empty() && parts[0].outputs.size() == 1,
                  "{}: its conv part is not a plain Conv with constant weights", describe(node));
     chain.out = parts[0].outputs[0];
+    k = 1;
+  } else if (is_op(parts[0], "Concat")) {
+    chain.out = parts[0].outputs.at(0);
     k = 1;
   } else {
     chain.out = node.inputs[0];
@@ -446,6 +478,10 @@ nn::ModulePtr fused_module(const graph::Graph& graph, const graph::Node& node) {
   }
   REFOLD_CHECK(chain.out == node.outputs[0], "{}: its parts end at '{}', not at its output '{}'",
                describe(node), chain.out, node.outputs[0]);
+  if (is_op(parts[0], "Concat")) {
+    REFOLD_CHECK(chain.residual.empty(), "{}: a concat's chain with a residual", describe(node));
+    return std::make_shared<ConcatChain>(parts[0].inputs.size(), chain.post);
+  }
   if (!conv) return std::make_shared<ElementwiseChain>(chain.post, chain.conv_first);
   conv->set_post_ops(chain.post);
   if (chain.residual.empty()) return conv;

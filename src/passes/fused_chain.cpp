@@ -5,6 +5,8 @@
 #include "kernels/native/elementwise_chain.h"
 #include "kernels/post_ops.h"
 #include "ops/arithmetic.h"
+#include "refold/functional.h"
+#include "refold/reference.h"
 
 namespace refold::passes {
 
@@ -35,6 +37,30 @@ std::vector<Tensor> ElementwiseChain::run(const std::vector<Tensor>& inputs) {
   return {reference::apply_post_ops(x, post, [&](const Tensor& v) {
     return add.run(x_first_ ? std::vector<Tensor>{v, r} : std::vector<Tensor>{r, v})[0];
   })};
+}
+
+ConcatChain::ConcatChain(std::size_t count, PostOps post)
+    : Op("ConcatChain"), count_(count), post_(std::move(post)) {
+  REFOLD_CHECK(count_ > 0, "ConcatChain: no inputs to concatenate");
+  REFOLD_CHECK(!post_.residual.defined() && !post_.residual_in_steps(),
+               "ConcatChain: a chain with a residual");
+}
+
+std::vector<Tensor> ConcatChain::run(const std::vector<Tensor>& inputs) {
+  REFOLD_CHECK(inputs.size() >= count_, "{}: expects at least {} inputs, got {}", type_name(),
+               count_, inputs.size());
+  const std::vector<Tensor> xs(inputs.begin(),
+                               inputs.begin() + static_cast<std::ptrdiff_t>(count_));
+  // Fused, one pass; else the concat, then the chain in one pass (other layouts); the
+  // reference for what those decline (and to reject what is invalid).
+  return {dispatch(
+      "concat_chain",
+      {{"native", [&](std::string* declined) { return native::concat_chain(xs, post_, declined); }},
+       {"cat, then elementwise_chain",
+        [&](std::string*) {
+          return ElementwiseChain(post_, true).run({functional::cat(xs, 1), {}})[0];
+        }}},
+      [&] { return reference::apply_post_ops(reference::cat(xs, 1), post_); })};
 }
 
 }  // namespace refold::passes

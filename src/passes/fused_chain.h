@@ -11,6 +11,7 @@
 // ONNX Add in the Add's operand order — always what the nodes it replaced computed.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "refold/graph/op.h"
@@ -30,6 +31,26 @@ class ElementwiseChain : public graph::Op {
  private:
   PostOps post_;  // without the residual (an input at run time)
   bool x_first_;
+};
+
+// A channel concat with the chain after it, made by the same pass where a Concat along C is
+// the chain's only input (DenseNet's Concat → BatchNormalization → Relu before each layer):
+//
+//   y = chain(concat(x_1 … x_n, axis 1))   inputs [x_1 … x_n, K…], 4-d
+//
+// one pass over memory (native::concat_chain, each input read once and the result written
+// once) instead of two. The chain has no residual.
+class ConcatChain : public graph::Op {
+ public:
+  ConcatChain(std::size_t count, PostOps post);
+
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+
+  const PostOps& post_ops() const { return post_; }
+
+ private:
+  std::size_t count_;  // the concat's inputs, first in the node's
+  PostOps post_;
 };
 
 }  // namespace refold::passes

@@ -287,7 +287,8 @@ class Model {
         case Rule::AllInputs: {
           bool all = false;
           for (int in : n.inputs) {
-            if (in < 0) continue;
+            // A value that is not 4-d has no layout (a fused ConcatChain's chain constants).
+            if (in < 0 || kind_[in] == Kind::NotFourD) continue;
             if (of(in) != kNhwc) {
               all = false;
               break;

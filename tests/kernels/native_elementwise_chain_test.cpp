@@ -1,6 +1,8 @@
 // native::elementwise_chain: every chain of testing::post_chain_cases against the reference's
 // apply_post_ops, in both layouts, over channel counts with and without an 8-lane tail and
-// planes of odd size; the declines name their reason.
+// planes of odd size; native::concat_chain the same against the reference's cat then chain, over
+// inputs whose channel counts put the 8-lane boundaries inside and across inputs; the declines
+// name their reason.
 #include "kernels/native/elementwise_chain.h"
 
 #include <fmt/format.h>
@@ -8,8 +10,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "kernels/native/cpu.h"
 #include "kernels/post_ops.h"
+#include "refold/reference.h"
 #include "refold/threads.h"
 #include "testing/compare.h"
 #include "testing/post_chains.h"
@@ -57,6 +63,54 @@ TEST(NativeElementwiseChain, DeclinesWhatItDoesNotTake) {
   if (native::cpu_has_avx2_fma()) {
     EXPECT_THAT(declined, HasSubstr("residual"));
   }
+}
+
+// The chain's per-channel values are indexed by the channel of the concat's output: input k's
+// channel c is output channel o_k + c, whatever 8-lane boundary o_k falls on.
+TEST(NativeConcatChain, MatchesTheReferenceCatThenChain) {
+  if (!native::cpu_has_avx2_fma()) GTEST_SKIP() << "needs AVX2 and FMA";
+  const std::vector<std::vector<std::int64_t>> splits = {
+      {16}, {8, 8}, {5, 11, 3}, {64, 32, 32}, {1, 2, 13}};
+  for (const auto& channels : splits) {
+    std::int64_t total = 0;
+    std::vector<Tensor> inputs;
+    Generator gen(11);
+    for (std::int64_t c : channels) {
+      inputs.push_back(randn({2, c, 3, 5}, {}, gen).contiguous(MemoryFormat::ChannelsLast));
+      total += c;
+    }
+    for (testing::PostChainCase& k : testing::post_chain_cases({2, total, 3, 5})) {
+      if (k.post.residual.defined()) continue;  // a concat's chain has none
+      const Tensor expected = reference::apply_post_ops(reference::cat(inputs, 1), k.post);
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(fmt::format("[{}] {} {} threads", fmt::join(channels, ", "), k.name, threads));
+        set_num_threads(threads);
+        std::string declined;
+        const Tensor y = native::concat_chain(inputs, k.post, &declined);
+        ASSERT_TRUE(y.defined()) << declined;
+        EXPECT_TRUE(y.is_contiguous(MemoryFormat::ChannelsLast));
+        EXPECT_TRUE(testing::all_close(y, expected, Tolerance::op_f32()));
+      }
+    }
+  }
+}
+
+TEST(NativeConcatChain, DeclinesWhatItDoesNotTake) {
+  if (!native::cpu_has_avx2_fma()) GTEST_SKIP() << "needs AVX2 and FMA";
+  PostOps relu;
+  relu.activation = Activation::ReLU;
+  const Tensor a = randn({1, 8, 3, 3}).contiguous(MemoryFormat::ChannelsLast);
+  std::string declined;
+  EXPECT_FALSE(native::concat_chain({a, randn({1, 8, 3, 3})}, relu, &declined).defined());
+  EXPECT_THAT(declined, HasSubstr("channels_last"));
+  EXPECT_FALSE(native::concat_chain({a, randn({1, 8, 3, 4}).contiguous(MemoryFormat::ChannelsLast)},
+                                    relu, &declined)
+                   .defined());
+  EXPECT_THAT(declined, HasSubstr("outside the channels"));
+  PostOps sum = relu;
+  sum.residual = randn({1, 16, 3, 3});
+  EXPECT_FALSE(native::concat_chain({a, a}, sum, &declined).defined());
+  EXPECT_THAT(declined, HasSubstr("residual"));
 }
 
 }  // namespace

@@ -402,6 +402,62 @@ TEST(ActivationFusion, AFusedChainIsNotReadAsItsFirstOp) {
   }
 }
 
+// DenseNet's Concat → BatchNormalization → Relu: a channel Concat read by the chain alone
+// joins it as one ConcatChain node, one pass that writes the chain's values, in both layouts.
+// A Concat along another axis, or with another reader, stays a node of its own.
+TEST(ActivationFusion, AChannelConcatBeforeAChainJoinsIt) {
+  for (MemoryFormat layout : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast}) {
+    SCOPED_TRACE(memory_format_name(layout));
+    GraphBuilder b;
+    const auto a = b.input("a", {2, 5, 4, 3});
+    const auto c = b.input("c", {2, 11, 4, 3});
+    const auto cat = b.node("Concat", {a, c}, attrs({{"axis", std::int64_t{-3}}}), "cat");
+    b.output(b.node("Relu", {b.bn(cat, 16)}, {}, "relu"));
+    const std::vector<Tensor> in = {input({2, 5, 4, 3}, 1).contiguous(layout),
+                                    input({2, 11, 4, 3}, 2).contiguous(layout)};
+    const Tensor expected = b.run(in)[0];
+    const passes::PassReport report = passes::fuse_activations(b.graph());
+    EXPECT_TRUE(report.changed) << notes_of(report);
+    b.graph().verify();
+    ASSERT_EQ(b.graph().nodes().size(), 1u) << b.graph().dump();
+    const graph::Node& fused = b.graph().nodes()[0];
+    EXPECT_EQ(fused.op_type, "Concat");
+    EXPECT_EQ(fused.parts.size(), 3u);
+    ASSERT_NE(std::dynamic_pointer_cast<passes::ConcatChain>(fused.module), nullptr);
+    DispatchLog log;
+    const Tensor y = b.run(in)[0];
+    EXPECT_TRUE(testing::all_close(y, expected, kFused));
+    EXPECT_EQ(y.suggest_memory_format(), layout);
+    const std::vector<std::string> ran = log.take();
+    const std::string want = layout == MemoryFormat::ChannelsLast
+                                 ? "concat_chain: native"
+                                 : "concat_chain: cat, then elementwise_chain";
+    EXPECT_NE(std::find(ran.begin(), ran.end(), want), ran.end())
+        << fmt::format("{}", fmt::join(ran, "; "));
+    testing::expect_modules_follow_data(b.graph(), in, b.run(in));
+  }
+  for (const char* near_miss : {"axis 2", "a second reader"}) {
+    SCOPED_TRACE(near_miss);
+    const bool axis2 = std::string(near_miss) == "axis 2";
+    GraphBuilder b;
+    const auto a = b.input("a", {2, 16, 4, 3});
+    const auto cat =
+        b.node("Concat", {a, a}, attrs({{"axis", std::int64_t{axis2 ? 2 : 1}}}), "cat");
+    const auto y = b.node("Relu", {b.bn(cat, axis2 ? 16 : 32)}, {}, "relu");
+    b.output(y);
+    if (!axis2) b.output(cat);
+    const Tensor in = input({2, 16, 4, 3}, 1);
+    const std::vector<Tensor> expected = b.run({in});
+    EXPECT_TRUE(passes::fuse_activations(b.graph()).changed);  // BN → Relu still one pass
+    ASSERT_EQ(b.graph().nodes().size(), 2u) << b.graph().dump();
+    EXPECT_EQ(b.graph().nodes()[0].op_type, "Concat");
+    EXPECT_TRUE(b.graph().nodes()[0].parts.empty());
+    const std::vector<Tensor> got = b.run({in});
+    for (std::size_t k = 0; k < got.size(); ++k)
+      EXPECT_TRUE(testing::all_close(got[k], expected[k], kFused));
+  }
+}
+
 TEST(ActivationFusion, AModuleRunningTwoNodesIsNotFused) {
   GraphBuilder b;
   const auto x = b.input("x", {1, 4, 6, 6});

@@ -208,6 +208,18 @@ std::vector<Net> nets() {
          b.output(b.conv(v, 4, 4, 1, {.name = "conv3"}));
        },
        {1, 4, 6, 6}},
+      // DenseNet's Concat → BatchNormalization → Relu, fused into one ConcatChain node whose
+      // inputs are the concat's and the chain's 1-d constants (which have no layout).
+      {"concat_chain",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 4, 6, 6});
+         const auto c1 = b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1});
+         const auto c2 = b.conv(x, 4, 8, 1, {.name = "conv2"});
+         const auto cat = b.node("Concat", {c1, c2, x}, attrs({{"axis", std::int64_t{1}}}), "cat");
+         b.output(b.conv(b.node("Relu", {b.bn(cat, 16)}, {}, "relu"), 16, 4, 1, {.name = "conv3"}));
+         (void)passes::fuse_activations(b.graph());
+       },
+       {1, 4, 6, 6}},
       // ConvTranspose follows the conv rule (its weight [C_in, C_out, k, k] suggests the
       // format too).
       {"deconv",

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "kernels/native/conv_rules.h"
 #include "kernels/native/cpu.h"
@@ -79,6 +80,31 @@ REFOLD_TARGET_AVX2 void nchw_plane(const float* x, const float* r, float* y, std
   }
 }
 
+// A channel concat through the chain, NHWC: pixel p's output row is the inputs' rows side by
+// side, input k's channels at offset o_k, so channel o_k + c takes the chain's values at o_k + c.
+REFOLD_TARGET_AVX2 void concat_pixel(const std::vector<const float*>& in,
+                                     const std::vector<std::int64_t>& widths, float* y,
+                                     std::int64_t p, std::int64_t channels, const Epilogue& e) {
+  float* out = y + p * channels;
+  std::int64_t o = 0;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    const std::int64_t w = widths[k];
+    const float* x = in[k] + p * w;
+    std::int64_t c = 0;
+    for (; c + kLanes <= w; c += kLanes)
+      _mm256_storeu_ps(out + o + c, finish(_mm256_loadu_ps(x + c), e, o + c, 0));
+    if (c < w) finish_tail(x + c, nullptr, out + o + c, w - c, e, o + c);
+    o += w;
+  }
+}
+
+void run_concat_nhwc(const std::vector<const float*>& in, const std::vector<std::int64_t>& widths,
+                     float* y, std::int64_t pixels, std::int64_t channels, const Epilogue& e,
+                     int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads) if (pixels > 1)
+  for (std::int64_t p = 0; p < pixels; ++p) concat_pixel(in, widths, y, p, channels, e);
+}
+
 // The parallel loops stay outside the AVX2 functions: clang outlines an OpenMP region into a
 // function without their target attribute.
 void run_nhwc(const float* x, const float* r, float* y, std::int64_t pixels, std::int64_t channels,
@@ -126,6 +152,45 @@ Tensor elementwise_chain(const Tensor& x, const PostOps& post, std::string* decl
     run_nchw(x.data<float>(), r, y.data<float>(), x.size(0) * channels, channels,
              x.size(2) * x.size(3), epilogue.get(), threads);
   }
+  return y;
+#else
+  return decline(op, "built without x86 kernels", declined);
+#endif
+}
+
+Tensor concat_chain(const std::vector<Tensor>& inputs, const PostOps& post, std::string* declined) {
+  constexpr const char* op = "concat_chain";
+  if (post.residual.defined() || post.residual_in_steps())
+    return decline(op, "a residual", declined);
+  if (inputs.empty()) return decline(op, "no inputs", declined);
+  if (!cpu_has_avx2_fma()) return decline(op, "needs AVX2 and FMA", declined);
+  if (post.then.size() > kMaxSteps)
+    return decline(op, fmt::format("more than {} steps", kMaxSteps), declined);
+  const Tensor& head = inputs[0];
+  std::int64_t channels = 0;
+  for (const Tensor& t : inputs) {
+    if (!t.defined() || t.dtype() != DType::Float32 || t.dim() != 4)
+      return decline(op, "float32 4-d inputs only", declined);
+    if (t.size(0) != head.size(0) || t.size(2) != head.size(2) || t.size(3) != head.size(3))
+      return decline(op, "inputs differ outside the channels", declined);  // the reference says how
+    if (!t.is_contiguous(MemoryFormat::ChannelsLast))
+      return decline(op, "an input not channels_last", declined);
+    channels += t.size(1);
+  }
+  const std::int64_t pixels = head.size(0) * head.size(2) * head.size(3);
+  if (pixels == 0 || channels == 0) return decline(op, "no elements", declined);
+  check_post_ops(op, post, {head.size(0), channels, head.size(2), head.size(3)}, DType::Float32);
+#if REFOLD_HAVE_X86_KERNELS
+  const ConvEpilogue epilogue(Tensor{}, channels, post, (channels + kLanes - 1) / kLanes * kLanes);
+  Tensor y =
+      empty({head.size(0), channels, head.size(2), head.size(3)}, MemoryFormat::ChannelsLast);
+  std::vector<const float*> in;
+  std::vector<std::int64_t> widths;
+  for (const Tensor& t : inputs) {
+    in.push_back(t.data<float>());
+    widths.push_back(t.size(1));
+  }
+  run_concat_nhwc(in, widths, y.data<float>(), pixels, channels, epilogue.get(), get_num_threads());
   return y;
 #else
   return decline(op, "built without x86 kernels", declined);

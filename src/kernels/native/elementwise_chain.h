@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "refold/post_ops.h"
 #include "refold/tensor.h"
@@ -19,5 +20,11 @@
 namespace refold::native {
 
 Tensor elementwise_chain(const Tensor& x, const PostOps& post, std::string* declined);
+
+// post(concat(inputs, channels)) in the same one pass: each input read once, the concat written
+// once, never the concat and then the chain (DenseNet's Concat → BatchNormalization → Relu).
+// Float32 4-d inputs, all channels_last, alike but in C; no residual; the output NHWC. Anything
+// else (other layouts, invalid shapes, which the reference then rejects) is declined.
+Tensor concat_chain(const std::vector<Tensor>& inputs, const PostOps& post, std::string* declined);
 
 }  // namespace refold::native
