@@ -240,21 +240,38 @@ ConvMap then(const ConvMap& first, const ConvMap& second) {
   const std::int64_t b_mid = b.in_channels / b.groups, b_out = b.out_channels / b.groups;
   const std::int64_t a_in = a.in_channels / a.groups, a_out = a.out_channels / a.groups;
   const std::int64_t out_in = out.in_channels / g, out_out = out.out_channels / g;
+  // Tap (ai, bi) lands on result tap ai·ra + bi·rb (per axis): the dilation divides both steps
+  // of the taps that exist, and a 1-tap axis contributes 0.
+  const auto ratio = [](std::int64_t taps, std::int64_t step, std::int64_t d) {
+    return taps > 1 ? step / d : 0;
+  };
+  const std::int64_t ra_h = ratio(a.kernel.h, a.dilation.h, out.dilation.h);
+  const std::int64_t ra_w = ratio(a.kernel.w, a.dilation.w, out.dilation.w);
+  const std::int64_t rb_h = ratio(b.kernel.h, step_h, out.dilation.h);
+  const std::int64_t rb_w = ratio(b.kernel.w, step_w, out.dilation.w);
+  const std::int64_t a_taps = a.kernel.h * a.kernel.w, out_taps = kernel.h * kernel.w;
+  // W_out[o, c0 + c, tap] += W_b[o, ml, bi, bj] · W_a[m, c, ai, aj]. Each result element sums
+  // its terms in the order of (ml, bi, bj, ai, aj); the input channel c, which only picks the
+  // element, is the innermost loop (an axpy over c, contiguous for 1×1 maps).
   for (std::int64_t o = 0; o < out.out_channels; ++o) {
     const std::int64_t first_in = (o / out_out) * out_in;  // the result group's first input
+    double* out_o = out.weight.data() + out.index(o, 0, 0, 0);
     for (std::int64_t ml = 0; ml < b_mid; ++ml) {
       const std::int64_t m = (o / b_out) * b_mid + ml;
       const std::int64_t c0 = (m / a_out) * a_in - first_in;  // a's inputs, result-local
+      const double* a_m = a.weight.data() + a.index(m, 0, 0, 0);
       for (std::int64_t bi = 0; bi < b.kernel.h; ++bi)
         for (std::int64_t bj = 0; bj < b.kernel.w; ++bj) {
           const double w2 = b.at(o, ml, bi, bj);
           if (w2 == 0.0) continue;
-          for (std::int64_t c = 0; c < a_in; ++c)
-            for (std::int64_t ai = 0; ai < a.kernel.h; ++ai)
-              for (std::int64_t aj = 0; aj < a.kernel.w; ++aj)
-                out.at(o, c0 + c, (ai * a.dilation.h + bi * step_h) / out.dilation.h,
-                       (aj * a.dilation.w + bj * step_w) / out.dilation.w) +=
-                    w2 * a.at(m, c, ai, aj);
+          for (std::int64_t ai = 0; ai < a.kernel.h; ++ai)
+            for (std::int64_t aj = 0; aj < a.kernel.w; ++aj) {
+              const double* a_tap = a_m + ai * a.kernel.w + aj;
+              double* out_tap = out_o + c0 * out_taps + (bi * rb_h + ai * ra_h) * kernel.w +
+                                bj * rb_w + aj * ra_w;
+              for (std::int64_t c = 0; c < a_in; ++c)
+                out_tap[c * out_taps] += w2 * a_tap[c * a_taps];
+            }
         }
     }
   }
