@@ -19,8 +19,9 @@ For each model of the manifest and each exported form present (<name>.<form>.onn
   3. node counts per op type: the optimized file vs the deploy form (vs the original file when the
      model has no deploy form); Constant nodes are left out of the table's totals;
   4. with --time: ONNX Runtime (CPUExecutionProvider, ORT_ENABLE_ALL) and OpenVINO (CPU, latency
-     hint, f32) on the same original file, and `refold bench FILE --json` (its optimized NHWC
-     median), all with --threads threads, interleaved in --rounds rounds; medians and ratios.
+     hint, f32) on the same original file, and `refold bench FILE --json --variant
+     optimized-nhwc` (its optimized NHWC model's median, back to back as the peers run theirs),
+     all with --threads threads, interleaved in --rounds rounds; medians and ratios.
 Writes a markdown table (also printed) to bench/zoo/results.md and every detail to
 bench/zoo/results.json. One model's failure never stops the run: it is recorded, with the first
 error line of refold's stderr, and the next one goes on. Each refold call times out after 300 s.
@@ -328,7 +329,8 @@ def make_openvino(path, x, threads):
 
 def time_form(refold, path, x, threads, runs, rounds, warmup=3):
     """Interleaved rounds of ONNX Runtime, OpenVINO and `refold bench` on one file; in each round
-    every engine runs runs/rounds times (refold: one bench call), the order rotating."""
+    every engine runs runs/rounds times back to back (refold: one `bench --variant
+    optimized-nhwc` call), the order rotating."""
     per_round = max(1, -(-runs // rounds))
     engines, errors = {}, {}
     for engine, make in (("onnxruntime", make_onnxruntime), ("openvino", make_openvino)):
@@ -348,8 +350,9 @@ def time_form(refold, path, x, threads, runs, rounds, warmup=3):
             if engine == "refold":
                 if "refold" in errors:
                     continue
+                # Its optimized NHWC model alone, back to back, as the peers run theirs.
                 done = refold("bench", path, "--threads", threads, "--runs", per_round, "--json",
-                              *input_shape_args(path, x.shape))
+                              "--variant", "optimized-nhwc", *input_shape_args(path, x.shape))
                 report = parse_json(done["stdout"]) or {}
                 ms = report.get("optimized_nhwc_ms_median")
                 if done["error"] or ms is None:

@@ -246,6 +246,35 @@ TEST(CliBench, TimesFourVariantsAndPlots) {
   EXPECT_NE(text.find("optimized NHWC"), std::string::npos);
 }
 
+// --variant times only the variants named; one alone runs back to back. A wrong name, or
+// --profile without the optimized NHWC variant, is refused with the name.
+TEST(CliBench, VariantTimesOnlyTheOnesNamed) {
+  CliRun run = run_cli("bench " + kRepVGG +
+                       "/model.onnx --runs 2 --warmup 0 --json --variant optimized-nhwc");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto j = nlohmann::json::parse(run.output);
+  ASSERT_EQ(j["variants"].size(), 1u);
+  EXPECT_EQ(j["variants"][0]["name"], "optimized NHWC");
+  EXPECT_GT(j["optimized_nhwc_ms_median"].get<double>(), 0);
+  run = run_cli("bench " + kRepVGG +
+                "/model.onnx --runs 2 --warmup 0 --json --variant imported-nchw --variant "
+                "optimized-nhwc");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  j = nlohmann::json::parse(run.output);
+  ASSERT_EQ(j["variants"].size(), 2u);
+  EXPECT_EQ(j["variants"][0]["name"], "imported NCHW");
+  run = run_cli("bench " + kRepVGG + "/model.onnx --runs 2 --variant fastest");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("--variant must be imported-nchw, imported-nhwc, optimized-nchw or "
+                            "optimized-nhwc, got 'fastest'"),
+            std::string::npos)
+      << run.output;
+  run = run_cli("bench " + kRepVGG + "/model.onnx --runs 2 --variant imported-nchw --profile");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("--profile profiles the optimized-nhwc variant"), std::string::npos)
+      << run.output;
+}
+
 // --profile: every node of the optimized model with its time, layout and the implementation
 // its kernels chose; per op type the sum; the same as JSON, and the op types in the plot.
 TEST(CliBench, ProfilesTheOptimizedModelNodeByNode) {

@@ -64,6 +64,10 @@ int main(int argc, char** argv) {
   bench->add_option("--runs", bench_args.runs, "Timed runs per variant (default 20)");
   bench->add_option("--warmup", bench_args.warmup, "Untimed runs first (default 3)");
   bench->add_flag("--json", bench_args.json, "Print the results as JSON");
+  bench->add_option("--variant", bench_args.variants,
+                    "Time only these: imported-nchw, imported-nhwc, optimized-nchw, "
+                    "optimized-nhwc (repeatable; default all four, interleaved; one alone runs "
+                    "back to back)");
   bench->add_option("--input-shape", bench_args.input_shapes,
                     "NAME=1x3x224x224: the input's shape (symbolic dims need one)");
   bench->add_option("--plot", bench_args.plot,

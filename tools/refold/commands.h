@@ -62,6 +62,10 @@ struct BenchArgs {
   std::string plot;          // an SVG bar chart
   bool profile = false;      // time the optimized NHWC model node by node
   std::string profile_json;  // …and write that profile as JSON here
+  // --variant: the variants to time ("imported-nchw", "imported-nhwc", "optimized-nchw",
+  // "optimized-nhwc"); empty: all four, interleaved. One alone runs back to back, as a server
+  // (and a peer runtime's benchmark) runs one model.
+  std::vector<std::string> variants;
 };
 // `refold bench MODEL.onnx`: as imported vs optimized, NCHW vs planned NHWC.
 int bench_command(const BenchArgs& args, std::FILE* out);
