@@ -12,5 +12,5 @@ if [[ ! -x "$venv/bin/python" ]]; then
 fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
 "$venv/bin/python" -m pip install --quiet torch torchvision timm ultralytics onnx onnxscript \
-  onnxruntime openvino numpy >&2
+  onnxruntime openvino ncnn pnnx numpy >&2
 echo "$venv/bin/python"
