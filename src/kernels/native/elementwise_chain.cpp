@@ -181,7 +181,9 @@ Tensor concat_chain(const std::vector<Tensor>& inputs, const PostOps& post, std:
   if (pixels == 0 || channels == 0) return decline(op, "no elements", declined);
   check_post_ops(op, post, {head.size(0), channels, head.size(2), head.size(3)}, DType::Float32);
 #if REFOLD_HAVE_X86_KERNELS
-  const ConvEpilogue epilogue(Tensor{}, channels, post, (channels + kLanes - 1) / kLanes * kLanes);
+  // An input's vectors start at its own offset, not a multiple of 8: the last loads up to 8
+  // values from channel C − 1, so the per-channel values are padded by 8 past C.
+  const ConvEpilogue epilogue(Tensor{}, channels, post, channels + kLanes);
   Tensor y =
       empty({head.size(0), channels, head.size(2), head.size(3)}, MemoryFormat::ChannelsLast);
   std::vector<const float*> in;
