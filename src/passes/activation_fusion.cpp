@@ -410,13 +410,14 @@ bool fuse_chain_at(graph::Graph& graph, std::size_t index, detail::StaticShapes&
   }
   // A channel Concat whose only reader is the chain joins it: the concat writes the chain's
   // values (ConcatChain), one pass instead of two.
-  const std::optional<std::size_t> concat = chain_concat(graph, x, index);
-  if (concat && chain.residual.empty()) chain.parts.push_back(*concat);
+  std::optional<std::size_t> concat = chain_concat(graph, x, index);
+  if (!chain.residual.empty()) concat.reset();  // ConcatChain takes no residual
+  if (concat) chain.parts.push_back(*concat);
   if (chain.parts.size() < 2) return false;  // one node is one pass already
 
   graph::Node fused;
   fused.name = graph.nodes()[chain.parts.back()].name;
-  if (concat && chain.residual.empty()) {
+  if (concat) {
     fused.op_type = "Concat";
     fused.inputs = graph.nodes()[*concat].inputs;
   } else {

@@ -35,17 +35,21 @@ REFOLD_TARGET_AVX2 void finish_tail(const float* x, const float* r, float* y, st
   std::memcpy(y, lanes, sizeof(float) * count);
 }
 
+// `count` channels of one NHWC row through the epilogue, the first of them channel `c0`: x and
+// y point at it, and so does r, the residual (null: none), which e.residual reads at `r0`.
+REFOLD_TARGET_AVX2 void nhwc_span(const float* x, const float* r, float* y, std::int64_t count,
+                                  const Epilogue& e, std::int64_t c0, std::int64_t r0) {
+  std::int64_t c = 0;
+  for (; c + kLanes <= count; c += kLanes)
+    _mm256_storeu_ps(y + c, finish(_mm256_loadu_ps(x + c), e, c0 + c, r0 + c));
+  if (c < count) finish_tail(x + c, r != nullptr ? r + c : nullptr, y + c, count - c, e, c0 + c);
+}
+
 // NHWC: each pixel's C channels are contiguous; channel c's values sit at c in every row.
 REFOLD_TARGET_AVX2 void nhwc_pixel(const float* x, const float* r, float* y, std::int64_t p,
                                    std::int64_t channels, const Epilogue& e) {
   const std::int64_t row = p * channels;
-  std::int64_t c = 0;
-  for (; c + kLanes <= channels; c += kLanes) {
-    _mm256_storeu_ps(y + row + c, finish(_mm256_loadu_ps(x + row + c), e, c, row + c));
-  }
-  if (c < channels) {
-    finish_tail(x + row + c, r != nullptr ? r + row + c : nullptr, y + row + c, channels - c, e, c);
-  }
+  nhwc_span(x + row, r != nullptr ? r + row : nullptr, y + row, channels, e, 0, row);
 }
 
 // NCHW: each (n, c) plane of H·W elements shares one channel's values, broadcast to 8 lanes.
@@ -88,13 +92,8 @@ REFOLD_TARGET_AVX2 void concat_pixel(const std::vector<const float*>& in,
   float* out = y + p * channels;
   std::int64_t o = 0;
   for (std::size_t k = 0; k < in.size(); ++k) {
-    const std::int64_t w = widths[k];
-    const float* x = in[k] + p * w;
-    std::int64_t c = 0;
-    for (; c + kLanes <= w; c += kLanes)
-      _mm256_storeu_ps(out + o + c, finish(_mm256_loadu_ps(x + c), e, o + c, 0));
-    if (c < w) finish_tail(x + c, nullptr, out + o + c, w - c, e, o + c);
-    o += w;
+    nhwc_span(in[k] + p * widths[k], nullptr, out + o, widths[k], e, o, 0);
+    o += widths[k];
   }
 }
 
