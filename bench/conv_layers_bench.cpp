@@ -6,14 +6,15 @@
 // every conv is 3×3, padding 1, with bias and ReLU (fused in both columns).
 //
 // "refold" is onednn::conv2d as the dispatch calls it: output allocated per call, primitive and
-// packed weight looked up in refold's caches. "winograd" (NHWC stride-1 layers) is refold's own
-// F(2×2, 3×3) kernel (kernels/native), which the dispatch runs for those layers by default;
-// its FLOPS counter is the direct conv's count, i.e. an effective rate. "native_direct" (NHWC
-// stride-2 layers past the stem) is refold's own direct conv (kernels/native/direct_conv2d.h).
-// "direct" is the baseline: one oneDNN primitive created once (plain nchw/nhwc src and dst,
-// format_tag::any weights reordered once), memories created once, execute + wait per iteration.
-// This file is the only one outside src/kernels/onednn/ that includes dnnl.hpp: the baseline has
-// to.
+// packed weight looked up in refold's caches. "winograd2x2" and "winograd4x4" (NHWC stride-1
+// layers) are refold's own Winograd kernel (kernels/native) with each of its tiles, F(2×2, 3×3)
+// and F(4×4, 3×3); the dispatch runs it for those layers by default, with the tile of
+// native::winograd_tile(). Their FLOPS counter is the direct conv's count, an effective rate.
+// "native_direct" (NHWC stride-2 layers past the stem) is refold's own direct conv
+// (kernels/native/direct_conv2d.h). "direct" is the baseline: one oneDNN primitive created once
+// (plain nchw/nhwc src and dst, format_tag::any weights reordered once), memories created once,
+// execute + wait per iteration. This file is the only one outside src/kernels/onednn/ that includes
+// dnnl.hpp: the baseline has to.
 //
 // FLOPS counter: 2·N·OH·OW·OC·(IC/groups)·kh·kw per iteration. "paired" rows run refold's
 // kernel and the direct call alternately in one loop and report the median per-pair time ratio.
@@ -60,6 +61,15 @@ const std::vector<Layer> kLayers = {
     {192, 1280, 14, 2, 1},  // stage 4
 };
 
+// Not RepVGG-A0's: stride-1 shapes of other nets (YOLOv8n, ResNet, DenseNet) with few channels,
+// where native::winograd_conv2d's channel rule (C_in·C_out / (C_in + C_out) ≥ 12 for 4×4 tiles,
+// 20 for 2×2) was measured against oneDNN.
+const std::vector<Layer> kChannelRuleLayers = {
+    {16, 16, 160, 1, 0}, {16, 16, 56, 1, 0}, {24, 24, 56, 1, 0},
+    {32, 32, 80, 1, 0},  {32, 64, 56, 1, 0}, {40, 40, 28, 1, 0},
+    {48, 48, 28, 1, 0},  {64, 64, 40, 1, 0}, {64, 64, 14, 1, 0},
+};
+
 std::int64_t out_size(const Layer& l) { return (l.size + 2 - 3) / l.stride + 1; }
 
 double flops(const Layer& l) {
@@ -86,7 +96,7 @@ Operands make_operands(const Layer& l, MemoryFormat format) {
   return o;
 }
 
-enum class Kernel { OneDnn, Winograd, NativeDirect };
+enum class Kernel { OneDnn, Winograd2x2, Winograd4x4, NativeDirect };
 
 // refold's path, as the dispatch calls it: oneDNN, or the Winograd kernel.
 class RefoldConv {
@@ -99,9 +109,15 @@ class RefoldConv {
     run();  // creates the primitive and packs the weight, outside any timing
   }
   void run() const {
+    using refold::native::WinogradTile;
+    const auto call = [&] {
+      return refold::validate_conv2d(o_.input, o_.weight, o_.bias, options_, post_);
+    };
     refold::Tensor y =
-        kernel_ == Kernel::Winograd ? refold::native::winograd_conv2d(o_.input, o_.weight, o_.bias,
-                                                                      options_, post_, nullptr)
+        kernel_ == Kernel::Winograd2x2
+            ? refold::native::winograd_conv2d(call(), WinogradTile::F2x2, nullptr)
+        : kernel_ == Kernel::Winograd4x4
+            ? refold::native::winograd_conv2d(call(), WinogradTile::F4x4, nullptr)
         : kernel_ == Kernel::NativeDirect
             ? refold::native::direct_conv2d(o_.input, o_.weight, o_.bias, options_, post_, nullptr)
             : refold::onednn::conv2d(o_.input, o_.weight, o_.bias, options_, post_);
@@ -233,7 +249,10 @@ int main(int argc, char** argv) {
   omp_set_num_threads(refold::get_num_threads());
   for (MemoryFormat format : {MemoryFormat::ChannelsLast, MemoryFormat::Contiguous}) {
     const std::string layout = format == MemoryFormat::ChannelsLast ? "nhwc" : "nchw";
-    for (const Layer& l : kLayers) {
+    std::vector<Layer> layers = kLayers;
+    if (format == MemoryFormat::ChannelsLast)
+      layers.insert(layers.end(), kChannelRuleLayers.begin(), kChannelRuleLayers.end());
+    for (const Layer& l : layers) {
       const std::string name = layout + "/" + std::to_string(l.in_channels) + "x" +
                                std::to_string(l.size) + "->" + std::to_string(l.out_channels) +
                                "_s" + std::to_string(l.stride);
@@ -256,7 +275,21 @@ int main(int argc, char** argv) {
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
       add("refold", Kernel::OneDnn);
-      if (format == MemoryFormat::ChannelsLast && l.stride == 1) add("winograd", Kernel::Winograd);
+      if (format == MemoryFormat::ChannelsLast && l.stride == 1) {
+        // Each tile where its channel rule takes the layer.
+        const auto takes = [&](refold::native::WinogradTile tile) {
+          const Operands o = make_operands(l, format);
+          refold::Conv2dOptions options;
+          options.padding = 1;
+          std::string declined;
+          return refold::native::winograd_conv2d(
+                     refold::validate_conv2d(o.input, o.weight, o.bias, options, {}), tile,
+                     &declined)
+              .defined();
+        };
+        if (takes(refold::native::WinogradTile::F2x2)) add("winograd2x2", Kernel::Winograd2x2);
+        if (takes(refold::native::WinogradTile::F4x4)) add("winograd4x4", Kernel::Winograd4x4);
+      }
       if (format == MemoryFormat::ChannelsLast && l.stride == 2 && l.in_channels >= 16)
         add("native_direct", Kernel::NativeDirect);
     }

@@ -1,9 +1,11 @@
 // Which algorithm refold's convolutions use.
 //
-//   Auto    (default) 3×3 stride-1 float32 convs on channels_last activations run refold's own
-//           Winograd F(2×2, 3×3) kernel where this CPU has AVX2 and FMA (2.25× fewer
-//           multiplications; outputs differ from the direct conv by rounding only, within the
-//           fp32 tolerance of docs/testing.md); every other conv runs oneDNN's direct kernel.
+//   Auto    (default) 3×3 stride-1 float32 convs on channels_last activations with enough
+//           channels run refold's own Winograd kernel where this CPU has AVX2 and FMA, with
+//           4×4 or 2×2 output tiles chosen per layer (4× or 2.25× fewer multiplications;
+//           outputs differ from the direct conv by rounding only, within the fp32 tolerance of
+//           docs/testing.md); strided float32 convs with enough channels run refold's own
+//           direct conv; every other conv runs oneDNN's (docs/native-kernels.md).
 //   Direct  oneDNN's direct kernel for every conv (the reference point in benchmarks).
 //
 // The environment variable REFOLD_CONV_ALGORITHM ("auto" or "direct", read once, on first use)

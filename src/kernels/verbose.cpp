@@ -53,7 +53,7 @@ void log_dispatch(std::string_view op, std::string_view impl, std::string_view r
   if (!verbose() && t_log == nullptr) return;
   std::string chosen(impl);
   if (!t_detail.empty()) {
-    if (impl == "onednn") chosen.append(" ").append(t_detail);
+    chosen.append(" ").append(t_detail);
     t_detail.clear();
   }
   if (t_log != nullptr) t_log->record(std::string(op) + ": " + chosen);

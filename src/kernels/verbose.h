@@ -26,7 +26,8 @@ std::uint64_t dispatch_count();
 void log_verbose(std::string_view message);
 
 // What the implementation about to be reported by this thread's next log_dispatch() is exactly
-// (oneDNN's implementation name, e.g. "brg:avx2"): the line then reads "onednn brg:avx2".
+// (oneDNN's implementation name, e.g. "brg:avx2"; Winograd's tile, "F(4x4,3x3)"): the line then
+// reads "onednn brg:avx2". Note it only once the implementation has taken the problem.
 void note_dispatch_detail(std::string_view detail);
 
 // While one exists, every dispatch choice its thread makes is also recorded in it, verbose or

@@ -1,19 +1,22 @@
-// refold's Winograd F(2×2, 3×3) conv (kernels/native) against the reference conv2d: shapes
-// that exercise every tile edge (odd and even output sizes, asymmetric, 'same', 0 and 2
-// padding), the 8-wide output-channel tail, several chunks of tiles, batch > 1, every fused
-// activation and the residual sum, 1 and 2 threads; then the declines, the argument errors, the
-// transformed-weight cache, determinism across thread counts, the dispatch and the
-// conv-algorithm setting.
+// refold's Winograd conv (kernels/native), with each of its tiles F(2×2, 3×3) and F(4×4, 3×3),
+// against the reference conv2d: shapes that exercise every tile edge (output sizes of every
+// remainder modulo 2 and 4, asymmetric, 'same', 0 and 2 padding), the 8-wide output-channel
+// tail, several chunks of tiles, batch > 1, wide layers (the larger tile's rounding), every
+// fused activation and the residual sum, 1 and 2 threads; then the tile rule, the declines, the
+// argument errors, the transformed-weight cache, determinism across thread counts, the dispatch
+// and the conv-algorithm setting.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/native/weight_cache.h"
 #include "kernels/native/winograd_conv2d.h"
 #include "kernels/native_conv_testing.h"
+#include "kernels/verbose.h"
 #include "refold/error.h"
 #include "refold/functional.h"
 
@@ -28,6 +31,7 @@ std::vector<Case> shape_cases() {
   std::vector<Case> cases;
   cases.push_back({.name = "even 8x8, pad 1"});
   cases.push_back({.name = "odd 7x5 (partial tiles), batch 3", .n = 3, .h = 7, .w = 5});
+  cases.push_back({.name = "6x9 (remainders 2 and 1 of 4)", .h = 6, .w = 9});
   cases.push_back({.name = "pad 0", .h = 9, .w = 6, .padding = 0});
   cases.push_back({.name = "pad 2", .h = 5, .w = 5, .padding = 2});
   cases.push_back(
@@ -39,24 +43,85 @@ std::vector<Case> shape_cases() {
   // 64 channels at 66×66: 1089 tiles × 16 positions × 128 floats = 8.9 MB, several chunks.
   cases.push_back({.name = "several chunks", .c_in = 64, .c_out = 64, .h = 66, .w = 66});
   cases.push_back({.name = "RepVGG-A0 stage 3 layer", .c_in = 192, .c_out = 192, .h = 14, .w = 14});
+  // The widest 3×3 layers of common nets (ResNet's last stage): the sums over 512 channels are
+  // where the 4×4 tile's larger transform coefficients show up in the rounding.
+  cases.push_back({.name = "512 -> 64 at 7x7", .c_in = 512, .c_out = 64, .h = 7, .w = 7});
   return cases;
 }
+
+// The kernel with a fixed tile, in the signature the shared checks take.
+template <native::WinogradTile Tile>
+Tensor winograd_with(const Conv2dCall& call, std::string* declined) {
+  return native::winograd_conv2d(call, Tile, declined);
+}
+
+struct TileCase {
+  const char* name;
+  Kernel kernel;
+};
+const TileCase kTiles[] = {{"F(2x2,3x3)", winograd_with<native::WinogradTile::F2x2>},
+                           {"F(4x4,3x3)", winograd_with<native::WinogradTile::F4x4>}};
 
 class NativeWinograd : public NativeConvTest {};
 
 TEST_F(NativeWinograd, MatchesReferenceOverShapes) {
-  for (const Case& c : shape_cases()) expect_matches_reference(native::winograd_conv2d, c);
+  for (const TileCase& tile : kTiles) {
+    SCOPED_TRACE(tile.name);
+    for (const Case& c : shape_cases()) expect_matches_reference(tile.kernel, c);
+  }
 }
 
 TEST_F(NativeWinograd, FusesEveryActivationAndTheResidual) {
-  expect_every_epilogue_matches(
-      native::winograd_conv2d,
-      {.name = "epilogue", .n = 2, .c_in = 48, .c_out = 40, .h = 7, .w = 6});
+  for (const TileCase& tile : kTiles) {
+    SCOPED_TRACE(tile.name);
+    expect_every_epilogue_matches(
+        tile.kernel, {.name = "epilogue", .n = 2, .c_in = 48, .c_out = 40, .h = 7, .w = 6});
+  }
 }
 
 TEST_F(NativeWinograd, FusesEveryPostOpChain) {
-  expect_every_chain_matches(native::winograd_conv2d,
-                             {.name = "chain", .n = 2, .c_in = 48, .c_out = 40, .h = 7, .w = 6});
+  for (const TileCase& tile : kTiles) {
+    SCOPED_TRACE(tile.name);
+    expect_every_chain_matches(tile.kernel,
+                               {.name = "chain", .n = 2, .c_in = 48, .c_out = 40, .h = 7, .w = 6});
+  }
+}
+
+// The tile of lower cost α²·(tiles + 16): at batch 1, 16·(49 + 16) = 1040 vs 36·(16 + 16) = 1152
+// at 14×14 keeps 2×2 tiles; 28×28 (3392 vs 2340) and larger take 4×4, and so does 14×14 from
+// batch 2 (the weight read shared by more tiles).
+TEST(WinogradTile, TakesTheTileOfLowerCost) {
+  using native::WinogradTile;
+  EXPECT_EQ(native::winograd_tile(1, 1, 1), WinogradTile::F2x2);
+  EXPECT_EQ(native::winograd_tile(1, 7, 7), WinogradTile::F2x2);
+  EXPECT_EQ(native::winograd_tile(1, 14, 14), WinogradTile::F2x2);
+  EXPECT_EQ(native::winograd_tile(2, 14, 14), WinogradTile::F4x4);
+  EXPECT_EQ(native::winograd_tile(1, 20, 20), WinogradTile::F4x4);
+  EXPECT_EQ(native::winograd_tile(1, 28, 28), WinogradTile::F4x4);
+  EXPECT_EQ(native::winograd_tile(1, 56, 2), WinogradTile::F2x2);
+  EXPECT_EQ(native::winograd_tile(8, 56, 56), WinogradTile::F4x4);
+}
+
+// 4×4 tiles pay off from fewer channels (C_in·C_out / (C_in + C_out) ≥ 12) than 2×2 tiles (20).
+TEST_F(NativeWinograd, TheLargerTileTakesFewerChannels) {
+  const Case c{.name = "24 -> 24", .c_in = 24, .c_out = 24, .h = 12, .w = 12};
+  const Operands o = make_operands(c);
+  const Conv2dCall call = validate_conv2d(o.input, o.weight, o.bias, c.options(), {});
+  std::string declined;
+  EXPECT_FALSE(native::winograd_conv2d(call, native::WinogradTile::F2x2, &declined).defined());
+  EXPECT_EQ(declined, "too few channels to pay off (24→24)");
+  expect_matches_reference(winograd_with<native::WinogradTile::F4x4>, c);
+}
+
+// REFOLD_VERBOSE and the profiler name the tile that ran.
+TEST_F(NativeWinograd, TheDispatchLogNamesTheTile) {
+  for (const auto& [h, tile] : {std::pair{28, "F(4x4,3x3)"}, std::pair{2, "F(2x2,3x3)"}}) {
+    const Case c{.name = "log", .c_in = 48, .c_out = 48, .h = h, .w = h};
+    const Operands o = make_operands(c);
+    DispatchLog log;
+    (void)functional::conv2d(o.input, o.weight, o.bias, c.options());
+    EXPECT_THAT(log.take(), ::testing::ElementsAre(std::string("conv2d: winograd ") + tile));
+  }
 }
 
 TEST_F(NativeWinograd, SameBitsWithOneOrTwoThreads) {
@@ -184,12 +249,22 @@ TEST_F(NativeWinograd, TransformsAWeightOnceAndAgainAfterItChanges) {
   const Case c{.name = "cache"};
   Operands o = make_operands(c);
   const Conv2dOptions options = c.options();
-  (void)native::winograd_conv2d(o.input, o.weight, o.bias, options, {}, nullptr);
-  (void)native::winograd_conv2d(o.input, o.weight, o.bias, options, {}, nullptr);
+  const auto run = [&](native::WinogradTile tile) {
+    return native::winograd_conv2d(validate_conv2d(o.input, o.weight, o.bias, options, {}), tile,
+                                   nullptr);
+  };
+  (void)run(native::WinogradTile::F2x2);
+  (void)run(native::WinogradTile::F2x2);
   EXPECT_EQ(native::cache_stats().packs, 1u);
   EXPECT_EQ(native::cache_stats().hits, 1u);
   EXPECT_EQ(native::cache_stats().weights, 1u);
   EXPECT_EQ(native::cache_stats().bytes, 16u * 40u * 40u * sizeof(float));
+  // The other tile packs the same weight its own way: 36 positions, cached beside the first.
+  (void)run(native::WinogradTile::F4x4);
+  EXPECT_EQ(native::cache_stats().packs, 2u);
+  EXPECT_EQ(native::cache_stats().bytes, (16u + 36u) * 40u * 40u * sizeof(float));
+  native::clear_cache();
+  (void)native::winograd_conv2d(o.input, o.weight, o.bias, options, {}, nullptr);
   // Writing the weight bumps its version: the next call transforms it again, so the result
   // follows the new values.
   scale(o.weight, 2.0f);

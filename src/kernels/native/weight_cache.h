@@ -15,7 +15,7 @@
 
 namespace refold::native {
 
-enum class Packing : std::int64_t { Winograd = 1, Direct = 2 };
+enum class Packing : std::int64_t { Winograd2x2 = 1, Direct = 2, Winograd4x4 = 3 };
 
 // The cached packing of `weight`, made by `pack(weight)` on a miss.
 std::shared_ptr<const std::vector<float>> packed_weights(

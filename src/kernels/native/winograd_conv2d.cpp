@@ -13,6 +13,7 @@
 #include "kernels/native/weight_cache.h"
 #include "kernels/native/winograd_tiles.h"
 #include "kernels/reference/conv_common.h"
+#include "kernels/verbose.h"
 #include "refold/threads.h"
 
 namespace refold::native {
@@ -21,51 +22,86 @@ namespace {
 
 namespace ref = reference::detail;
 
-// Scratch per chunk of tiles (V and M, 16 positions × (C_in + C_out) floats per tile): about
+// Scratch per chunk of tiles (V and M, α² positions × (C_in + C_out) floats per tile): about
 // what two cores' L2 caches hold, so a chunk's three steps hit cache.
 constexpr std::int64_t kChunkBytes = std::int64_t{2} << 20;
-constexpr std::int64_t kMinChannelRatio = 20;
+// Reading U_ξ (C_in·C_out floats) from memory costs about as long as the matrix products of
+// this many tiles with it (2 flops per float per tile): the FMA rate over the memory bandwidth,
+// ≈ 2·137 GFLOP/s / 17 GB/s on two Zen 3 cores. In a whole network at batch 1 the transformed
+// weights do not stay in cache between inferences (RepVGG-A0's are 42 MB with 2×2 tiles), so
+// each call reads its U from memory.
+constexpr std::int64_t kWeightReadInTiles = 16;
 
-// Why this kernel does not take a valid problem, or "" when it does.
+// Per tile, the matrix products cost ∝ C_in·C_out and the transforms ∝ C_in + C_out; below this
+// C_in·C_out / (C_in + C_out) the transforms dominate and oneDNN's direct conv is faster. 2×2
+// tiles (2 threads, vs oneDNN's jit:avx2): 48→48 at 56² (ratio 24) 1.35× faster, 32→32 at 224²
+// (16) 0.86×, 8→64 at 56² 0.42×. 4×4 tiles, whose products are 1.78× fewer for the same
+// transforms, from 12 (2 threads, Zen 3, layer by layer, conv_layers_bench): 24→24 at 56² (12)
+// 0.78× oneDNN's time, 32→32 at 80² (16) 0.65×, 32→64 at 56² (21) 0.9×, 64→64 at 40² 0.72×,
+// while 16→16 at 56² (8) takes 1.8×. bench/RESULTS.md has the runs.
+constexpr std::int64_t min_channel_ratio(WinogradTile tile) {
+  return tile == WinogradTile::F2x2 ? 20 : 12;
+}
+
+// Why this kernel, with this tile, does not take a valid problem, or "" when it does.
+template <WinogradTile Tile>
 std::string decline_reason(const Conv2dOptions& options, const ref::Conv2dGeometry& g) {
   if (g.kh != 3 || g.kw != 3) return "3x3 kernels only";
   if (!(options.stride == Size2d(1)) || !(options.dilation == Size2d(1)))
     return "stride 1 and dilation 1 only";
   if (g.in_channels % 8 != 0) return "input channels must be a multiple of 8";
-  // Per tile, the matrix products cost ∝ C_in·C_out and the transforms ∝ C_in + C_out; below
-  // C_in·C_out / (C_in + C_out) = 20 the transforms dominate and oneDNN's direct conv is faster
-  // (measured, 2 threads: 48→48 at 56² 1.35× faster; 32→32 at 224² 0.86×, 8→64 at 56² 0.42×;
-  // bench/RESULTS.md).
-  if (g.in_channels * g.out_channels < kMinChannelRatio * (g.in_channels + g.out_channels))
+  if (g.in_channels * g.out_channels < min_channel_ratio(Tile) * (g.in_channels + g.out_channels))
     return fmt::format("too few channels to pay off ({}→{})", g.in_channels, g.out_channels);
   return {};
 }
 
 }  // namespace
 
+WinogradTile winograd_tile(std::int64_t batch, std::int64_t out_h, std::int64_t out_w) {
+  const auto cost = [&](WinogradTile tile) {
+    const std::int64_t m = tile_side(tile);
+    const std::int64_t tiles = batch * ((out_h + m - 1) / m) * ((out_w + m - 1) / m);
+    return tile_positions(tile) * (tiles + kWeightReadInTiles);
+  };
+  return cost(WinogradTile::F4x4) < cost(WinogradTile::F2x2) ? WinogradTile::F4x4
+                                                             : WinogradTile::F2x2;
+}
+
 Tensor winograd_conv2d(const Conv2dCall& call, std::string* declined) {
-  if (!accept_conv2d("winograd", call, decline_reason, declined)) return {};
+  const ref::Conv2dGeometry& g = call.geometry;
+  return winograd_conv2d(call, winograd_tile(g.batch, g.out_h, g.out_w), declined);
+}
+
+Tensor winograd_conv2d(const Conv2dCall& call, WinogradTile tile, std::string* declined) {
+  const DeclineRule rule = tile == WinogradTile::F2x2 ? decline_reason<WinogradTile::F2x2>
+                                                      : decline_reason<WinogradTile::F4x4>;
+  if (!accept_conv2d("winograd", call, rule, declined)) return {};
+  note_dispatch_detail(tile == WinogradTile::F2x2 ? "F(2x2,3x3)" : "F(4x4,3x3)");
   const ref::Conv2dGeometry& g = call.geometry;
   const Tensor &input = call.input, &weight = call.weight, &bias = call.bias;
   const PostOps& post = call.post;
 
+  const std::int64_t side = tile_side(tile), positions = tile_positions(tile);
   TileGeometry t;
+  t.tile = tile;
   t.height = g.in_h, t.width = g.in_w, t.in_channels = g.in_channels;
   t.out_h = g.out_h, t.out_w = g.out_w, t.out_channels = g.out_channels;
   t.pad_top = g.pads.top, t.pad_left = g.pads.left;
-  t.tiles_h = (g.out_h + 1) / 2, t.tiles_w = (g.out_w + 1) / 2;
+  t.tiles_h = (g.out_h + side - 1) / side, t.tiles_w = (g.out_w + side - 1) / side;
   const std::int64_t tiles = g.batch * t.tiles_per_image();
 
-  const auto u = packed_weights(weight, Packing::Winograd, transform_weights);
+  const auto u = packed_weights(
+      weight, tile == WinogradTile::F2x2 ? Packing::Winograd2x2 : Packing::Winograd4x4,
+      [tile](const Tensor& w) { return transform_weights(w, tile); });
   const ConvEpilogue epilogue(bias, g.out_channels, post);
 
   // Chunks of equal size (a multiple of the micro-kernel's 6 rows) within kChunkBytes.
   const std::int64_t bytes_per_tile =
-      kPositions * (g.in_channels + g.out_channels) * std::int64_t{sizeof(float)};
+      positions * (g.in_channels + g.out_channels) * std::int64_t{sizeof(float)};
   const std::int64_t chunks = std::max<std::int64_t>(1, tiles * bytes_per_tile / kChunkBytes);
   const std::int64_t chunk = (((tiles + chunks - 1) / chunks) + 5) / 6 * 6;
-  Tensor v_buffer = empty({kPositions * chunk * g.in_channels});
-  Tensor m_buffer = empty({kPositions * chunk * g.out_channels});
+  Tensor v_buffer = empty({positions * chunk * g.in_channels});
+  Tensor m_buffer = empty({positions * chunk * g.out_channels});
   float* v = v_buffer.data<float>();
   float* m = m_buffer.data<float>();
   const std::int64_t v_stride = chunk * g.in_channels;  // between positions ξ
@@ -87,7 +123,7 @@ Tensor winograd_conv2d(const Conv2dCall& call, std::string* declined) {
         // One job per (position ξ, block of 16 output channels): M_ξ[:, block] = V_ξ · U_ξ[:,
         // block]
 #pragma omp for schedule(static)
-      for (std::int64_t job = 0; job < kPositions * blocks; ++job) {
+      for (std::int64_t job = 0; job < positions * blocks; ++job) {
         const std::int64_t xi = job / blocks, o0 = job % blocks * kBlockWidth;
         const std::int64_t width = std::min(kBlockWidth, g.out_channels - o0);
         const float* rows[kPanelRows];

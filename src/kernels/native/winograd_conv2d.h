@@ -1,8 +1,9 @@
 // refold's own convolution kernel for the convs that dominate re-parameterized networks:
 // 3×3, stride 1, dilation 1, groups 1, float32, channels_last (NHWC) activations, any zero
-// padding, by Winograd's F(2×2, 3×3) (the math: tiles.h). 2.25× fewer multiply-adds than the
-// direct conv; the result differs from it by rounding only (|Δ| ≈ 1e-6 relative for unit-scale
-// data), within docs/testing.md's fp32 tolerance.
+// padding, by Winograd's F(4×4, 3×3) or F(2×2, 3×3) (the math: winograd_tiles.h): 4× or 2.25×
+// fewer multiply-adds than the direct conv. The result differs from it by rounding only (|Δ| ≈
+// 1e-6 relative for unit-scale data with 2×2 tiles, ≈ 1e-5 with 4×4), within docs/testing.md's
+// fp32 tolerance.
 //
 // Same contract as onednn::conv2d (kernels/onednn/conv2d.h): arguments are validated with the
 // reference's messages; a valid problem this kernel does not take is *declined* — an undefined
@@ -10,23 +11,32 @@
 // multiple of 8, too few channels for the transforms to pay off, no AVX2/FMA,
 // REFOLD_CONV_ALGORITHM=direct, ...).
 //
-// Transformed weights (U = G g Gᵀ, 16/9 of the weight's size) are cached (weight_cache.h). Per
-// call, the work runs in chunks of tiles, each in three parallel
-// steps (get_num_threads() threads): input transform, 16 matrix products, output transform with
-// bias, residual and activation fused.
+// Transformed weights (U = G g Gᵀ, α²/9 of the weight's size) are cached (weight_cache.h). Per
+// call, the work runs in chunks of tiles, each in three parallel steps (get_num_threads()
+// threads): input transform, α² matrix products, output transform with bias, residual and
+// activation fused.
 #pragma once
 
 #include <string>
 
 #include "kernels/conv2d_call.h"
+#include "kernels/native/winograd_tiles.h"
 #include "kernels/post_ops.h"
 #include "refold/op_options.h"
 #include "refold/tensor.h"
 
 namespace refold::native {
 
-// y = post.activation(conv2d(input, weight) + bias + post.residual), or declined (see above).
+// The tile for `batch` outputs of out_h × out_w: the one with the lower cost per (i, o),
+// α²·(tiles + the weight read), tiles = batch·⌈out_h / m⌉·⌈out_w / m⌉ and the read of U_ξ
+// counted as 16 tiles' matrix products (winograd_conv2d.cpp). The 4×4 tile does 1.78× fewer
+// multiply-adds on large outputs, but its U is 2.25× larger: at batch 1 it pays from 28×28 up.
+WinogradTile winograd_tile(std::int64_t batch, std::int64_t out_h, std::int64_t out_w);
+
+// y = post.activation(conv2d(input, weight) + bias + post.residual), or declined (see above),
+// with winograd_tile()'s tile or the one given.
 Tensor winograd_conv2d(const Conv2dCall& call, std::string* declined);
+Tensor winograd_conv2d(const Conv2dCall& call, WinogradTile tile, std::string* declined);
 
 // The same on arguments not yet validated (tests, benchmarks): validate_conv2d, then the kernel.
 inline Tensor winograd_conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
