@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <string>
 
+#include "refold/graph/graph.h"
+
 namespace refold::graph {
 
 struct SourceModel {
@@ -20,5 +22,12 @@ struct SourceModel {
   // The file name as it appears in messages.
   std::string file;
 };
+
+// Drops the data of the source's initializers, which the graph's constants hold again, for a
+// graph that is only run from now on (refold::Session): the file's weights are then in memory
+// once, not twice. Each initializer keeps its name, dims and data type; every constant that was
+// its unchanged copy is marked changed, so that saving the graph still writes it, from the tensor
+// in the file's data type — only no longer byte for byte the file's own TensorProto.
+void release_source_constants(Graph& graph);
 
 }  // namespace refold::graph

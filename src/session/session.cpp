@@ -6,7 +6,12 @@
 
 #include "core/check.h"
 #include "graph/plan.h"
+#include "onnx/source_model.h"
 #include "refold/threads.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace refold {
 
@@ -20,6 +25,17 @@ namespace {
 void check_threads(int threads) {
   REFOLD_CHECK(threads >= 0, "Session: threads ({}) must be >= 1, or 0 for refold's default",
                threads);
+}
+
+// For a session made from a file or bytes, whose graph only runs from now on: the parsed file's
+// copies of the weights go (the graph's tensors hold them), and so does what loading and
+// optimizing allocated and freed — glibc keeps freed heap memory mapped until asked to give it
+// back, so without malloc_trim the process would stay at the optimizer's high-water mark.
+void release_load_memory(graph::Graph& graph) {
+  graph::release_source_constants(graph);
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace
@@ -36,6 +52,7 @@ Session::Session(const std::filesystem::path& model, const SessionOptions& optio
     report_.input = model.string();
   }
   compile();
+  release_load_memory(*graph_);
 }
 
 Session::Session(std::span<const std::byte> model, const std::string& name,
@@ -51,6 +68,7 @@ Session::Session(std::span<const std::byte> model, const std::string& name,
     report_.input = name;
   }
   compile();
+  release_load_memory(*graph_);
 }
 
 Session::Session(std::shared_ptr<graph::Graph> graph, const SessionOptions& options)

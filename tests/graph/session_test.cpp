@@ -1,5 +1,6 @@
-// refold::Session: optimize-once-run-many, by position and by name, its errors, and one session
-// run from several threads at once (each output checked against a one-thread run).
+// refold::Session: optimize-once-run-many, by position and by name, the weights kept once, its
+// errors, and one session run from several threads at once (each output checked against a
+// one-thread run).
 #include "refold/session.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include <atomic>
 #include <thread>
 
+#include "onnx/source_model.h"
 #include "refold/onnx/onnx.h"
 #include "refold/threads.h"
 #include "testing/compare.h"
@@ -74,6 +76,30 @@ TEST(Session, RunsAsImportedWithoutOptimize) {
   EXPECT_TRUE(session.report().pipeline.passes.empty());
   EXPECT_EQ(session.graph().nodes().size(), 9u);  // 2 Conv, 3 BN, 2 Add, Relu, Sigmoid
   EXPECT_TRUE(testing::all_close(session.run(in)[0], expected[0], testing::Tolerance::exact()));
+}
+
+// A session keeps the weights once: the parsed file's initializers keep their name, dims and data
+// type but no data, and its graph still saves to a model that computes the same.
+TEST(Session, KeepsTheWeightsOnceAndItsGraphStillSaves) {
+  std::vector<Tensor> in, expected;
+  const std::string bytes = repvgg_model(&in, &expected);
+  for (const bool optimize : {false, true}) {
+    SCOPED_TRACE(optimize ? "optimized" : "as imported");
+    SessionOptions options;
+    options.optimize = optimize;
+    const Session session(as_bytes(bytes), "repvgg.onnx", options);
+    ASSERT_NE(session.graph().source, nullptr);
+    const auto& initializers = session.graph().source->model.graph().initializer();
+    ASSERT_GT(initializers.size(), 0);
+    for (const ::onnx::TensorProto& t : initializers) {
+      EXPECT_TRUE(t.raw_data().empty() && t.float_data().empty()) << t.name();
+      EXPECT_EQ(t.data_type(), ::onnx::TensorProto::FLOAT) << t.name();
+    }
+    const auto reloaded =
+        onnx::load_from_memory(as_bytes(onnx::save_to_bytes(session.graph())), "saved.onnx");
+    EXPECT_TRUE(testing::model_close(reloaded->run(in)[0], expected[0]));
+    EXPECT_TRUE(testing::model_close(session.run(in)[0], expected[0]));
+  }
 }
 
 TEST(Session, ErrorsNameTheInputOutputAndValue) {
