@@ -84,9 +84,9 @@ class Session {
   // What optimization did (an empty pipeline when options.optimize was false).
   const OptimizeReport& report() const { return report_; }
   // The graph that runs. A session made from a file or bytes keeps the model's weights once, in
-  // this graph's tensors: the parsed file's copies are released once it is compiled, so saving
-  // this graph (onnx::save) writes every initializer from its tensor, equal in value and data
-  // type but not byte for byte the file's TensorProto (refold::optimize_model keeps those).
+  // this graph's tensors: it loads with LoadOptions::keep_source_data false, so saving this
+  // graph (onnx::save) writes every initializer from its tensor, equal in value and data type but
+  // not byte for byte the file's TensorProto (refold::optimize_model keeps those).
   const graph::Graph& graph() const { return *graph_; }
 
  private:

@@ -21,7 +21,9 @@ struct Conv2dCall {
   reference::detail::Conv2dGeometry geometry;
 };
 
-// Throws refold::Error, "conv2d: …", on any invalid argument or post-op.
+// Throws refold::Error, "conv2d: …", on any invalid argument or post-op. The call refers to its
+// arguments: keep it no longer than they live (a temporary such as `{}` for no post-ops lives
+// only to the end of the expression that passed it).
 inline Conv2dCall validate_conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
                                   const Conv2dOptions& options, const PostOps& post) {
   const reference::detail::Conv2dGeometry g =

@@ -149,7 +149,7 @@ class Exporter {
         const std::string& name = original.name();
         if (read_.count(name) == 0 || !g_.is_constant(name)) continue;
         const Tensor& t = g_.constant(name);
-        const bool unchanged = g_.constant_source(name) == i &&
+        const bool unchanged = !src_->data_released && g_.constant_source(name) == i &&
                                std::equal(original.dims().begin(), original.dims().end(),
                                           t.sizes().begin(), t.sizes().end());
         const bool external = original.data_location() == ::onnx::TensorProto::EXTERNAL;

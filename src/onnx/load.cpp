@@ -10,6 +10,7 @@
 //     in one error (A10).
 #include <algorithm>
 #include <set>
+#include <vector>
 
 #include "core/check.h"
 #include "onnx/attributes.h"
@@ -43,7 +44,16 @@ std::shared_ptr<graph::Graph> build_graph(std::shared_ptr<graph::SourceModel> so
     context.what = fmt::format("initializer '{}'", t.name());
     g->set_constant(t.name(), tensor_from_proto(t, context), i);
     initializer_names.insert(t.name());
+    if (!options.keep_source_data) {
+      // Only what the builders and export still read: the name, dims and data type.
+      ::onnx::TensorProto header;
+      header.set_name(t.name());
+      *header.mutable_dims() = t.dims();
+      header.set_data_type(t.data_type());
+      source->model.mutable_graph()->mutable_initializer(i)->Swap(&header);
+    }
   }
+  source->data_released = !options.keep_source_data;
   for (const auto& v : proto.input()) {
     if (initializer_names.count(v.name()) != 0) continue;  // B9: a constant with a default
     g->inputs.push_back(value_info_from_proto(v, fmt::format("graph input '{}'", v.name())));
@@ -104,9 +114,12 @@ std::shared_ptr<graph::Graph> build_graph(std::shared_ptr<graph::SourceModel> so
   return g;
 }
 
+// `owned`, when given, holds `bytes` and is freed once they are parsed: the file's bytes, the
+// parsed model and the graph's tensors are then never all in memory at once.
 std::shared_ptr<graph::Graph> load_bytes(std::span<const std::byte> bytes, const std::string& name,
                                          const std::filesystem::path& base_dir,
-                                         const LoadOptions& options) {
+                                         const LoadOptions& options,
+                                         std::vector<std::byte>* owned = nullptr) {
   try {
     REFOLD_CHECK(bytes.size() <= options.max_memory,
                  "model is {} bytes, over the memory budget of {} bytes", bytes.size(),
@@ -122,9 +135,10 @@ std::shared_ptr<graph::Graph> load_bytes(std::span<const std::byte> bytes, const
     parse_model(bytes, source->model);
     // The parsed model holds the file's bytes again; both count against the budget.
     const std::uint64_t used = 2 * static_cast<std::uint64_t>(bytes.size());
+    if (owned != nullptr) std::vector<std::byte>().swap(*owned);
     REFOLD_CHECK(used <= options.max_memory,
                  "model is {} bytes; parsed it needs {} bytes, over the memory budget of {} bytes",
-                 bytes.size(), used, options.max_memory);
+                 used / 2, used, options.max_memory);
     return build_graph(std::move(source), options.max_memory - used, options);
   } catch (const Error& e) {
     throw Error(fmt::format("{}: {}", name, e.what()));
@@ -135,10 +149,10 @@ std::shared_ptr<graph::Graph> load_bytes(std::span<const std::byte> bytes, const
 
 std::shared_ptr<graph::Graph> load(const std::filesystem::path& file, const LoadOptions& options) {
   // Messages about the file itself already read "model '<file>': …".
-  const std::vector<std::byte> bytes = read_file_bytes(file, options.max_memory, "model");
+  std::vector<std::byte> bytes = read_file_bytes(file, options.max_memory, "model");
   std::filesystem::path dir = file.parent_path();
   if (dir.empty()) dir = ".";
-  return load_bytes(bytes, file.string(), dir, options);
+  return load_bytes(bytes, file.string(), dir, options, &bytes);
 }
 
 std::shared_ptr<graph::Graph> load_from_memory(std::span<const std::byte> bytes,

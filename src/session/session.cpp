@@ -6,7 +6,6 @@
 
 #include "core/check.h"
 #include "graph/plan.h"
-#include "onnx/source_model.h"
 #include "refold/threads.h"
 
 #if defined(__GLIBC__)
@@ -27,12 +26,17 @@ void check_threads(int threads) {
                threads);
 }
 
-// For a session made from a file or bytes, whose graph only runs from now on: the parsed file's
-// copies of the weights go (the graph's tensors hold them), and so does what loading and
-// optimizing allocated and freed — glibc keeps freed heap memory mapped until asked to give it
-// back, so without malloc_trim the process would stay at the optimizer's high-water mark.
-void release_load_memory(graph::Graph& graph) {
-  graph::release_source_constants(graph);
+// A session's graph only runs: the file's weights are kept once, in the graph's tensors, not also
+// in the parsed file (onnx::LoadOptions::keep_source_data).
+SessionOptions lean(SessionOptions options) {
+  options.optimizer.load.keep_source_data = false;
+  return options;
+}
+
+// What loading and optimizing allocated and freed goes back to the system: glibc keeps freed heap
+// memory mapped until asked, so the process would otherwise stay at the optimizer's high-water
+// mark while it serves.
+void release_load_memory() {
 #if defined(__GLIBC__)
   malloc_trim(0);
 #endif
@@ -40,9 +44,10 @@ void release_load_memory(graph::Graph& graph) {
 
 }  // namespace
 
-Session::Session(const std::filesystem::path& model, const SessionOptions& options)
-    : threads_(options.threads) {
+Session::Session(const std::filesystem::path& model, const SessionOptions& given)
+    : threads_(given.threads) {
   check_threads(threads_);
+  const SessionOptions options = lean(given);
   if (options.optimize) {
     OptimizedModel m = optimize_model(model, {}, options.optimizer);
     graph_ = std::move(m.graph);
@@ -52,13 +57,14 @@ Session::Session(const std::filesystem::path& model, const SessionOptions& optio
     report_.input = model.string();
   }
   compile();
-  release_load_memory(*graph_);
+  release_load_memory();
 }
 
 Session::Session(std::span<const std::byte> model, const std::string& name,
-                 const SessionOptions& options)
-    : threads_(options.threads) {
+                 const SessionOptions& given)
+    : threads_(given.threads) {
   check_threads(threads_);
+  const SessionOptions options = lean(given);
   if (options.optimize) {
     OptimizedModel m = optimize_model(model, name, {}, options.optimizer);
     graph_ = std::move(m.graph);
@@ -68,7 +74,7 @@ Session::Session(std::span<const std::byte> model, const std::string& name,
     report_.input = name;
   }
   compile();
-  release_load_memory(*graph_);
+  release_load_memory();
 }
 
 Session::Session(std::shared_ptr<graph::Graph> graph, const SessionOptions& options)

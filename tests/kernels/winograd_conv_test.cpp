@@ -106,7 +106,10 @@ TEST(WinogradTile, TakesTheTileOfLowerCost) {
 TEST_F(NativeWinograd, TheLargerTileTakesFewerChannels) {
   const Case c{.name = "24 -> 24", .c_in = 24, .c_out = 24, .h = 12, .w = 12};
   const Operands o = make_operands(c);
-  const Conv2dCall call = validate_conv2d(o.input, o.weight, o.bias, c.options(), {});
+  // The call refers to its arguments: each must outlive it.
+  const Conv2dOptions options = c.options();
+  const PostOps post;
+  const Conv2dCall call = validate_conv2d(o.input, o.weight, o.bias, options, post);
   std::string declined;
   EXPECT_FALSE(native::winograd_conv2d(call, native::WinogradTile::F2x2, &declined).defined());
   EXPECT_EQ(declined, "too few channels to pay off (24→24)");

@@ -34,6 +34,11 @@ struct LoadOptions {
   std::uint64_t max_folded_bytes = std::uint64_t{64} << 20;
   // Upper bound on the number of nodes (docs/reliability.md A11).
   std::size_t max_nodes = 1'000'000;
+  // Keep the parsed file's copy of every initializer, so that saving writes untouched ones byte
+  // for byte. false: drop each one's data as soon as its tensor is made, for a model that only
+  // runs (refold::Session): the weights are then in memory once, during loading too, and saving
+  // still writes every constant, from its tensor in the file's data type.
+  bool keep_source_data = true;
 };
 
 std::shared_ptr<graph::Graph> load(const std::filesystem::path& file,
