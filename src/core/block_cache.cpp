@@ -1,6 +1,7 @@
 // core/block_cache.h.
 #include "core/block_cache.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -35,9 +36,16 @@ bool caching_enabled() {
 }  // namespace
 
 std::size_t block_size(std::size_t bytes, std::size_t alignment) {
-  const std::size_t unit = bytes >= kMinCachedBytes ? kPage : alignment;
-  const std::size_t rounded = (bytes + unit - 1) / unit * unit;
-  return rounded < alignment ? alignment : rounded;
+  if (bytes < kMinCachedBytes) {
+    const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+    return rounded < alignment ? alignment : rounded;
+  }
+  // The size class: a quarter of the largest power of two ≤ bytes (≥ 64 KiB, so a multiple of
+  // the page and of any alignment up to it), times the fewest quarters that hold `bytes`.
+  std::size_t octave = kMinCachedBytes;
+  while (octave <= bytes / 2) octave *= 2;
+  const std::size_t quarter = std::max(octave / 4, alignment);
+  return (bytes + quarter - 1) / quarter * quarter;
 }
 
 void* take_block(std::size_t bytes, std::size_t alignment) {

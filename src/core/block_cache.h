@@ -6,13 +6,18 @@
 // again — one page fault per 4 KiB on first write. A 5.5 MB Resize output costs 1,400 faults,
 // about 2 ms on a 2-core Zen 3, against 0.3 ms for the kernel itself (bench/RESULTS.md).
 //
-// Rule: blocks of at least kMinCachedBytes are rounded up to a multiple of 4 KiB and, when
-// freed, kept in a list per rounded size; a request of that size takes the most recently kept
-// block. At most kMaxCachedBytes are kept (beyond it a freed block is released), so memory
-// held but not live is bounded; REFOLD_CACHE_BLOCKS=0 in the environment keeps none. Smaller
-// blocks go straight to the C allocator, which already reuses them. Thread-safe (one mutex).
-// The kept bytes are not live tensor memory: memory_stats() and the memory limit count only
-// storages in use.
+// Rule: blocks of at least kMinCachedBytes are rounded up to a size class, four per octave
+// (between 2^k and 2^(k+1) the multiples of 2^k / 4: at most 25 % over the request, and the
+// pages past what a tensor writes are never touched, so never resident) and, when freed, kept
+// in a list per class; a request of that class takes the most recently kept block. With classes
+// rather than exact sizes, a block freed by one layer serves the next layer's slightly different
+// size in the same run: DenseNet's concat outputs, 32 channels wider at every layer, reuse each
+// other's blocks instead of each keeping its own, and a run keeps about its peak of live
+// activations rather than the sum of all of them. At most kMaxCachedBytes are kept (beyond it a
+// freed block is released), so memory held but not live is bounded; REFOLD_CACHE_BLOCKS=0 in the
+// environment keeps none. Smaller blocks go straight to the C allocator, which already reuses them.
+// Thread-safe (one mutex). The kept bytes are not live tensor memory: memory_stats() and the memory
+// limit count only storages in use.
 #pragma once
 
 #include <cstddef>
@@ -22,8 +27,8 @@ namespace refold::detail {
 inline constexpr std::size_t kMinCachedBytes = std::size_t{256} << 10;  // 256 KiB
 inline constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;    // 1 GiB
 
-// `bytes` rounded as the cache rounds it (at least `alignment`, a multiple of it; a multiple
-// of 4 KiB from kMinCachedBytes on).
+// `bytes` rounded as the cache rounds it (at least `alignment`, a multiple of it; from
+// kMinCachedBytes on, its size class: a multiple of a quarter of the largest power of two ≤ bytes).
 std::size_t block_size(std::size_t bytes, std::size_t alignment);
 // A block of block_size(bytes, alignment) bytes, aligned to `alignment`; null when out of
 // memory.

@@ -19,10 +19,35 @@ class BlockCache : public ::testing::Test {
   void TearDown() override { detail::release_cached_blocks(); }
 };
 
-TEST_F(BlockCache, RoundsLargeBlocksToPagesAndSmallOnesToTheAlignment) {
+TEST_F(BlockCache, RoundsLargeBlocksToSizeClassesAndSmallOnesToTheAlignment) {
+  constexpr std::size_t KiB = 1024, MiB = 1024 * KiB;
   EXPECT_EQ(detail::block_size(0, 64), 64u);
   EXPECT_EQ(detail::block_size(65, 64), 128u);
-  EXPECT_EQ(detail::block_size(detail::kMinCachedBytes + 1, 64), detail::kMinCachedBytes + 4096);
+  // Four classes per octave: 256 KiB + 1 byte → 320 KiB; 1 MiB exactly stays; 1 MiB + 1 → 1.25;
+  // 1.6 MiB → 1.75; 3 MiB (between 2 and 4) → 3.
+  EXPECT_EQ(detail::block_size(detail::kMinCachedBytes + 1, 64), 320 * KiB);
+  EXPECT_EQ(detail::block_size(MiB, 64), MiB);
+  EXPECT_EQ(detail::block_size(MiB + 1, 64), MiB + MiB / 4);
+  EXPECT_EQ(detail::block_size(MiB + 6 * MiB / 10, 64), MiB + 3 * MiB / 4);
+  EXPECT_EQ(detail::block_size(3 * MiB, 64), 3 * MiB);
+  for (std::size_t bytes = detail::kMinCachedBytes; bytes < 64 * MiB; bytes = bytes * 9 / 7) {
+    const std::size_t size = detail::block_size(bytes, 64);
+    EXPECT_GE(size, bytes);
+    EXPECT_LE(size, bytes + bytes / 4 + 4 * KiB) << bytes;
+    EXPECT_EQ(size % (4 * KiB), 0u) << bytes;
+  }
+}
+
+// A tensor a little smaller than a freed one, in the same class, takes its block: what lets one
+// layer's output reuse the previous layer's block when their sizes differ slightly.
+TEST_F(BlockCache, ABlockServesTheNextRequestOfItsClass) {
+  const void* first = nullptr;
+  {
+    const Tensor a = empty({1, 160, 56, 56});  // 1.91 MiB
+    first = a.data_ptr();
+  }
+  const Tensor b = empty({1, 152, 56, 56});  // 1.82 MiB: the same class (1.75–2 MiB]
+  EXPECT_EQ(b.data_ptr(), first);
 }
 
 TEST_F(BlockCache, AFreedLargeTensorsMemoryServesTheNextOfItsSize) {

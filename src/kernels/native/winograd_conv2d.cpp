@@ -32,6 +32,16 @@ constexpr std::int64_t kChunkBytes = std::int64_t{2} << 20;
 // each call reads its U from memory.
 constexpr std::int64_t kWeightReadInTiles = 16;
 
+// The calling thread's scratch (V, then M), grown to the largest call so far and reused: a
+// tensor per call would leave one kept block per conv size in the block cache
+// (core/block_cache.h), megabytes that serve nothing else. One call at a time per thread; the
+// OpenMP team only reads and writes through the pointer.
+float* thread_scratch(std::size_t floats) {
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < floats) buffer.resize(floats);
+  return buffer.data();
+}
+
 // Per tile, the matrix products cost ∝ C_in·C_out and the transforms ∝ C_in + C_out; below this
 // C_in·C_out / (C_in + C_out) the transforms dominate and oneDNN's direct conv is faster. 2×2
 // tiles (2 threads, vs oneDNN's jit:avx2): 48→48 at 56² (ratio 24) 1.35× faster, 32→32 at 224²
@@ -100,10 +110,9 @@ Tensor winograd_conv2d(const Conv2dCall& call, WinogradTile tile, std::string* d
       positions * (g.in_channels + g.out_channels) * std::int64_t{sizeof(float)};
   const std::int64_t chunks = std::max<std::int64_t>(1, tiles * bytes_per_tile / kChunkBytes);
   const std::int64_t chunk = (((tiles + chunks - 1) / chunks) + 5) / 6 * 6;
-  Tensor v_buffer = empty({positions * chunk * g.in_channels});
-  Tensor m_buffer = empty({positions * chunk * g.out_channels});
-  float* v = v_buffer.data<float>();
-  float* m = m_buffer.data<float>();
+  float* v = thread_scratch(
+      static_cast<std::size_t>(positions * chunk * (g.in_channels + g.out_channels)));
+  float* m = v + positions * chunk * g.in_channels;
   const std::int64_t v_stride = chunk * g.in_channels;  // between positions ξ
   const std::int64_t m_stride = chunk * g.out_channels;
 

@@ -14,7 +14,8 @@
 // Transformed weights (U = G g Gᵀ, α²/9 of the weight's size) are cached (weight_cache.h). Per
 // call, the work runs in chunks of tiles, each in three parallel steps (get_num_threads()
 // threads): input transform, α² matrix products, output transform with bias, residual and
-// activation fused.
+// activation fused. The chunk's scratch (≈ 2 MiB at most) belongs to the calling thread and is
+// reused from call to call; it is not tensor memory (memory_stats(), the memory limit).
 #pragma once
 
 #include <string>
