@@ -61,9 +61,9 @@ std::size_t fuse_conv_activations(Module& module) {
     // entry of that list; replace_child keeps the name and the position.
     const std::vector<NamedModule> children = sequential->named_children();
     for (std::size_t i = 0; i + 1 < children.size(); ++i) {
-      const ModulePtr& first = children[i].second;
-      if (typeid(*first) != typeid(Conv2d)) continue;
-      auto& conv = static_cast<Conv2d&>(*first);
+      Module& first = *children[i].second;
+      if (typeid(first) != typeid(Conv2d)) continue;  // exactly a Conv2d, not a subclass
+      auto& conv = static_cast<Conv2d&>(first);
       if (!conv.post_ops().empty()) continue;
       const auto activation = activation_of(*children[i + 1].second);
       if (!activation) continue;
