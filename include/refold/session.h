@@ -90,6 +90,9 @@ class Session {
   const graph::Graph& graph() const { return *graph_; }
 
  private:
+  // Takes the loaded (and optimized) model of a file or bytes, compiles it and hands the memory
+  // loading freed back to the system.
+  void adopt(OptimizedModel model);
   void compile();
 
   std::shared_ptr<graph::Graph> graph_;

@@ -138,7 +138,7 @@ std::shared_ptr<graph::Graph> load_bytes(std::span<const std::byte> bytes, const
     if (owned != nullptr) std::vector<std::byte>().swap(*owned);
     REFOLD_CHECK(used <= options.max_memory,
                  "model is {} bytes; parsed it needs {} bytes, over the memory budget of {} bytes",
-                 used / 2, used, options.max_memory);
+                 bytes.size(), used, options.max_memory);
     return build_graph(std::move(source), options.max_memory - used, options);
   } catch (const Error& e) {
     throw Error(fmt::format("{}: {}", name, e.what()));

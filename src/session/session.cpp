@@ -26,55 +26,38 @@ void check_threads(int threads) {
                threads);
 }
 
-// A session's graph only runs: the file's weights are kept once, in the graph's tensors, not also
-// in the parsed file (onnx::LoadOptions::keep_source_data).
-SessionOptions lean(SessionOptions options) {
+// The model a session made from a file or bytes runs: `load` or `optimize` (onnx::load or
+// optimize_model on that file or those bytes), per options.optimize. Its graph only runs, so the
+// file's weights are kept once, in the graph's tensors, not also in the parsed file
+// (onnx::LoadOptions::keep_source_data).
+template <typename Load, typename Optimize>
+OptimizedModel session_model(SessionOptions options, const std::string& input, const Load& load,
+                             const Optimize& optimize) {
   options.optimizer.load.keep_source_data = false;
-  return options;
-}
-
-// What loading and optimizing allocated and freed goes back to the system: glibc keeps freed heap
-// memory mapped until asked, so the process would otherwise stay at the optimizer's high-water
-// mark while it serves.
-void release_load_memory() {
-#if defined(__GLIBC__)
-  malloc_trim(0);
-#endif
+  if (options.optimize) return optimize(options.optimizer);
+  OptimizedModel m{load(options.optimizer.load), {}};
+  m.report.input = input;
+  return m;
 }
 
 }  // namespace
 
-Session::Session(const std::filesystem::path& model, const SessionOptions& given)
-    : threads_(given.threads) {
+Session::Session(const std::filesystem::path& model, const SessionOptions& options)
+    : threads_(options.threads) {
   check_threads(threads_);
-  const SessionOptions options = lean(given);
-  if (options.optimize) {
-    OptimizedModel m = optimize_model(model, {}, options.optimizer);
-    graph_ = std::move(m.graph);
-    report_ = std::move(m.report);
-  } else {
-    graph_ = onnx::load(model, options.optimizer.load);
-    report_.input = model.string();
-  }
-  compile();
-  release_load_memory();
+  adopt(session_model(
+      options, model.string(), [&](const onnx::LoadOptions& o) { return onnx::load(model, o); },
+      [&](const OptimizeOptions& o) { return optimize_model(model, {}, o); }));
 }
 
 Session::Session(std::span<const std::byte> model, const std::string& name,
-                 const SessionOptions& given)
-    : threads_(given.threads) {
+                 const SessionOptions& options)
+    : threads_(options.threads) {
   check_threads(threads_);
-  const SessionOptions options = lean(given);
-  if (options.optimize) {
-    OptimizedModel m = optimize_model(model, name, {}, options.optimizer);
-    graph_ = std::move(m.graph);
-    report_ = std::move(m.report);
-  } else {
-    graph_ = onnx::load_from_memory(model, name, {}, options.optimizer.load);
-    report_.input = name;
-  }
-  compile();
-  release_load_memory();
+  adopt(session_model(
+      options, name,
+      [&](const onnx::LoadOptions& o) { return onnx::load_from_memory(model, name, {}, o); },
+      [&](const OptimizeOptions& o) { return optimize_model(model, name, {}, o); }));
 }
 
 Session::Session(std::shared_ptr<graph::Graph> graph, const SessionOptions& options)
@@ -94,6 +77,18 @@ Session::Session(std::shared_ptr<graph::Graph> graph, const SessionOptions& opti
 }
 
 Session::~Session() = default;
+
+void Session::adopt(OptimizedModel model) {
+  graph_ = std::move(model.graph);
+  report_ = std::move(model.report);
+  compile();
+  // What loading and optimizing allocated and freed goes back to the system: glibc keeps freed
+  // heap memory mapped until asked, so the process would otherwise stay at the optimizer's
+  // high-water mark while it serves.
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
 
 void Session::compile() {
   graph_->verify();
