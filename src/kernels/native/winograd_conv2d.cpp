@@ -65,6 +65,20 @@ std::string decline_reason(const Conv2dOptions& options, const ref::Conv2dGeomet
   return {};
 }
 
+// What differs between the tiles beyond the transforms (winograd_tiles.h): the name the dispatch
+// log gives, the weight cache's packing, the decline rule.
+struct TileKind {
+  const char* name;
+  Packing packing;
+  DeclineRule decline;
+};
+
+const TileKind& kind_of(WinogradTile tile) {
+  static const TileKind f2{"F(2x2,3x3)", Packing::Winograd2x2, decline_reason<WinogradTile::F2x2>};
+  static const TileKind f4{"F(4x4,3x3)", Packing::Winograd4x4, decline_reason<WinogradTile::F4x4>};
+  return tile == WinogradTile::F2x2 ? f2 : f4;
+}
+
 }  // namespace
 
 WinogradTile winograd_tile(std::int64_t batch, std::int64_t out_h, std::int64_t out_w) {
@@ -83,10 +97,9 @@ Tensor winograd_conv2d(const Conv2dCall& call, std::string* declined) {
 }
 
 Tensor winograd_conv2d(const Conv2dCall& call, WinogradTile tile, std::string* declined) {
-  const DeclineRule rule = tile == WinogradTile::F2x2 ? decline_reason<WinogradTile::F2x2>
-                                                      : decline_reason<WinogradTile::F4x4>;
-  if (!accept_conv2d("winograd", call, rule, declined)) return {};
-  note_dispatch_detail(tile == WinogradTile::F2x2 ? "F(2x2,3x3)" : "F(4x4,3x3)");
+  const TileKind& kind = kind_of(tile);
+  if (!accept_conv2d("winograd", call, kind.decline, declined)) return {};
+  note_dispatch_detail(kind.name);
   const ref::Conv2dGeometry& g = call.geometry;
   const Tensor &input = call.input, &weight = call.weight, &bias = call.bias;
   const PostOps& post = call.post;
@@ -100,9 +113,8 @@ Tensor winograd_conv2d(const Conv2dCall& call, WinogradTile tile, std::string* d
   t.tiles_h = (g.out_h + side - 1) / side, t.tiles_w = (g.out_w + side - 1) / side;
   const std::int64_t tiles = g.batch * t.tiles_per_image();
 
-  const auto u = packed_weights(
-      weight, tile == WinogradTile::F2x2 ? Packing::Winograd2x2 : Packing::Winograd4x4,
-      [tile](const Tensor& w) { return transform_weights(w, tile); });
+  const auto u = packed_weights(weight, kind.packing,
+                                [tile](const Tensor& w) { return transform_weights(w, tile); });
   const ConvEpilogue epilogue(bias, g.out_channels, post);
 
   // Chunks of equal size (a multiple of the micro-kernel's 6 rows) within kChunkBytes.
