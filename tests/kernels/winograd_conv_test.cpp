@@ -19,6 +19,7 @@
 #include "kernels/verbose.h"
 #include "refold/error.h"
 #include "refold/functional.h"
+#include "refold/memory.h"
 
 namespace refold {
 namespace {
@@ -124,6 +125,26 @@ TEST_F(NativeWinograd, TheDispatchLogNamesTheTile) {
     DispatchLog log;
     (void)functional::conv2d(o.input, o.weight, o.bias, c.options());
     EXPECT_THAT(log.take(), ::testing::ElementsAre(std::string("conv2d: winograd ") + tile));
+  }
+}
+
+// The chunk's scratch (V and M) is the calling thread's, reused from call to call: the only
+// tensor a call allocates is its output, so no conv size leaves a block of its own behind.
+TEST_F(NativeWinograd, AllocatesOnlyItsOutput) {
+  for (const auto& [c_in, h] : {std::pair{64, 20}, std::pair{96, 14}}) {
+    const Case c{.name = "scratch", .c_in = c_in, .c_out = 64, .h = h, .w = h};
+    const Operands o = make_operands(c);
+    const Conv2dOptions options = c.options();
+    const PostOps post;
+    const Conv2dCall call = validate_conv2d(o.input, o.weight, o.bias, options, post);
+    for (const native::WinogradTile tile :
+         {native::WinogradTile::F2x2, native::WinogradTile::F4x4}) {
+      (void)native::winograd_conv2d(call, tile, nullptr);  // packs the weight first
+      const std::size_t before = memory_stats().current_bytes;
+      reset_peak_memory();
+      const Tensor y = native::winograd_conv2d(call, tile, nullptr);
+      EXPECT_EQ(memory_stats().peak_bytes - before, y.numel() * sizeof(float)) << c_in;
+    }
   }
 }
 
