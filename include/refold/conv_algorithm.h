@@ -7,8 +7,13 @@
 //           docs/testing.md); strided float32 convs with enough channels run refold's own
 //           direct conv; every other conv runs oneDNN's (docs/native-kernels.md).
 //   Direct  oneDNN's direct kernel for every conv (the reference point in benchmarks).
+//   Native  refold's own kernels for every conv they can compute (Winograd for 3×3 stride-1
+//           convs, the direct conv for strided ones, float32 channels_last with the channel
+//           multiples they need), also where the measured rules say oneDNN's is faster: to test
+//           and time them on any CPU.
 //
-// The environment variable REFOLD_CONV_ALGORITHM ("auto" or "direct", read once, on first use)
+// The environment variable REFOLD_CONV_ALGORITHM ("auto", "direct" or "native", read once, on
+// first use)
 // sets the default. The setting is process-wide and applies to every call made after it.
 // REFOLD_VERBOSE=1 prints, for each conv, which kernel ran and why the faster ones declined.
 #pragma once
@@ -17,15 +22,16 @@
 
 namespace refold {
 
-enum class ConvAlgorithm { Auto, Direct };
+enum class ConvAlgorithm { Auto, Direct, Native };
 
 void set_conv_algorithm(ConvAlgorithm algorithm);
 // The current setting. Throws refold::Error if REFOLD_CONV_ALGORITHM is set to anything but
-// "auto" or "direct".
+// "auto", "direct" or "native".
 ConvAlgorithm get_conv_algorithm();
 
-std::string_view conv_algorithm_name(ConvAlgorithm algorithm);  // "auto", "direct"
-// "auto" / "direct" → the algorithm; anything else throws refold::Error naming the text.
+std::string_view conv_algorithm_name(ConvAlgorithm algorithm);  // "auto", "direct", "native"
+// "auto" / "direct" / "native" → the algorithm; anything else throws refold::Error naming the
+// text.
 ConvAlgorithm parse_conv_algorithm(std::string_view text);
 
 }  // namespace refold

@@ -1,5 +1,5 @@
-// refold/conv_algorithm.h: the process-wide choice between Winograd-where-it-applies and
-// oneDNN's direct conv.
+// refold/conv_algorithm.h: the process-wide choice between refold's own conv kernels where they
+// pay off, oneDNN's direct conv everywhere, and refold's own wherever they run.
 #include "refold/conv_algorithm.h"
 
 #include <atomic>
@@ -37,14 +37,22 @@ ConvAlgorithm get_conv_algorithm() {
 }
 
 std::string_view conv_algorithm_name(ConvAlgorithm algorithm) {
-  return algorithm == ConvAlgorithm::Auto ? "auto" : "direct";
+  switch (algorithm) {
+    case ConvAlgorithm::Auto:
+      return "auto";
+    case ConvAlgorithm::Direct:
+      return "direct";
+    case ConvAlgorithm::Native:
+      return "native";
+  }
+  return "auto";
 }
 
 ConvAlgorithm parse_conv_algorithm(std::string_view text) {
   if (text == "auto") return ConvAlgorithm::Auto;
   if (text == "direct") return ConvAlgorithm::Direct;
-  fail("conv algorithm '{}' is not one of: auto, direct (REFOLD_CONV_ALGORITHM, --conv-algorithm)",
-       text);
+  if (text == "native") return ConvAlgorithm::Native;
+  fail("conv algorithm '{}' is not one of: auto, direct, native (REFOLD_CONV_ALGORITHM)", text);
 }
 
 }  // namespace refold

@@ -1,6 +1,7 @@
 // What the tests of refold's own conv kernels (kernels/native: Winograd, direct) share: a conv
 // case, its operands at unit scale, and the check of a kernel against the reference conv2d
-// followed by the unfused post-ops, with 1 and 2 threads.
+// followed by the unfused post-ops, with 1 and 2 threads and each vector ISA the CPU has
+// (cpu.h: AVX2, and AVX-512 where it runs at full rate).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/conv2d_call.h"
 #include "kernels/native/cpu.h"
@@ -23,7 +25,45 @@ namespace refold::testing::native_conv {
 
 inline constexpr auto NHWC = MemoryFormat::ChannelsLast;
 
-// Skips on CPUs without AVX2/FMA; restores the settings a test may change.
+// The vector ISAs refold's kernels can run with on this CPU: AVX2, and AVX-512 where
+// vector_isa() can be it.
+inline std::vector<native::VectorIsa> runnable_isas() {
+  std::vector<native::VectorIsa> isas = {native::VectorIsa::Avx2};
+  if (native::cpu_has_full_rate_avx512()) isas.push_back(native::VectorIsa::Avx512);
+  return isas;
+}
+
+// Caps vector_isa() at `isa` for its lifetime.
+class ScopedVectorIsa {
+ public:
+  explicit ScopedVectorIsa(native::VectorIsa isa) : saved_(native::max_vector_isa()) {
+    native::set_max_vector_isa(isa);
+  }
+  ~ScopedVectorIsa() { native::set_max_vector_isa(saved_); }
+  ScopedVectorIsa(const ScopedVectorIsa&) = delete;
+  ScopedVectorIsa& operator=(const ScopedVectorIsa&) = delete;
+
+ private:
+  native::VectorIsa saved_;
+};
+
+// Sets the conv algorithm for its lifetime.
+class ScopedConvAlgorithm {
+ public:
+  explicit ScopedConvAlgorithm(ConvAlgorithm algorithm) : saved_(get_conv_algorithm()) {
+    set_conv_algorithm(algorithm);
+  }
+  ~ScopedConvAlgorithm() { set_conv_algorithm(saved_); }
+  ScopedConvAlgorithm(const ScopedConvAlgorithm&) = delete;
+  ScopedConvAlgorithm& operator=(const ScopedConvAlgorithm&) = delete;
+
+ private:
+  ConvAlgorithm saved_;
+};
+
+// Skips on CPUs without AVX2/FMA; runs with vector_isa() capped at AVX2, so that a test's
+// expected declines and dispatch are those of VectorIsa::Avx2's rules on every CPU (a test of
+// the AVX-512 rules or form sets its own cap); restores the settings a test may change.
 class NativeConvTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -34,6 +74,7 @@ class NativeConvTest : public ::testing::Test {
 
  private:
   testing::RestoreNumThreads restore_threads_;
+  ScopedVectorIsa avx2_{native::VectorIsa::Avx2};
   ConvAlgorithm algorithm_ = ConvAlgorithm::Auto;
 };
 
@@ -93,20 +134,26 @@ inline PostOps post_ops_for(const Case& c, const Shape& out_sizes) {
 using Kernel = Tensor (*)(const Conv2dCall& call, std::string* declined);
 
 // kernel(case) == activation(reference conv2d + bias + residual) within the fp32 tolerance,
-// channels_last, with 1 and 2 threads.
+// channels_last, with 1 and 2 threads and each runnable ISA; the conv algorithm is Native, so
+// the math is tested also where the ISA's rules would leave the case to oneDNN.
 inline void expect_matches_reference(const Kernel& kernel, const Case& c) {
   const Operands o = make_operands(c);
   const Tensor plain = reference::conv2d(o.input, o.weight, o.bias, c.options());
   const PostOps post = post_ops_for(c, plain.sizes());
   const Tensor expected = post.empty() ? plain : reference::apply_post_ops(plain, post);
-  for (int threads : {1, 2}) {
-    set_num_threads(threads);
-    std::string declined;
-    const Tensor y =
-        kernel(validate_conv2d(o.input, o.weight, o.bias, c.options(), post), &declined);
-    ASSERT_TRUE(y.defined()) << c.name << ": declined: " << declined;
-    EXPECT_TRUE(y.is_contiguous(NHWC)) << c.name;
-    EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32())) << c.name << ", threads " << threads;
+  const ScopedConvAlgorithm native(ConvAlgorithm::Native);
+  for (native::VectorIsa isa : runnable_isas()) {
+    const ScopedVectorIsa capped(isa);
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      std::string declined;
+      const Tensor y =
+          kernel(validate_conv2d(o.input, o.weight, o.bias, c.options(), post), &declined);
+      ASSERT_TRUE(y.defined()) << c.name << ": declined: " << declined;
+      EXPECT_TRUE(y.is_contiguous(NHWC)) << c.name;
+      EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32()))
+          << c.name << ", threads " << threads << ", " << native::vector_isa_name(isa);
+    }
   }
 }
 
@@ -125,21 +172,26 @@ inline void expect_every_epilogue_matches(const Kernel& kernel, Case base) {
 }
 
 // Every chain of testing::post_chain_cases (steps after the activation: Mul/Add per tensor and
-// per channel, the residual after the activation) on `base`.
+// per channel, the residual after the activation) on `base`, as expect_matches_reference runs.
 inline void expect_every_chain_matches(const Kernel& kernel, const Case& base) {
   const Operands o = make_operands(base);
   const Tensor plain = reference::conv2d(o.input, o.weight, o.bias, base.options());
+  const ScopedConvAlgorithm native(ConvAlgorithm::Native);
   for (PostChainCase& k : post_chain_cases(plain.sizes())) {
     SCOPED_TRACE(k.name);
     const Tensor expected = reference::apply_post_ops(plain, k.post);
     if (k.post.residual.defined()) k.post.residual = k.post.residual.contiguous(NHWC);
-    for (int threads : {1, 2}) {
-      set_num_threads(threads);
-      std::string declined;
-      const Tensor y =
-          kernel(validate_conv2d(o.input, o.weight, o.bias, base.options(), k.post), &declined);
-      ASSERT_TRUE(y.defined()) << "declined: " << declined;
-      EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32())) << "threads " << threads;
+    for (native::VectorIsa isa : runnable_isas()) {
+      const ScopedVectorIsa capped(isa);
+      for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        std::string declined;
+        const Tensor y =
+            kernel(validate_conv2d(o.input, o.weight, o.bias, base.options(), k.post), &declined);
+        ASSERT_TRUE(y.defined()) << "declined: " << declined;
+        EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32()))
+            << "threads " << threads << ", " << native::vector_isa_name(isa);
+      }
     }
   }
 }

@@ -164,6 +164,45 @@ TEST_F(NativeDirect, DeclinesWhatOtherKernelsDoBetter) {
   EXPECT_EQ(declined, "conv algorithm is 'direct'");
 }
 
+// Where vector_isa() is AVX-512 (full rate), oneDNN's AVX-512 conv is faster at every measured
+// shape, so the kernel declines; the Native algorithm still runs it.
+TEST_F(NativeDirect, DeclinesWhereItsIsaLeavesConvsToOneDnn) {
+  if (!native::cpu_has_full_rate_avx512()) GTEST_SKIP() << "this CPU has no full-rate AVX-512";
+  const Case c{.name = "RepVGG stride 2", .c_in = 48, .c_out = 48, .h = 12, .w = 12, .stride = 2};
+  const Operands o = make_operands(c);
+  std::string declined;
+  EXPECT_TRUE(
+      native::direct_conv2d(o.input, o.weight, o.bias, c.options(), {}, &declined).defined())
+      << declined;
+  const ScopedVectorIsa avx512(native::VectorIsa::Avx512);
+  EXPECT_FALSE(
+      native::direct_conv2d(o.input, o.weight, o.bias, c.options(), {}, &declined).defined());
+  EXPECT_EQ(declined, "oneDNN's AVX-512 conv is faster on this CPU");
+  const ScopedConvAlgorithm native(ConvAlgorithm::Native);
+  EXPECT_TRUE(
+      native::direct_conv2d(o.input, o.weight, o.bias, c.options(), {}, &declined).defined());
+}
+
+// The Native algorithm runs it where the rule leaves the conv to oneDNN (a 1×1 stride-2 conv over
+// 16 input channels), with the conv's result.
+TEST_F(NativeDirect, TheNativeAlgorithmRunsItBeyondItsRule) {
+  const Case c{.name = "1x1 stride 2 over 16 channels",
+               .c_in = 16,
+               .c_out = 24,
+               .h = 9,
+               .w = 9,
+               .kh = 1,
+               .kw = 1,
+               .padding = 0,
+               .stride = 2};
+  const Operands o = make_operands(c);
+  std::string declined;
+  EXPECT_FALSE(
+      native::direct_conv2d(o.input, o.weight, o.bias, c.options(), {}, &declined).defined());
+  EXPECT_EQ(declined, "kernel 1x1 over 16 input channels is oneDNN's");
+  expect_matches_reference(native::direct_conv2d, c);
+}
+
 TEST_F(NativeDirect, PacksAWeightOnceAndAgainAfterItChanges) {
   native::clear_cache();
   const Case c{.name = "cache", .c_in = 48, .c_out = 24, .stride = 2};

@@ -117,6 +117,56 @@ TEST_F(NativeWinograd, TheLargerTileTakesFewerChannels) {
   expect_matches_reference(winograd_with<native::WinogradTile::F4x4>, c);
 }
 
+// The channel rule of each ISA (winograd_conv2d.cpp) on the shapes it was measured on, batch 1,
+// 'same' padding: with AVX2 it is ρ = C_in·C_out / (C_in + C_out) alone (≥ 20 for 2×2 tiles,
+// 12 for 4×4); with full-rate AVX-512 the bar is higher and few tiles count against it.
+TEST(WinogradChannelRule, FollowsEachIsasMeasurements) {
+  using native::VectorIsa;
+  using native::WinogradTile;
+  const auto pays = [](WinogradTile tile, VectorIsa isa, std::int64_t c_in, std::int64_t c_out,
+                       std::int64_t size) {
+    reference::detail::Conv2dGeometry g{};
+    g.batch = 1, g.in_channels = c_in, g.out_channels = c_out, g.kh = g.kw = 3, g.groups = 1;
+    g.in_h = g.in_w = g.out_h = g.out_w = size;
+    return native::winograd_has_enough_channels(tile, g, isa);
+  };
+  // AVX2: the size does not matter.
+  EXPECT_TRUE(pays(WinogradTile::F4x4, VectorIsa::Avx2, 24, 24, 56));   // ρ 12
+  EXPECT_FALSE(pays(WinogradTile::F4x4, VectorIsa::Avx2, 16, 16, 56));  // ρ 8
+  EXPECT_TRUE(pays(WinogradTile::F4x4, VectorIsa::Avx2, 64, 64, 14));
+  EXPECT_TRUE(pays(WinogradTile::F2x2, VectorIsa::Avx2, 40, 40, 28));   // ρ 20
+  EXPECT_FALSE(pays(WinogradTile::F2x2, VectorIsa::Avx2, 32, 32, 80));  // ρ 16
+  // AVX-512: ρ·T / (T + 16) ≥ 24 for 4×4 tiles, 40 for 2×2.
+  EXPECT_TRUE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 96, 96, 28));    // 48·49/65 = 36
+  EXPECT_TRUE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 192, 192, 14));  // 96·16/32 = 48
+  EXPECT_TRUE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 64, 64, 40));    // 32·100/116 = 28
+  EXPECT_FALSE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 64, 64, 14));   // 32·16/32 = 16
+  EXPECT_FALSE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 48, 48, 28));   // 24·49/65 = 18
+  EXPECT_FALSE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 32, 32, 80));   // 16·400/416 = 15
+  EXPECT_TRUE(pays(WinogradTile::F2x2, VectorIsa::Avx512, 96, 96, 28));    // 48·196/212 = 44
+  EXPECT_FALSE(pays(WinogradTile::F2x2, VectorIsa::Avx512, 64, 64, 40));   // 32·400/416 = 31
+}
+
+// Where vector_isa() is AVX-512, winograd_conv2d applies AVX-512's rule: 64→64 at 14², which
+// AVX2's rule takes, is declined.
+TEST_F(NativeWinograd, AppliesTheRuleOfTheIsaItRunsWith) {
+  const Case c{.name = "64 -> 64 at 14x14", .c_in = 64, .c_out = 64, .h = 14, .w = 14};
+  const Operands o = make_operands(c);
+  const Conv2dOptions options = c.options();
+  const PostOps post;
+  const Conv2dCall call = validate_conv2d(o.input, o.weight, o.bias, options, post);
+  std::string declined;
+  EXPECT_TRUE(native::winograd_conv2d(call, native::WinogradTile::F4x4, &declined).defined())
+      << declined;
+  if (!native::cpu_has_full_rate_avx512()) GTEST_SKIP() << "this CPU has no full-rate AVX-512";
+  const ScopedVectorIsa avx512(native::VectorIsa::Avx512);
+  EXPECT_FALSE(native::winograd_conv2d(call, native::WinogradTile::F4x4, &declined).defined());
+  EXPECT_EQ(declined, "too few channels to pay off (64→64)");
+  // The Native algorithm runs it anyway.
+  const ScopedConvAlgorithm native(ConvAlgorithm::Native);
+  EXPECT_TRUE(native::winograd_conv2d(call, native::WinogradTile::F4x4, &declined).defined());
+}
+
 // REFOLD_VERBOSE and the profiler name the tile that ran.
 TEST_F(NativeWinograd, TheDispatchLogNamesTheTile) {
   for (const auto& [h, tile] : {std::pair{28, "F(4x4,3x3)"}, std::pair{2, "F(2x2,3x3)"}}) {
@@ -327,10 +377,46 @@ TEST(ConvAlgorithm, ParsesItsNamesAndRejectsOthers) {
   EXPECT_EQ(parse_conv_algorithm("auto"), ConvAlgorithm::Auto);
   EXPECT_EQ(parse_conv_algorithm("direct"), ConvAlgorithm::Direct);
   EXPECT_EQ(conv_algorithm_name(ConvAlgorithm::Auto), "auto");
+  EXPECT_EQ(parse_conv_algorithm("native"), ConvAlgorithm::Native);
   EXPECT_EQ(conv_algorithm_name(ConvAlgorithm::Direct), "direct");
+  EXPECT_EQ(conv_algorithm_name(ConvAlgorithm::Native), "native");
   EXPECT_THAT([] { (void)parse_conv_algorithm("winograd"); },
               ::testing::ThrowsMessage<Error>(
-                  HasSubstr("conv algorithm 'winograd' is not one of: auto, direct")));
+                  HasSubstr("conv algorithm 'winograd' is not one of: auto, direct, native")));
+}
+
+// The Native algorithm runs Winograd below the channel rule (here 16→16, ρ 8), and the result is
+// still the conv's.
+TEST_F(NativeWinograd, TheNativeAlgorithmRunsItBelowTheChannelRule) {
+  const Case c{.name = "16 -> 16", .c_in = 16, .c_out = 16, .h = 9, .w = 9};
+  const Operands o = make_operands(c);
+  const Conv2dOptions options = c.options();
+  const PostOps post;
+  const Conv2dCall call = validate_conv2d(o.input, o.weight, o.bias, options, post);
+  std::string declined;
+  set_conv_algorithm(ConvAlgorithm::Auto);
+  EXPECT_FALSE(native::winograd_conv2d(call, &declined).defined());
+  EXPECT_EQ(declined, "too few channels to pay off (16→16)");
+  expect_matches_reference(winograd_with<native::WinogradTile::F2x2>, c);
+  expect_matches_reference(winograd_with<native::WinogradTile::F4x4>, c);
+}
+
+TEST(VectorIsa, ParsesItsNamesCapsAndRejectsOthers) {
+  EXPECT_EQ(native::parse_vector_isa("avx2"), native::VectorIsa::Avx2);
+  EXPECT_EQ(native::parse_vector_isa("avx512"), native::VectorIsa::Avx512);
+  EXPECT_EQ(native::vector_isa_name(native::VectorIsa::Avx512), "avx512");
+  EXPECT_THAT([] { (void)native::parse_vector_isa("sse4"); },
+              ::testing::ThrowsMessage<Error>(
+                  HasSubstr("vector ISA 'sse4' is not one of: avx2, avx512 (REFOLD_NATIVE_ISA)")));
+  {
+    const ScopedVectorIsa avx2(native::VectorIsa::Avx2);
+    EXPECT_EQ(native::vector_isa(), native::VectorIsa::Avx2);
+  }
+  const ScopedVectorIsa avx512(native::VectorIsa::Avx512);
+  EXPECT_EQ(native::vector_isa(), native::cpu_has_full_rate_avx512() ? native::VectorIsa::Avx512
+                                                                     : native::VectorIsa::Avx2);
+  // Full rate implies the AVX-512 instructions.
+  EXPECT_TRUE(!native::cpu_has_full_rate_avx512() || native::cpu_has_avx512());
 }
 
 }  // namespace

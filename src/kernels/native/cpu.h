@@ -1,15 +1,22 @@
 // What refold's own vector kernels need from the CPU, checked at run time: the library is built
-// for baseline x86-64, and each AVX2 function carries its own target attribute, so a CPU without
-// AVX2 never executes an AVX2 instruction (the dispatch declines before calling in).
+// for baseline x86-64, and each AVX2 or AVX-512 function carries its own target attribute, so a
+// CPU without AVX2 never executes an AVX2 instruction (the dispatch declines before calling in),
+// and one without AVX-512 never executes an AVX-512 one (vector_isa() says AVX2 there).
 #pragma once
+
+#include <string_view>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define REFOLD_HAVE_X86_KERNELS 1
 // On every function that uses AVX2/FMA intrinsics (and on the helpers they inline).
 #define REFOLD_TARGET_AVX2 __attribute__((target("avx2,fma")))
+// On every function that uses AVX-512 intrinsics: F (the 512-bit registers and FMA), DQ
+// (extracting a 256-bit half), VL; AVX2 helpers inline into them.
+#define REFOLD_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
 #else
 #define REFOLD_HAVE_X86_KERNELS 0
 #define REFOLD_TARGET_AVX2
+#define REFOLD_TARGET_AVX512
 #endif
 
 namespace refold::native {
@@ -23,5 +30,39 @@ inline bool cpu_has_avx2_fma() {
   return false;
 #endif
 }
+
+// True where this CPU (and its OS, which must save the 512-bit state) can run the AVX-512
+// kernels: AVX-512 F, DQ and VL, and AVX2 + FMA.
+bool cpu_has_avx512();
+
+// True where cpu_has_avx512() and a 512-bit FMA does twice the work of a 256-bit one in the
+// same time (cores with two 512-bit FMA units, as Intel's server cores have), not the same work
+// in twice the time (cores that split a 512-bit op into two 256-bit halves, as Zen 4 does).
+// Measured once per process, on first use, by timing equal counts of 256- and 512-bit FMAs (best
+// of 5 alternating runs of 12 independent chains, about 0.2 ms in all).
+bool cpu_has_full_rate_avx512();
+
+// The vector ISA refold's own kernels run with and are tuned for: the conv micro-kernel's form
+// (micro_kernel.h) and the rules that decide where its conv kernels beat oneDNN's
+// (winograd_conv2d.cpp, direct_conv2d.cpp).
+//   Avx512  where cpu_has_full_rate_avx512(). oneDNN's AVX-512 convs run about twice as fast as
+//           its AVX2 ones there, so refold's conv kernels pay off in fewer places.
+//   Avx2    everywhere else, AVX-512 at half rate included: there oneDNN's AVX-512 convs are no
+//           faster than its AVX2 ones, and neither are refold's AVX-512 forms.
+enum class VectorIsa { Avx2, Avx512 };
+
+// This CPU's ISA, capped by set_max_vector_isa, else by the environment variable
+// REFOLD_NATIVE_ISA ("avx2" or "avx512", read once; anything else throws refold::Error). Only
+// meaningful where cpu_has_avx2_fma().
+VectorIsa vector_isa();
+// Caps vector_isa() for this process from now on (tests run both forms and both sets of rules;
+// benchmarks compare them). A cap above what the CPU has changes nothing.
+void set_max_vector_isa(VectorIsa isa);
+// The cap in force: set_max_vector_isa's, else REFOLD_NATIVE_ISA's, else Avx512.
+VectorIsa max_vector_isa();
+
+std::string_view vector_isa_name(VectorIsa isa);  // "avx2", "avx512"
+// "avx2" / "avx512" → the ISA; anything else throws refold::Error naming the text.
+VectorIsa parse_vector_isa(std::string_view text);
 
 }  // namespace refold::native

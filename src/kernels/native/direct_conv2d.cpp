@@ -9,9 +9,11 @@
 
 #include "core/check.h"
 #include "kernels/native/conv_rules.h"
+#include "kernels/native/cpu.h"
 #include "kernels/native/micro_kernel.h"
 #include "kernels/native/weight_cache.h"
 #include "kernels/reference/conv_common.h"
+#include "refold/conv_algorithm.h"
 #include "refold/threads.h"
 
 namespace refold::native {
@@ -46,6 +48,11 @@ std::string decline_reason(const Conv2dOptions& options, const ref::Conv2dGeomet
   // downsampling convs and 16–32 input channels (YOLOv8's first strided convs: oneDNN's
   // jit:avx2 1.2–2.1× faster, paired runs) are oneDNN's.
   if (options.stride.h < 2 && options.stride.w < 2) return "stride 1 (Winograd's or oneDNN's)";
+  if (get_conv_algorithm() == ConvAlgorithm::Native) return {};  // wherever it runs
+  // VectorIsa::Avx512 (full-rate AVX-512: Xeon, Sapphire Rapids class): oneDNN's
+  // brgconv:avx512_core is 1.5–1.7× faster than this kernel's AVX-512 form at every RepVGG-A0
+  // strided shape (48→48 at 112² to 192→1280 at 14², paired runs, bench/RESULTS.md).
+  if (vector_isa() == VectorIsa::Avx512) return "oneDNN's AVX-512 conv is faster on this CPU";
   if (g.kh * g.kw < 9 || g.in_channels < 48)
     return fmt::format("kernel {}x{} over {} input channels is oneDNN's", g.kh, g.kw,
                        g.in_channels);
@@ -72,16 +79,16 @@ Tensor direct_conv2d(const Conv2dCall& call, std::string* declined) {
   const Size2d s = options.stride, d = options.dilation;
   const std::int64_t pixels = g.batch * g.out_h * g.out_w;
   const std::int64_t panels = (pixels + kPanelRows - 1) / kPanelRows;
-  const std::int64_t blocks = (g.out_channels + kBlockWidth - 1) / kBlockWidth;
+  const std::int64_t columns = (g.out_channels + kPanelWidth - 1) / kPanelWidth;
 
   // Job order. When the packed weights fit in half a core's L2 (C_in·C_out·taps ≤ 64 Ki floats:
   // a 3×3 48→96 conv is 162 KiB), a job is one panel of pixels times every channel block: the
-  // panel's pointer table is built once and its input rows stay in L1 across the blocks.
-  // Otherwise a job is one (block, panel), block-major, so a thread's consecutive jobs reuse
-  // one weight panel from cache.
+  // panel's pointer table is built once and its input rows stay in L1 across the columns.
+  // Otherwise a job is one (32 output channels, panel), column-major, so a thread's consecutive
+  // jobs reuse one weight panel from cache.
   const bool panel_major =
       static_cast<std::int64_t>(packed->size() * sizeof(float)) <= kPanelMajorWeightBytes;
-  const std::int64_t jobs = panel_major ? panels : blocks * panels;
+  const std::int64_t jobs = panel_major ? panels : columns * panels;
 
 #pragma omp parallel num_threads(get_num_threads())
   {
@@ -119,12 +126,12 @@ Tensor direct_conv2d(const Conv2dCall& call, std::string* declined) {
       p.depth = c;
       p.ldc = g.out_channels;
       p.epilogue = &epilogue.get();
-      const std::int64_t first_block = panel_major ? 0 : job / panels;
-      const std::int64_t last_block = panel_major ? blocks : first_block + 1;
-      for (std::int64_t block = first_block; block < last_block; ++block) {
-        const std::int64_t o0 = block * kBlockWidth;
+      const std::int64_t first_column = panel_major ? 0 : job / panels;
+      const std::int64_t last_column = panel_major ? columns : first_column + 1;
+      for (std::int64_t column = first_column; column < last_column; ++column) {
+        const std::int64_t o0 = column * kPanelWidth;
         p.b = packed->data() + o0 * taps * c;
-        p.width = std::min(kBlockWidth, g.out_channels - o0);
+        p.width = std::min(kPanelWidth, g.out_channels - o0);
         p.c_offset = p0 * g.out_channels + o0;
         p.c = out + p.c_offset;
         p.channel = o0;

@@ -1,4 +1,4 @@
-// micro_kernel.h: the 6×16 (and 6×8) AVX2 micro-kernel.
+// micro_kernel.h: the 6×16 (and 6×8) AVX2 micro-kernel, and the choice of form.
 #include "kernels/native/micro_kernel.h"
 
 namespace refold::native {
@@ -87,19 +87,53 @@ REFOLD_TARGET_AVX2 void dispatch_rows(const Panel& p) {
   }
 }
 
-}  // namespace
-
-void multiply_panel(const Panel& p) {
-  if (p.width == 16) {
+// One block: 16 columns, or 8.
+REFOLD_TARGET_AVX2 void multiply_block(const Panel& p) {
+  if (p.width == kBlockWidth) {
     dispatch_rows<2>(p);
   } else {
     dispatch_rows<1>(p);
   }
 }
 
+}  // namespace
+
+namespace detail {
+
+void multiply_panel_avx2(const Panel& p) {
+  if (p.width <= kBlockWidth) {
+    multiply_block(p);
+    return;
+  }
+  // Two blocks: the first 16 columns, then the rest from the second block.
+  Panel first = p;
+  first.width = kBlockWidth;
+  multiply_block(first);
+  Panel second = p;
+  second.b = p.b + p.taps * p.depth * kBlockWidth;
+  second.width = p.width - kBlockWidth;
+  second.c = p.c + kBlockWidth;
+  second.channel = p.channel + kBlockWidth;
+  second.c_offset = p.c_offset + kBlockWidth;
+  multiply_block(second);
+}
+
+}  // namespace detail
+
+void multiply_panel(const Panel& p) {
+  if (vector_isa() == VectorIsa::Avx512) {
+    detail::multiply_panel_avx512(p);
+  } else {
+    detail::multiply_panel_avx2(p);
+  }
+}
+
 #else
 
 void multiply_panel(const Panel&) {}
+namespace detail {
+void multiply_panel_avx2(const Panel&) {}
+}  // namespace detail
 
 #endif
 

@@ -1,18 +1,22 @@
-// The one matrix-product micro-kernel of refold's own conv kernels (AVX2 + FMA; call only where
-// cpu_has_avx2_fma(), cpu.h). For a panel of up to 6 rows and a block of `width` (16 or 8)
-// output channels it computes
+// The one matrix-product micro-kernel of refold's own conv kernels, in an AVX2 and an AVX-512
+// form (call only where cpu_has_avx2_fma(), cpu.h; multiply_panel picks the form of
+// vector_isa()). For a panel of up to 6 rows and `width` (8, 16, 24 or 32) output channels it
+// computes
 //
 //   C[r][o] = Σ_t Σ_k A_t[r][k] · B[t][k][o]        r < rows ≤ 6, t < taps, k < depth
 //
 // where row r of A_t starts at a[t·6 + r] (every (tap, row) its own pointer: rows may be any
-// pixels, and a tap that falls into the padding points at zeros), B is packed
-// [taps][depth][width], and C row r is at c + r·ldc. Then it
-// stores C through the epilogue (epilogue.h) when one is given, else as is.
+// pixels, and a tap that falls into the padding points at zeros), B is one or two consecutive
+// packed blocks, each [taps][depth][its width] (the first 16 wide when there are two, the second
+// at b + taps·depth·16), and C row r is at c + r·ldc. Then it stores C through the epilogue
+// (epilogue.h) when one is given, else as is.
 //   Winograd (winograd_conv2d.h): 1 tap; rows are transformed tiles, k input channels.
 //   Direct conv (direct_conv2d.h): kh·kw taps (the kernel's offsets in the input); rows are
 //   output pixels, k input channels.
-// Register-blocked 6 rows × 16 columns: 12 accumulators, two B loads and six broadcasts of A
-// per k — the classic shape for AVX2's 16 vector registers.
+// AVX2: register-blocked 6 rows × 16 columns, 12 accumulators, two B loads and six broadcasts of
+// A per k (the classic shape for AVX2's 16 vector registers); 32 columns are two such passes.
+// AVX-512: 6 rows × 32 columns in one pass, 12 accumulators of 16 lanes, the same two B loads and
+// six broadcasts per k for twice the FMAs.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +29,8 @@ inline constexpr std::int64_t kPanelRows = 6;
 // Output channels per packed weight column block: 16, the last block of a layer 8 when C_out is
 // an odd multiple of 8. Both kernels pack their weights in such blocks (B above).
 inline constexpr std::int64_t kBlockWidth = 16;
+// Output channels per multiply_panel call: up to two blocks.
+inline constexpr std::int64_t kPanelWidth = 2 * kBlockWidth;
 
 struct Panel {
   std::int64_t rows = 0;            // 1…6
@@ -32,7 +38,7 @@ struct Panel {
   std::int64_t taps = 1;
   std::int64_t depth = 0;
   const float* b = nullptr;
-  std::int64_t width = 16;  // 16 or 8
+  std::int64_t width = 16;  // 8, 16, 24 or 32
   float* c = nullptr;
   std::int64_t ldc = 0;
   // Applied at the store when non-null: bias from `channel`, residual at `c_offset` + the
@@ -42,6 +48,13 @@ struct Panel {
   std::int64_t c_offset = 0;
 };
 
+// With the kernel of vector_isa().
 void multiply_panel(const Panel& p);
+
+namespace detail {
+// One form each (tests compare them); the AVX-512 one only where cpu_has_avx512().
+void multiply_panel_avx2(const Panel& p);
+void multiply_panel_avx512(const Panel& p);
+}  // namespace detail
 
 }  // namespace refold::native

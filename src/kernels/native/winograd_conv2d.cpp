@@ -9,11 +9,13 @@
 
 #include "core/check.h"
 #include "kernels/native/conv_rules.h"
+#include "kernels/native/cpu.h"
 #include "kernels/native/micro_kernel.h"
 #include "kernels/native/weight_cache.h"
 #include "kernels/native/winograd_tiles.h"
 #include "kernels/reference/conv_common.h"
 #include "kernels/verbose.h"
+#include "refold/conv_algorithm.h"
 #include "refold/threads.h"
 
 namespace refold::native {
@@ -42,17 +44,6 @@ float* thread_scratch(std::size_t floats) {
   return buffer.data();
 }
 
-// Per tile, the matrix products cost ∝ C_in·C_out and the transforms ∝ C_in + C_out; below this
-// C_in·C_out / (C_in + C_out) the transforms dominate and oneDNN's direct conv is faster. 2×2
-// tiles (2 threads, vs oneDNN's jit:avx2): 48→48 at 56² (ratio 24) 1.35× faster, 32→32 at 224²
-// (16) 0.86×, 8→64 at 56² 0.42×. 4×4 tiles, whose products are 1.78× fewer for the same
-// transforms, from 12 (2 threads, Zen 3, layer by layer, conv_layers_bench): 24→24 at 56² (12)
-// 0.78× oneDNN's time, 32→32 at 80² (16) 0.65×, 32→64 at 56² (21) 0.9×, 64→64 at 40² 0.72×,
-// while 16→16 at 56² (8) takes 1.8×. bench/RESULTS.md has the runs.
-constexpr std::int64_t min_channel_ratio(WinogradTile tile) {
-  return tile == WinogradTile::F2x2 ? 20 : 12;
-}
-
 // Why this kernel, with this tile, does not take a valid problem, or "" when it does.
 template <WinogradTile Tile>
 std::string decline_reason(const Conv2dOptions& options, const ref::Conv2dGeometry& g) {
@@ -60,7 +51,8 @@ std::string decline_reason(const Conv2dOptions& options, const ref::Conv2dGeomet
   if (!(options.stride == Size2d(1)) || !(options.dilation == Size2d(1)))
     return "stride 1 and dilation 1 only";
   if (g.in_channels % 8 != 0) return "input channels must be a multiple of 8";
-  if (g.in_channels * g.out_channels < min_channel_ratio(Tile) * (g.in_channels + g.out_channels))
+  if (get_conv_algorithm() != ConvAlgorithm::Native &&
+      !winograd_has_enough_channels(Tile, g, vector_isa()))
     return fmt::format("too few channels to pay off ({}→{})", g.in_channels, g.out_channels);
   return {};
 }
@@ -80,6 +72,31 @@ const TileKind& kind_of(WinogradTile tile) {
 }
 
 }  // namespace
+
+// The channel rule. Per tile, the matrix products cost ∝ C_in·C_out and the transforms
+// ∝ C_in + C_out; below some ρ = C_in·C_out / (C_in + C_out) the transforms dominate and oneDNN's
+// direct conv is faster. All figures: 2 threads, layer by layer, conv_layers_bench (paired with
+// oneDNN), bench/RESULTS.md.
+//   VectorIsa::Avx2 (oneDNN's jit:avx2, or AVX-512 at half rate): ρ ≥ 20 for 2×2 tiles, 12 for
+//   4×4, whose products are 1.78× fewer for the same transforms. 2×2: 48→48 at 56² (ρ 24)
+//   0.74× oneDNN's time, 32→32 at 224² (16) 1.16×, 8→64 at 56² 2.4×; 4×4 (Zen 3): 24→24 at 56²
+//   (12) 0.78×, 32→32 at 80² (16) 0.65×, 64→64 at 40² 0.72×, 16→16 at 56² (8) 1.8×.
+//   AVX-512 (cpu.h's VectorIsa::Avx512, full rate: oneDNN's brgconv at about 95 % of the FMA
+//   limit, refold's kernels, with AVX2 transforms, well below): the products must also pay for
+//   reading U, which few tiles share, so the rule is on ρ·T / (T + kWeightReadInTiles), T the
+//   tiles: ≥ 40 for 2×2 tiles, 24 for 4×4. Xeon (Sapphire Rapids class), 4×4: 96→96 at 28²
+//   (36) 0.70×, 192→192 at 14² (48) 0.88×, 64→64 at 40² (28) 0.84×, 48→48 at 56² (22) 1.01×,
+//   48→48 at 28² (18) 1.07×, 64→64 at 14² (16) 1.36×, 32→32 at 80² (15) 1.23×; 2×2: 96→96 at
+//   28² (44) 0.89×, 192→192 at 14² (72) 0.88×, 64→64 at 40² (31) 1.08×.
+bool winograd_has_enough_channels(WinogradTile tile, const ref::Conv2dGeometry& g, VectorIsa isa) {
+  const std::int64_t products = g.in_channels * g.out_channels;
+  const std::int64_t transforms = g.in_channels + g.out_channels;
+  const bool f2 = tile == WinogradTile::F2x2;
+  if (isa == VectorIsa::Avx2) return products >= (f2 ? 20 : 12) * transforms;
+  const std::int64_t m = tile_side(tile);
+  const std::int64_t tiles = g.batch * ((g.out_h + m - 1) / m) * ((g.out_w + m - 1) / m);
+  return products * tiles >= (f2 ? 40 : 24) * transforms * (tiles + kWeightReadInTiles);
+}
 
 WinogradTile winograd_tile(std::int64_t batch, std::int64_t out_h, std::int64_t out_w) {
   const auto cost = [&](WinogradTile tile) {
@@ -132,7 +149,7 @@ Tensor winograd_conv2d(const Conv2dCall& call, WinogradTile tile, std::string* d
   const float* in = input.data<float>();
   float* out = output.data<float>();
   const float* packed = u->data();
-  const std::int64_t blocks = (g.out_channels + kBlockWidth - 1) / kBlockWidth;
+  const std::int64_t columns = (g.out_channels + kPanelWidth - 1) / kPanelWidth;
   const int threads = get_num_threads();
 
   for (std::int64_t first = 0; first < tiles; first += chunk) {
@@ -141,12 +158,11 @@ Tensor winograd_conv2d(const Conv2dCall& call, WinogradTile tile, std::string* d
     {
 #pragma omp for schedule(static)
       for (std::int64_t s = 0; s < count; ++s) transform_input(in, t, first + s, s, v, v_stride);
-        // One job per (position ξ, block of 16 output channels): M_ξ[:, block] = V_ξ · U_ξ[:,
-        // block]
+        // One job per (position ξ, 32 output channels from o0): M_ξ[:, o0…] = V_ξ · U_ξ[:, o0…]
 #pragma omp for schedule(static)
-      for (std::int64_t job = 0; job < positions * blocks; ++job) {
-        const std::int64_t xi = job / blocks, o0 = job % blocks * kBlockWidth;
-        const std::int64_t width = std::min(kBlockWidth, g.out_channels - o0);
+      for (std::int64_t job = 0; job < positions * columns; ++job) {
+        const std::int64_t xi = job / columns, o0 = job % columns * kPanelWidth;
+        const std::int64_t width = std::min(kPanelWidth, g.out_channels - o0);
         const float* rows[kPanelRows];
         Panel p;
         p.a = rows;

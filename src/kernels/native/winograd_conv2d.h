@@ -21,6 +21,7 @@
 #include <string>
 
 #include "kernels/conv2d_call.h"
+#include "kernels/native/cpu.h"
 #include "kernels/native/winograd_tiles.h"
 #include "kernels/post_ops.h"
 #include "refold/op_options.h"
@@ -33,6 +34,12 @@ namespace refold::native {
 // counted as 16 tiles' matrix products (winograd_conv2d.cpp). The 4×4 tile does 1.78× fewer
 // multiply-adds on large outputs, but its U is 2.25× larger: at batch 1 it pays from 28×28 up.
 WinogradTile winograd_tile(std::int64_t batch, std::int64_t out_h, std::int64_t out_w);
+
+// The channel rule: whether `tile` on conv `g` beats oneDNN's direct conv on a CPU whose
+// vector_isa() is `isa` (the thresholds and their measurements: winograd_conv2d.cpp). With
+// isa = vector_isa() it is what winograd_conv2d applies.
+bool winograd_has_enough_channels(WinogradTile tile, const reference::detail::Conv2dGeometry& g,
+                                  VectorIsa isa);
 
 // y = post.activation(conv2d(input, weight) + bias + post.residual), or declined (see above),
 // with winograd_tile()'s tile or the one given.
