@@ -326,7 +326,20 @@ struct Expr {
 struct Failure {
   std::string why;
   std::vector<std::string> cut;
+  bool quiet = false;  // a cut the cost rule makes, not a mismatch: no note
 };
+
+// Thrown by a step whose composition costs more than its parts and whose map would be larger
+// than kLargestCostlyMap: the region is cut at `value` before the map is built.
+struct CostlyComposition {
+  std::string value;
+};
+
+// Weight elements (doubles) of the largest composition that costs more than its parts and is
+// still built, for the cost rule to judge with the whole region. Beyond it the cut is made at
+// once: FastViT's depthwise 7×7 into a 1×1 384→1152 would be 21.7 M elements (173 MB) that the
+// cost rule then rejects (7 times what the two convs cost apart).
+constexpr double kLargestCostlyMap = 1 << 20;
 
 bool all_zero(const std::vector<double>& v) {
   return std::all_of(v.begin(), v.end(), [](double x) { return x == 0.0; });
@@ -528,6 +541,10 @@ class RegionMerger {
       try {
         Expr out = apply(n, s, values, costly);
         values[n.outputs[0]] = std::move(out);
+      } catch (const CostlyComposition& c) {
+        if (std::find(r.inputs.begin(), r.inputs.end(), c.value) != r.inputs.end())
+          return Failure{};  // nothing left to cut (an input's map is the identity: not reached)
+        return Failure{{}, {c.value}, true};
       } catch (const Error& e) {
         // The step's operands inside the region become boundaries (the inputs already are).
         std::vector<std::string> cut;
@@ -728,10 +745,14 @@ class RegionMerger {
         e.channels = m.out_channels;
         e.branches = a.branches;
         for (const Term& t : a.terms) {
-          e.terms.push_back({t.input, reparam::then(t.map, m)});
           const double apart =
               t.map.macs() * static_cast<double>(m.stride.h * m.stride.w) + m.macs();
-          if (e.terms.back().map.macs() > apart) costly.insert(s.operands[0]);
+          const double composed = reparam::then_macs(t.map, m);
+          if (composed > apart) {
+            costly.insert(s.operands[0]);
+            if (composed > kLargestCostlyMap) throw CostlyComposition{s.operands[0]};
+          }
+          e.terms.push_back({t.input, reparam::then(t.map, m)});
         }
         // Where x is zero the region is the constant c, and the conv reads c at every tap
         // (it pads with zeros only where c is 0): b + Σ_taps W·c.
@@ -836,9 +857,11 @@ class RegionMerger {
         if (!ch.count(x)) return std::nullopt;
       auto value = evaluate(r, ch);
       if (auto* f = std::get_if<Failure>(&value)) {
-        if (first_failure.empty()) first_failure = f->why;
-        if (branches_in(r) >= 2 && noted_.insert(root_name).second)
-          note_kept(root, r, first_failure);
+        if (!f->quiet) {
+          if (first_failure.empty()) first_failure = f->why;
+          if (branches_in(r) >= 2 && noted_.insert(root_name).second)
+            note_kept(root, r, first_failure);
+        }
         if (f->cut.empty()) return std::nullopt;
         for (const std::string& v : f->cut) cuts_.insert(v);
         continue;

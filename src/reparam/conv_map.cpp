@@ -194,6 +194,43 @@ ConvMap compact_groups(const ConvMap& map) {
   return map;
 }
 
+namespace {
+
+// The groups, dilation and kernel of the general composition b ∘ a (then(), below).
+struct Composed {
+  std::int64_t groups;
+  Size2d dilation = 1, kernel = 1;
+};
+
+Composed composed(const ConvMap& a, const ConvMap& b) {
+  // Each in its own groups, so that a depthwise map is not expanded: output o reads the mids
+  // of its group in `b`, each mid m the inputs of its group in `a`; both structures nest in
+  // gcd(G_a, G_b) blocks, the result's groups.
+  Composed c;
+  c.groups = std::gcd(a.groups, b.groups);
+  // Tap ai of a and tap bi of b read x at ai·D + bi·d2·S (per axis), on the grid
+  // gcd(D, d2·S) of the taps that exist.
+  const std::int64_t step_h = b.dilation.h * a.stride.h, step_w = b.dilation.w * a.stride.w;
+  c.dilation = {gcd_of({a.kernel.h > 1 ? a.dilation.h : 0, b.kernel.h > 1 ? step_h : 0}),
+                gcd_of({a.kernel.w > 1 ? a.dilation.w : 0, b.kernel.w > 1 ? step_w : 0})};
+  c.kernel = {((a.kernel.h - 1) * a.dilation.h + (b.kernel.h - 1) * step_h) / c.dilation.h + 1,
+              ((a.kernel.w - 1) * a.dilation.w + (b.kernel.w - 1) * step_w) / c.dilation.w + 1};
+  return c;
+}
+
+}  // namespace
+
+double then_macs(const ConvMap& first, const ConvMap& second) {
+  // The two shortcuts of then(): a per-channel scale keeps the other map's geometry (padding
+  // changes no weight count).
+  if (is_channel_scale(second) && second.stride == Size2d(1, 1)) return first.macs();
+  if (is_channel_scale(first) && first.stride == Size2d(1, 1)) return second.macs();
+  const Composed c = composed(first, second);
+  return static_cast<double>(second.out_channels) *
+         static_cast<double>(first.in_channels / c.groups) *
+         static_cast<double>(c.kernel.h * c.kernel.w);
+}
+
 ConvMap then(const ConvMap& first, const ConvMap& second) {
   REFOLD_CHECK(first.out_channels == second.in_channels,
                "then: {} channels into a map that reads {}", first.out_channels,
@@ -222,20 +259,13 @@ ConvMap then(const ConvMap& first, const ConvMap& second) {
             out.at(o, c, i, j) *= f.weight[size_of((o / out_per) * per + c)];
     return out;
   }
-  // Each in its own groups, so that a depthwise map is not expanded: output o reads the mids
-  // of its group in `b`, each mid m the inputs of its group in `a`; both structures nest in
-  // gcd(G_a, G_b) blocks, the result's groups.
   const ConvMap& a = f;
   const ConvMap& b = second;
-  const std::int64_t g = std::gcd(a.groups, b.groups);
-  // Tap ai of a and tap bi of b read x at ai·D + bi·d2·S (per axis), on the grid
-  // gcd(D, d2·S) of the taps that exist.
+  const Composed shape = composed(a, b);
+  const std::int64_t g = shape.groups;
+  const Size2d kernel = shape.kernel;
+  out.dilation = shape.dilation;
   const std::int64_t step_h = b.dilation.h * a.stride.h, step_w = b.dilation.w * a.stride.w;
-  out.dilation = {gcd_of({a.kernel.h > 1 ? a.dilation.h : 0, b.kernel.h > 1 ? step_h : 0}),
-                  gcd_of({a.kernel.w > 1 ? a.dilation.w : 0, b.kernel.w > 1 ? step_w : 0})};
-  const Size2d kernel = {
-      ((a.kernel.h - 1) * a.dilation.h + (b.kernel.h - 1) * step_h) / out.dilation.h + 1,
-      ((a.kernel.w - 1) * a.dilation.w + (b.kernel.w - 1) * step_w) / out.dilation.w + 1};
   out = zeros_like_geometry(out, g, kernel);
   const std::int64_t b_mid = b.in_channels / b.groups, b_out = b.out_channels / b.groups;
   const std::int64_t a_in = a.in_channels / a.groups, a_out = a.out_channels / a.groups;

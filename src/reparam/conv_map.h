@@ -65,6 +65,9 @@ ConvMap avg_pool_map(std::int64_t channels, Size2d kernel, Size2d stride, const 
 // `second` applied to the output of `first` (first.out_channels == second.in_channels): the
 // padding of `second` is padded(first, …) first. The caller has checked the constant part.
 ConvMap then(const ConvMap& first, const ConvMap& second);
+// then(first, second).macs() from the geometry alone, without composing (the weight it would
+// build has that many elements).
+double then_macs(const ConvMap& first, const ConvMap& second);
 // The map's output padded by `pads` (positive: zeros, as a Pad or a conv's padding writes
 // them; negative: a crop). A crop is always exact (the pads on x shrink by c·S). Zero padding
 // is exact only for a 1×1 map that does not crop that side: its output outside x's image is

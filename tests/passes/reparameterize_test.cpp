@@ -3,6 +3,7 @@
 // computes the same (docs/testing.md's re-parameterization tolerance); every geometry the kernel
 // algebra cannot make exact is declined with "branch mismatch: …" and the graph is untouched.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <string>
 
@@ -313,6 +314,25 @@ TEST(ReparamPass, MixedDilationsMergeOnlyWhenCheaper) {
       EXPECT_TRUE(has_note(r, "one conv would cost")) << notes_of(r);
     }
   }
+}
+
+// A depthwise 7×7 into a dense 1×1 (FastViT's ConvFFN) composes into a dense 7×7 that costs
+// C_out·C_in·49 multiply-adds per pixel, far more than the two apart: the cost rule keeps them
+// apart, and the pass must decide so without building that map (here 1024·256·49 doubles,
+// 103 MB): the process's peak resident memory grows by far less.
+TEST(ReparamPass, ACostlyLargeCompositionIsNeverBuilt) {
+  GraphBuilder b(29);
+  const std::string x = b.input("x", {1, 256, 8, 8});
+  b.output(
+      b.conv(b.conv(x, 256, 256, 7, {.pads = ConvSpec::same(3), .groups = 256}), 256, 1024, 1));
+  const auto peak_kib = [] {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_maxrss;  // KiB on Linux
+  };
+  const long before = peak_kib();
+  expect_unchanged(b);
+  EXPECT_LT(peak_kib() - before, 50 * 1024) << "KiB more at the peak";
 }
 
 TEST(ReparamPassDeclines, OutChannelsMismatch) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 #include "refold/error.h"
@@ -56,6 +57,7 @@ TEST(ConvMap, ThenComposesAnyUnpaddedSecondConv) {
               const ConvMap a = random_map(4, 6, g, k1, s1, {1, 0, 0, 1}, d1, gen);
               const ConvMap b = random_map(6, 4, g, {k2, 1}, s2, {}, 1, gen);
               const ConvMap ab = reparam::then(a, b);
+              EXPECT_EQ(reparam::then_macs(a, b), ab.macs());  // without composing
               for (std::int64_t h : {11, 12}) {
                 const Tensor x = testing::uniform({1, 4, h, h + 1}, 1, gen);
                 expect_same(run(ab, x), run(b, run(a, x)));
@@ -63,6 +65,20 @@ TEST(ConvMap, ThenComposesAnyUnpaddedSecondConv) {
               ++cases;
             }
   EXPECT_EQ(cases, 96);
+}
+
+// then_macs is the composed map's size on the shortcuts too: a per-channel scale on either
+// side, and a depthwise window into a dense 1×1 (groups gcd(C, 1) = 1).
+TEST(ConvMap, ThenMacsIsTheComposedSize) {
+  Generator gen(5);
+  const ConvMap window = random_map(8, 8, 8, 7, 1, {3, 3, 3, 3}, 1, gen);
+  const ConvMap dense = random_map(8, 24, 1, 1, 1, {}, 1, gen);
+  const ConvMap scale = random_map(8, 8, 8, 1, 1, {}, 1, gen);
+  for (const auto& [first, second] :
+       {std::pair{window, dense}, std::pair{scale, dense}, std::pair{window, scale}}) {
+    EXPECT_EQ(reparam::then_macs(first, second), reparam::then(first, second).macs());
+  }
+  EXPECT_EQ(reparam::then_macs(window, dense), 24.0 * 8 * 49);
 }
 
 // A padded conv after a 1×1 map whose constant part is 0: the padding moves onto x, scaled by
