@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/onednn/conv2d.h"
+#include "kernels/onednn/conv_primitive.h"
 #include "kernels/onednn/threads.h"
 #include "kernels/post_ops.h"
 #include "kernels/reference/conv_common.h"
@@ -141,8 +142,14 @@ void check_case(const ConvCase& c) {
         // The residual in the other layout than the output: its copy into dst must permute.
         if (c.residual)
           post.residual = o.residual.to(dtype).contiguous(layout == NCHW ? NHWC : NCHW);
+        const std::vector<float> residual_before =
+            c.residual ? post.residual.to_vector() : std::vector<float>{};
         std::string declined;
         const Tensor y = onednn_conv(c, x, w, b, post, &declined);
+        // Summed (copied into dst) or a binary operand (1×1), the residual is only read.
+        if (c.residual) {
+          EXPECT_EQ(post.residual.to_vector(), residual_before);
+        }
         if (dtype == DType::BFloat16 && !onednn::bf16_supported()) {
           // No avx512_bf16 here: the decline, with its reason, is what is tested.
           EXPECT_FALSE(y.defined());
@@ -215,6 +222,13 @@ TEST_F(OnednnConv, PostOpsMatchReference) {
           fmt::format("{}{}", residual ? "sum+" : "", std::string(activation_name(a)));
       // Activations are steep around 0 and -3..3: keep the outputs there (unit variance).
       check_case({.name = "3x3 " + what, .activation = a, .residual = residual});
+      // A 1×1 conv takes the residual as a binary_add operand, not as a sum (conv_primitive.cpp).
+      check_case({.name = "1x1 " + what,
+                  .kh = 1,
+                  .kw = 1,
+                  .padding = 0,
+                  .activation = a,
+                  .residual = residual});
       check_case({.name = "depthwise s2 " + what,
                   .c_in = 19,
                   .c_out = 19,
@@ -224,6 +238,26 @@ TEST_F(OnednnConv, PostOpsMatchReference) {
                   .residual = residual});
     }
   }
+}
+
+// The residual before the activation: a sum post-op (dst starts as the residual) for a spatial
+// kernel, a binary_add operand for a 1×1 one, where oneDNN's 1×1 kernels run it faster; a
+// deconvolution keeps the sum.
+TEST(OnednnPostOpChain, TheResidualIsABinaryOperandOfA1x1Conv) {
+  PostOps post;
+  post.residual = zeros({1, 8, 4, 4});
+  post.activation = Activation::ReLU;
+  onednn::detail::ConvProblem p;
+  p.src_dims = {1, 8, 4, 4};
+  p.dst_dims = {1, 8, 4, 4};
+  p.weight_dims = {8, 8, 1, 1};
+  EXPECT_EQ(onednn::detail::post_op_chain_text(post, p), "binary_add+eltwise_relu");
+  p.weight_dims = {8, 8, 3, 3};
+  EXPECT_EQ(onednn::detail::post_op_chain_text(post, p), "sum+eltwise_relu");
+  p.weight_dims = {8, 8, 1, 1};
+  p.transposed = true;
+  EXPECT_EQ(onednn::detail::post_op_chain_text(post, p), "sum+eltwise_relu");
+  EXPECT_EQ(onednn::detail::post_op_chain_text(PostOps{}, p), "none");
 }
 
 // The chains after the activation (testing::post_chain_cases): eltwise_linear for per-tensor

@@ -136,15 +136,17 @@ TEST(WinogradChannelRule, FollowsEachIsasMeasurements) {
   EXPECT_TRUE(pays(WinogradTile::F4x4, VectorIsa::Avx2, 64, 64, 14));
   EXPECT_TRUE(pays(WinogradTile::F2x2, VectorIsa::Avx2, 40, 40, 28));   // ρ 20
   EXPECT_FALSE(pays(WinogradTile::F2x2, VectorIsa::Avx2, 32, 32, 80));  // ρ 16
-  // AVX-512: ρ·T / (T + 16) ≥ 24 for 4×4 tiles, 40 for 2×2.
-  EXPECT_TRUE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 96, 96, 28));    // 48·49/65 = 36
-  EXPECT_TRUE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 192, 192, 14));  // 96·16/32 = 48
-  EXPECT_TRUE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 64, 64, 40));    // 32·100/116 = 28
-  EXPECT_FALSE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 64, 64, 14));   // 32·16/32 = 16
-  EXPECT_FALSE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 48, 48, 28));   // 24·49/65 = 18
-  EXPECT_FALSE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 32, 32, 80));   // 16·400/416 = 15
-  EXPECT_TRUE(pays(WinogradTile::F2x2, VectorIsa::Avx512, 96, 96, 28));    // 48·196/212 = 44
-  EXPECT_FALSE(pays(WinogradTile::F2x2, VectorIsa::Avx512, 64, 64, 40));   // 32·400/416 = 31
+  // AVX-512: ρ·T / (T + 16) ≥ 24 for 4×4 tiles, 40 for 2×2, and T ≥ 32.
+  EXPECT_TRUE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 96, 96, 28));     // 48·49/65 = 36
+  EXPECT_FALSE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 192, 192, 14));  // T 16
+  EXPECT_TRUE(pays(WinogradTile::F2x2, VectorIsa::Avx512, 192, 192, 14));   // 96·49/65 = 72
+  EXPECT_FALSE(pays(WinogradTile::F2x2, VectorIsa::Avx512, 512, 512, 7));   // T 16
+  EXPECT_TRUE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 64, 64, 40));     // 32·100/116 = 28
+  EXPECT_FALSE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 64, 64, 14));    // 32·16/32 = 16
+  EXPECT_FALSE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 48, 48, 28));    // 24·49/65 = 18
+  EXPECT_FALSE(pays(WinogradTile::F4x4, VectorIsa::Avx512, 32, 32, 80));    // 16·400/416 = 15
+  EXPECT_TRUE(pays(WinogradTile::F2x2, VectorIsa::Avx512, 96, 96, 28));     // 48·196/212 = 44
+  EXPECT_FALSE(pays(WinogradTile::F2x2, VectorIsa::Avx512, 64, 64, 40));    // 32·400/416 = 31
 }
 
 // Where vector_isa() is AVX-512, winograd_conv2d applies AVX-512's rule: 64→64 at 14², which

@@ -84,10 +84,12 @@ const TileKind& kind_of(WinogradTile tile) {
 //   AVX-512 (cpu.h's VectorIsa::Avx512, full rate: oneDNN's brgconv at about 95 % of the FMA
 //   limit, refold's kernels, with AVX2 transforms, well below): the products must also pay for
 //   reading U, which few tiles share, so the rule is on ρ·T / (T + kWeightReadInTiles), T the
-//   tiles: ≥ 40 for 2×2 tiles, 24 for 4×4. Xeon (Sapphire Rapids class), 4×4: 96→96 at 28²
-//   (36) 0.70×, 192→192 at 14² (48) 0.88×, 64→64 at 40² (28) 0.84×, 48→48 at 56² (22) 1.01×,
-//   48→48 at 28² (18) 1.07×, 64→64 at 14² (16) 1.36×, 32→32 at 80² (15) 1.23×; 2×2: 96→96 at
-//   28² (44) 0.89×, 192→192 at 14² (72) 0.88×, 64→64 at 40² (31) 1.08×.
+//   tiles: ≥ 40 for 2×2 tiles, 24 for 4×4; and with fewer than 2·kWeightReadInTiles tiles the
+//   read of U, α²/9 of the direct conv's weight, decides: ResNet-18's 512→512 at 7² (16 tiles of
+//   2×2) took 1.2 ms in the network against brgconv's 0.95. Xeon (Sapphire Rapids class), 4×4:
+//   96→96 at 28² (36) 0.70×, 192→192 at 14² (48) 0.88×, 64→64 at 40² (28) 0.84×, 48→48 at 56²
+//   (22) 1.01×, 48→48 at 28² (18) 1.07×, 64→64 at 14² (16) 1.36×, 32→32 at 80² (15) 1.23×; 2×2:
+//   96→96 at 28² (44) 0.89×, 192→192 at 14² (72) 0.88×, 64→64 at 40² (31) 1.08×.
 bool winograd_has_enough_channels(WinogradTile tile, const ref::Conv2dGeometry& g, VectorIsa isa) {
   const std::int64_t products = g.in_channels * g.out_channels;
   const std::int64_t transforms = g.in_channels + g.out_channels;
@@ -95,7 +97,8 @@ bool winograd_has_enough_channels(WinogradTile tile, const ref::Conv2dGeometry& 
   if (isa == VectorIsa::Avx2) return products >= (f2 ? 20 : 12) * transforms;
   const std::int64_t m = tile_side(tile);
   const std::int64_t tiles = g.batch * ((g.out_h + m - 1) / m) * ((g.out_w + m - 1) / m);
-  return products * tiles >= (f2 ? 40 : 24) * transforms * (tiles + kWeightReadInTiles);
+  return tiles >= 2 * kWeightReadInTiles &&
+         products * tiles >= (f2 ? 40 : 24) * transforms * (tiles + kWeightReadInTiles);
 }
 
 WinogradTile winograd_tile(std::int64_t batch, std::int64_t out_h, std::int64_t out_w) {

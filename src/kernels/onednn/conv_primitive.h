@@ -37,4 +37,9 @@ struct ConvProblem {
 Tensor run_conv(const ConvProblem& problem, const Tensor& input, const Tensor& weight,
                 const Tensor& bias, const PostOps& post, std::string* declined);
 
+// The oneDNN post-op chain run_conv builds for `post` on `problem`, as text ("sum+eltwise_relu",
+// "binary_add+eltwise_relu"; "none" when empty): the REFOLD_VERBOSE line of a new primitive
+// gives it.
+std::string post_op_chain_text(const PostOps& post, const ConvProblem& problem);
+
 }  // namespace refold::onednn::detail
