@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "refold/error.h"
 #include "testing/compare.h"
@@ -193,6 +195,42 @@ TEST(Tensor, CopyBetweenArbitraryLayoutsKeepsLogicalValues) {
   EXPECT_EQ(bf.at({4, 2, 3}), static_cast<float>(BFloat16(base.at({2, 3, 4}))));
   Tensor i64 = empty({5, 3, 4}, DType::Int64);
   EXPECT_THROW(i64.copy_(permuted), Error);
+}
+
+// Every permutation of a 5-d tensor with short and long dims copied contiguous, in float32 and
+// into bfloat16: the copy merges dims that are one run in both tensors and may run along a dim
+// other than the innermost (a short innermost dim beside a src-contiguous one, as in a channel
+// shuffle); every element must still land where its logical index says.
+TEST(Tensor, CopyOfEveryPermutationKeepsLogicalValues) {
+  const Shape sizes = {2, 3, 1, 17, 2};
+  const Tensor base = randn(sizes);
+  std::vector<std::int64_t> perm = {0, 1, 2, 3, 4};
+  int permutations = 0;
+  do {
+    SCOPED_TRACE(::testing::Message()
+                 << "perm " << perm[0] << perm[1] << perm[2] << perm[3] << perm[4]);
+    const Tensor view = base.permute(perm);
+    const Tensor dense = view.contiguous();
+    Tensor bf = empty(view.sizes(), DType::BFloat16);
+    bf.copy_(view);
+    std::vector<std::int64_t> i(5, 0);
+    for (i[0] = 0; i[0] < view.size(0); ++i[0])
+      for (i[1] = 0; i[1] < view.size(1); ++i[1])
+        for (i[2] = 0; i[2] < view.size(2); ++i[2])
+          for (i[3] = 0; i[3] < view.size(3); ++i[3])
+            for (i[4] = 0; i[4] < view.size(4); ++i[4]) {
+              Shape original(5);
+              for (std::size_t k = 0; k < 5; ++k)
+                original[static_cast<std::size_t>(perm[k])] = i[k];
+              const float expected =
+                  base.at({original[0], original[1], original[2], original[3], original[4]});
+              ASSERT_EQ(dense.at({i[0], i[1], i[2], i[3], i[4]}), expected);
+              ASSERT_EQ(bf.at({i[0], i[1], i[2], i[3], i[4]}),
+                        static_cast<float>(BFloat16(expected)));
+            }
+    ++permutations;
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  EXPECT_EQ(permutations, 120);
 }
 
 }  // namespace
