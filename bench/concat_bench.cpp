@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/native/concat.h"
+#include "kernels/native/elementwise_chain.h"
 #include "refold/reference.h"
 
 namespace {
@@ -51,6 +52,39 @@ BENCHMARK_CAPTURE(concat, reference_dense_plus32, false, 32)
 BENCHMARK_CAPTURE(concat, native_dense_plus32, true, 32)
     ->Args({256, 28, 28})
     ->Unit(benchmark::kMicrosecond);
+
+// DenseNet's fused Concat → BatchNormalization → Relu (native::concat_chain): a first input of
+// 64 channels and range(0) layers of 32, over range(1)² pixels, against the same concat alone.
+void dense_chain(benchmark::State& state, bool chain) {
+  Generator gen(2);
+  const std::int64_t layers = state.range(0), size = state.range(1);
+  std::vector<Tensor> in = {
+      randn({1, 64, size, size}, {}, gen).contiguous(MemoryFormat::ChannelsLast)};
+  for (std::int64_t k = 0; k < layers; ++k)
+    in.push_back(randn({1, 32, size, size}, {}, gen).contiguous(MemoryFormat::ChannelsLast));
+  const std::int64_t channels = 64 + 32 * layers;
+  PostOps post;
+  PostStep bn;
+  for (std::int64_t c = 0; c < channels; ++c) {
+    bn.scale.push_back(1.0f + 0.01f * static_cast<float>(c % 7));
+    bn.shift.push_back(0.1f * static_cast<float>(c % 5) - 0.2f);
+  }
+  bn.activation = Activation::ReLU;
+  post.then.push_back(bn);
+  for (auto _ : state) {
+    Tensor y = chain ? native::concat_chain(in, post, nullptr) : native::cat(in, 1, nullptr);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * channels * size * size * 4);
+}
+
+void dense_shapes(benchmark::internal::Benchmark* b) {
+  b->Args({6, 40})->Args({12, 20})->Args({24, 10})->Args({16, 5});
+  b->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK_CAPTURE(dense_chain, concat_only, false)->Apply(dense_shapes);
+BENCHMARK_CAPTURE(dense_chain, concat_bn_relu, true)->Apply(dense_shapes);
 
 }  // namespace
 

@@ -38,28 +38,22 @@ bool accept_conv2d(std::string_view kernel, const Conv2dCall& call, DeclineRule 
   return false;
 }
 
-ConvEpilogue::ConvEpilogue(const Tensor& bias, std::int64_t out_channels, const PostOps& post,
-                           std::int64_t padded_channels)
+ConvEpilogue::ConvEpilogue(const Tensor& bias, std::int64_t out_channels, const PostOps& post)
     : bias_(reference::detail::bias_values(bias, out_channels)) {
   epilogue_.bias = bias.defined() ? bias_.data() : nullptr;
   epilogue_.residual = post.residual.defined() ? post.residual.data<float>() : nullptr;
   epilogue_.residual_in_steps = post.residual_in_steps();
   epilogue_.activation = post.activation;
   epilogue_.negative_slope = static_cast<float>(post.negative_slope);
-  // One value per channel (a per-tensor value repeated), padded with `identity`; null for an
-  // empty scale or shift.
-  const auto size = static_cast<std::size_t>(std::max(out_channels, padded_channels));
-  auto per_channel = [&](const std::vector<float>& v, float identity) -> const float* {
+  // One value per channel (a per-tensor value repeated); null for an empty scale or shift.
+  auto per_channel = [&](const std::vector<float>& v) -> const float* {
     if (v.empty()) return nullptr;
-    std::vector<float>& values =
-        values_.emplace_back(v.size() == 1 ? std::vector<float>(out_channels, v[0]) : v);
-    values.resize(size, identity);
-    return values.data();
+    return values_.emplace_back(v.size() == 1 ? std::vector<float>(out_channels, v[0]) : v).data();
   };
   values_.reserve(2 * post.then.size());  // the pointers taken stay valid
   for (const PostStep& step : post.then) {
-    steps_.push_back({per_channel(step.scale, 1.0f), per_channel(step.shift, 0.0f),
-                      step.add_residual, step.activation, static_cast<float>(step.negative_slope)});
+    steps_.push_back({per_channel(step.scale), per_channel(step.shift), step.add_residual,
+                      step.activation, static_cast<float>(step.negative_slope)});
   }
   epilogue_.steps = steps_.data();
   epilogue_.step_count = static_cast<int>(steps_.size());

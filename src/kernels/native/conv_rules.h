@@ -30,12 +30,10 @@ bool accept_conv2d(std::string_view kernel, const Conv2dCall& call, DeclineRule 
                    std::string* declined);
 
 // The epilogue of one call; owns the bias and step values it points to (each step's scale and
-// shift expanded to one value per output channel, then to `padded_channels` with ×1 / +0, so
-// that 8 channels from any multiple of 8 below out_channels can be loaded). No bias: null.
+// shift expanded to one value per output channel). No bias: null.
 class ConvEpilogue {
  public:
-  ConvEpilogue(const Tensor& bias, std::int64_t out_channels, const PostOps& post,
-               std::int64_t padded_channels = 0);
+  ConvEpilogue(const Tensor& bias, std::int64_t out_channels, const PostOps& post);
   ConvEpilogue(const ConvEpilogue&) = delete;
   ConvEpilogue& operator=(const ConvEpilogue&) = delete;
   const Epilogue& get() const { return epilogue_; }

@@ -35,21 +35,13 @@ REFOLD_TARGET_AVX2 void finish_tail(const float* x, const float* r, float* y, st
   std::memcpy(y, lanes, sizeof(float) * count);
 }
 
-// `count` channels of one NHWC row through the epilogue, the first of them channel `c0`: x and
-// y point at it, and so does r, the residual (null: none), which e.residual reads at `r0`.
-REFOLD_TARGET_AVX2 void nhwc_span(const float* x, const float* r, float* y, std::int64_t count,
-                                  const Epilogue& e, std::int64_t c0, std::int64_t r0) {
-  std::int64_t c = 0;
-  for (; c + kLanes <= count; c += kLanes)
-    _mm256_storeu_ps(y + c, finish(_mm256_loadu_ps(x + c), e, c0 + c, r0 + c));
-  if (c < count) finish_tail(x + c, r != nullptr ? r + c : nullptr, y + c, count - c, e, c0 + c);
-}
-
-// NHWC: each pixel's C channels are contiguous; channel c's values sit at c in every row.
-REFOLD_TARGET_AVX2 void nhwc_pixel(const float* x, const float* r, float* y, std::int64_t p,
-                                   std::int64_t channels, const Epilogue& e) {
+// NHWC: each pixel's C channels are contiguous; channel c's values sit at c in every row. The
+// row is copied, then run through the chain in place (finish_run).
+REFOLD_TARGET_AVX2 void nhwc_pixel(const float* x, float* y, std::int64_t p, std::int64_t channels,
+                                   const Epilogue& e) {
   const std::int64_t row = p * channels;
-  nhwc_span(x + row, r != nullptr ? r + row : nullptr, y + row, channels, e, 0, row);
+  if (x != y) std::memcpy(y + row, x + row, sizeof(float) * static_cast<std::size_t>(channels));
+  finish_run(y + row, channels, e, 0, row);
 }
 
 // NCHW: each (n, c) plane of H·W elements shares one channel's values, broadcast to 8 lanes.
@@ -86,15 +78,18 @@ REFOLD_TARGET_AVX2 void nchw_plane(const float* x, const float* r, float* y, std
 
 // A channel concat through the chain, NHWC: pixel p's output row is the inputs' rows side by
 // side, input k's channels at offset o_k, so channel o_k + c takes the chain's values at o_k + c.
+// The row is assembled, then run through the chain in place (finish_run).
 REFOLD_TARGET_AVX2 void concat_pixel(const std::vector<const float*>& in,
                                      const std::vector<std::int64_t>& widths, float* y,
                                      std::int64_t p, std::int64_t channels, const Epilogue& e) {
   float* out = y + p * channels;
   std::int64_t o = 0;
   for (std::size_t k = 0; k < in.size(); ++k) {
-    nhwc_span(in[k] + p * widths[k], nullptr, out + o, widths[k], e, o, 0);
+    std::memcpy(out + o, in[k] + p * widths[k],
+                sizeof(float) * static_cast<std::size_t>(widths[k]));
     o += widths[k];
   }
+  finish_run(out, channels, e, 0, 0);
 }
 
 void run_concat_nhwc(const std::vector<const float*>& in, const std::vector<std::int64_t>& widths,
@@ -106,10 +101,10 @@ void run_concat_nhwc(const std::vector<const float*>& in, const std::vector<std:
 
 // The parallel loops stay outside the AVX2 functions: clang outlines an OpenMP region into a
 // function without their target attribute.
-void run_nhwc(const float* x, const float* r, float* y, std::int64_t pixels, std::int64_t channels,
+void run_nhwc(const float* x, float* y, std::int64_t pixels, std::int64_t channels,
               const Epilogue& e, int threads) {
 #pragma omp parallel for schedule(static) num_threads(threads) if (pixels > 1)
-  for (std::int64_t p = 0; p < pixels; ++p) nhwc_pixel(x, r, y, p, channels, e);
+  for (std::int64_t p = 0; p < pixels; ++p) nhwc_pixel(x, y, p, channels, e);
 }
 
 void run_nchw(const float* x, const float* r, float* y, std::int64_t planes, std::int64_t channels,
@@ -140,12 +135,12 @@ Tensor elementwise_chain(const Tensor& x, const PostOps& post, std::string* decl
     return decline(op, "the residual is not in the input's layout", declined);
 #if REFOLD_HAVE_X86_KERNELS
   const std::int64_t channels = x.size(1);
-  const ConvEpilogue epilogue(Tensor{}, channels, post, (channels + kLanes - 1) / kLanes * kLanes);
+  const ConvEpilogue epilogue(Tensor{}, channels, post);
   Tensor y = empty(x.sizes(), {DType::Float32, layout});
   const float* r = post.residual.defined() ? post.residual.data<float>() : nullptr;
   const int threads = get_num_threads();
   if (nhwc) {
-    run_nhwc(x.data<float>(), r, y.data<float>(), x.numel() / channels, channels, epilogue.get(),
+    run_nhwc(x.data<float>(), y.data<float>(), x.numel() / channels, channels, epilogue.get(),
              threads);
   } else {
     run_nchw(x.data<float>(), r, y.data<float>(), x.size(0) * channels, channels,
@@ -180,9 +175,7 @@ Tensor concat_chain(const std::vector<Tensor>& inputs, const PostOps& post, std:
   if (pixels == 0 || channels == 0) return decline(op, "no elements", declined);
   check_post_ops(op, post, {head.size(0), channels, head.size(2), head.size(3)}, DType::Float32);
 #if REFOLD_HAVE_X86_KERNELS
-  // An input's vectors start at its own offset, not a multiple of 8: the last loads up to 8
-  // values from channel C − 1, so the per-channel values are padded by 8 past C.
-  const ConvEpilogue epilogue(Tensor{}, channels, post, channels + kLanes);
+  const ConvEpilogue epilogue(Tensor{}, channels, post);
   Tensor y =
       empty({head.size(0), channels, head.size(2), head.size(3)}, MemoryFormat::ChannelsLast);
   std::vector<const float*> in;
