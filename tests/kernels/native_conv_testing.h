@@ -133,28 +133,36 @@ inline PostOps post_ops_for(const Case& c, const Shape& out_sizes) {
 // A native kernel's signature (winograd_conv2d, direct_conv2d): a validated call.
 using Kernel = Tensor (*)(const Conv2dCall& call, std::string* declined);
 
-// kernel(case) == activation(reference conv2d + bias + residual) within the fp32 tolerance,
-// channels_last, with 1 and 2 threads and each runnable ISA; the conv algorithm is Native, so
-// the math is tested also where the ISA's rules would leave the case to oneDNN.
-inline void expect_matches_reference(const Kernel& kernel, const Case& c) {
-  const Operands o = make_operands(c);
-  const Tensor plain = reference::conv2d(o.input, o.weight, o.bias, c.options());
-  const PostOps post = post_ops_for(c, plain.sizes());
-  const Tensor expected = post.empty() ? plain : reference::apply_post_ops(plain, post);
+// Runs check(isa, threads) with the conv algorithm Native (the math is tested also where an
+// ISA's rules would leave the case to oneDNN), for each runnable ISA and 1 and 2 threads.
+template <typename Check>
+void across_isas_and_threads(Check check) {
   const ScopedConvAlgorithm native(ConvAlgorithm::Native);
   for (native::VectorIsa isa : runnable_isas()) {
     const ScopedVectorIsa capped(isa);
     for (int threads : {1, 2}) {
       set_num_threads(threads);
-      std::string declined;
-      const Tensor y =
-          kernel(validate_conv2d(o.input, o.weight, o.bias, c.options(), post), &declined);
-      ASSERT_TRUE(y.defined()) << c.name << ": declined: " << declined;
-      EXPECT_TRUE(y.is_contiguous(NHWC)) << c.name;
-      EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32()))
-          << c.name << ", threads " << threads << ", " << native::vector_isa_name(isa);
+      check(isa, threads);
     }
   }
+}
+
+// kernel(case) == activation(reference conv2d + bias + residual) within the fp32 tolerance,
+// channels_last, across_isas_and_threads.
+inline void expect_matches_reference(const Kernel& kernel, const Case& c) {
+  const Operands o = make_operands(c);
+  const Tensor plain = reference::conv2d(o.input, o.weight, o.bias, c.options());
+  const PostOps post = post_ops_for(c, plain.sizes());
+  const Tensor expected = post.empty() ? plain : reference::apply_post_ops(plain, post);
+  across_isas_and_threads([&](native::VectorIsa isa, int threads) {
+    std::string declined;
+    const Tensor y =
+        kernel(validate_conv2d(o.input, o.weight, o.bias, c.options(), post), &declined);
+    ASSERT_TRUE(y.defined()) << c.name << ": declined: " << declined;
+    EXPECT_TRUE(y.is_contiguous(NHWC)) << c.name;
+    EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32()))
+        << c.name << ", threads " << threads << ", " << native::vector_isa_name(isa);
+  });
 }
 
 // Every fused activation, with and without the residual, on `base`.
@@ -176,23 +184,18 @@ inline void expect_every_epilogue_matches(const Kernel& kernel, Case base) {
 inline void expect_every_chain_matches(const Kernel& kernel, const Case& base) {
   const Operands o = make_operands(base);
   const Tensor plain = reference::conv2d(o.input, o.weight, o.bias, base.options());
-  const ScopedConvAlgorithm native(ConvAlgorithm::Native);
   for (PostChainCase& k : post_chain_cases(plain.sizes())) {
     SCOPED_TRACE(k.name);
     const Tensor expected = reference::apply_post_ops(plain, k.post);
     if (k.post.residual.defined()) k.post.residual = k.post.residual.contiguous(NHWC);
-    for (native::VectorIsa isa : runnable_isas()) {
-      const ScopedVectorIsa capped(isa);
-      for (int threads : {1, 2}) {
-        set_num_threads(threads);
-        std::string declined;
-        const Tensor y =
-            kernel(validate_conv2d(o.input, o.weight, o.bias, base.options(), k.post), &declined);
-        ASSERT_TRUE(y.defined()) << "declined: " << declined;
-        EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32()))
-            << "threads " << threads << ", " << native::vector_isa_name(isa);
-      }
-    }
+    across_isas_and_threads([&](native::VectorIsa isa, int threads) {
+      std::string declined;
+      const Tensor y =
+          kernel(validate_conv2d(o.input, o.weight, o.bias, base.options(), k.post), &declined);
+      ASSERT_TRUE(y.defined()) << "declined: " << declined;
+      EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32()))
+          << "threads " << threads << ", " << native::vector_isa_name(isa);
+    });
   }
 }
 

@@ -61,30 +61,13 @@ REFOLD_TARGET_AVX2 void micro_kernel(const Panel& p) {
 #undef REFOLD_STORE
 }
 
+// The kernel for p.rows (1…6): a table, not a switch per form.
 template <int V>
-REFOLD_TARGET_AVX2 void dispatch_rows(const Panel& p) {
-  switch (p.rows) {
-    case 6:
-      micro_kernel<6, V>(p);
-      break;
-    case 5:
-      micro_kernel<5, V>(p);
-      break;
-    case 4:
-      micro_kernel<4, V>(p);
-      break;
-    case 3:
-      micro_kernel<3, V>(p);
-      break;
-    case 2:
-      micro_kernel<2, V>(p);
-      break;
-    case 1:
-      micro_kernel<1, V>(p);
-      break;
-    default:
-      break;
-  }
+void dispatch_rows(const Panel& p) {
+  static constexpr RowKernel kByRows[kPanelRows] = {micro_kernel<1, V>, micro_kernel<2, V>,
+                                                    micro_kernel<3, V>, micro_kernel<4, V>,
+                                                    micro_kernel<5, V>, micro_kernel<6, V>};
+  kByRows[p.rows - 1](p);
 }
 
 // One block: 16 columns, or 8.

@@ -51,6 +51,9 @@ struct Panel {
 // With the kernel of vector_isa().
 void multiply_panel(const Panel& p);
 
+// One form's kernel for one row count (each form keeps a table of them).
+using RowKernel = void (*)(const Panel&);
+
 namespace detail {
 // One form each (tests compare them); the AVX-512 one only where cpu_has_avx512().
 void multiply_panel_avx2(const Panel& p);

@@ -98,30 +98,13 @@ REFOLD_TARGET_AVX512 void micro_kernel(const Panel& p) {
 #undef REFOLD_STORE
 }
 
+// The kernel for p.rows (1…6).
 template <int W>
-REFOLD_TARGET_AVX512 void dispatch_rows(const Panel& p) {
-  switch (p.rows) {
-    case 6:
-      micro_kernel<6, W>(p);
-      break;
-    case 5:
-      micro_kernel<5, W>(p);
-      break;
-    case 4:
-      micro_kernel<4, W>(p);
-      break;
-    case 3:
-      micro_kernel<3, W>(p);
-      break;
-    case 2:
-      micro_kernel<2, W>(p);
-      break;
-    case 1:
-      micro_kernel<1, W>(p);
-      break;
-    default:
-      break;
-  }
+void dispatch_rows(const Panel& p) {
+  static constexpr RowKernel kByRows[kPanelRows] = {micro_kernel<1, W>, micro_kernel<2, W>,
+                                                    micro_kernel<3, W>, micro_kernel<4, W>,
+                                                    micro_kernel<5, W>, micro_kernel<6, W>};
+  kByRows[p.rows - 1](p);
 }
 
 }  // namespace
