@@ -35,22 +35,25 @@ VectorIsa environment_cap() {
 constexpr int kProbeSteps = 4000;  // per chain; 12 chains: 48,000 FMAs per run
 
 // Seconds for 12 independent chains of kProbeSteps FMAs of vector type V (enough chains to fill
-// two FMA units of latency 4–5). `seed` comes from outside so the loop cannot be folded.
-#define REFOLD_FMA_PROBE(V, SET1, FMA, ADD, TO_FLOAT)                                        \
-  const V m = SET1(0.999f), a = SET1(1e-3f);                                                 \
-  V c0 = SET1(seed), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0, c8 = c0, \
-    c9 = c0, c10 = c0, c11 = c0;                                                             \
-  const auto start = std::chrono::steady_clock::now();                                       \
-  for (int i = 0; i < kProbeSteps; ++i) {                                                    \
-    c0 = FMA(c0, m, a), c1 = FMA(c1, m, a), c2 = FMA(c2, m, a), c3 = FMA(c3, m, a);          \
-    c4 = FMA(c4, m, a), c5 = FMA(c5, m, a), c6 = FMA(c6, m, a), c7 = FMA(c7, m, a);          \
-    c8 = FMA(c8, m, a), c9 = FMA(c9, m, a), c10 = FMA(c10, m, a), c11 = FMA(c11, m, a);      \
-  }                                                                                          \
-  const double seconds =                                                                     \
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();       \
-  const V sum = ADD(ADD(ADD(ADD(c0, c1), ADD(c2, c3)), ADD(ADD(c4, c5), ADD(c6, c7))),       \
-                    ADD(ADD(c8, c9), ADD(c10, c11)));                                        \
-  sink = TO_FLOAT(sum);                                                                      \
+// two FMA units of latency 4–5). `seed` comes from outside so the loop cannot be folded, and
+// each chain starts from its own value: chains from one value are one chain to the compiler,
+// which then times the FMA's latency, equal for both widths, instead of its throughput.
+#define REFOLD_FMA_PROBE(V, SET1, FMA, ADD, TO_FLOAT)                                       \
+  const V m = SET1(0.999f), a = SET1(1e-3f);                                                \
+  V c0 = SET1(seed), c1 = SET1(seed + 1), c2 = SET1(seed + 2), c3 = SET1(seed + 3);         \
+  V c4 = SET1(seed + 4), c5 = SET1(seed + 5), c6 = SET1(seed + 6), c7 = SET1(seed + 7);     \
+  V c8 = SET1(seed + 8), c9 = SET1(seed + 9), c10 = SET1(seed + 10), c11 = SET1(seed + 11); \
+  const auto start = std::chrono::steady_clock::now();                                      \
+  for (int i = 0; i < kProbeSteps; ++i) {                                                   \
+    c0 = FMA(c0, m, a), c1 = FMA(c1, m, a), c2 = FMA(c2, m, a), c3 = FMA(c3, m, a);         \
+    c4 = FMA(c4, m, a), c5 = FMA(c5, m, a), c6 = FMA(c6, m, a), c7 = FMA(c7, m, a);         \
+    c8 = FMA(c8, m, a), c9 = FMA(c9, m, a), c10 = FMA(c10, m, a), c11 = FMA(c11, m, a);     \
+  }                                                                                         \
+  const double seconds =                                                                    \
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();      \
+  const V sum = ADD(ADD(ADD(ADD(c0, c1), ADD(c2, c3)), ADD(ADD(c4, c5), ADD(c6, c7))),      \
+                    ADD(ADD(c8, c9), ADD(c10, c11)));                                       \
+  sink = TO_FLOAT(sum);                                                                     \
   return seconds;
 
 REFOLD_TARGET_AVX2 double fma256_seconds(float seed, volatile float& sink){
