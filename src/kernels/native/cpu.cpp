@@ -54,13 +54,14 @@ constexpr int kProbeSteps = 4000;  // per chain; 12 chains: 48,000 FMAs per run
   const V sum = ADD(ADD(ADD(ADD(c0, c1), ADD(c2, c3)), ADD(ADD(c4, c5), ADD(c6, c7))),      \
                     ADD(ADD(c8, c9), ADD(c10, c11)));                                       \
   sink = TO_FLOAT(sum);                                                                     \
-  return seconds;
+  return seconds
 
-REFOLD_TARGET_AVX2 double fma256_seconds(float seed, volatile float& sink){
-    REFOLD_FMA_PROBE(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_cvtss_f32)}
+REFOLD_TARGET_AVX2 double fma256_seconds(float seed, volatile float& sink) {
+  REFOLD_FMA_PROBE(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_cvtss_f32);
+}
 
 REFOLD_TARGET_AVX512 double fma512_seconds(float seed, volatile float& sink) {
-  REFOLD_FMA_PROBE(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_cvtss_f32)
+  REFOLD_FMA_PROBE(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_cvtss_f32);
 }
 
 #undef REFOLD_FMA_PROBE
@@ -110,8 +111,8 @@ void set_max_vector_isa(VectorIsa isa) {
 }
 
 VectorIsa vector_isa() {
-  return cpu_has_avx512() && max_vector_isa() == VectorIsa::Avx512 ? VectorIsa::Avx512
-                                                                   : VectorIsa::Avx2;
+  return cpu_has_full_rate_avx512() && max_vector_isa() == VectorIsa::Avx512 ? VectorIsa::Avx512
+                                                                             : VectorIsa::Avx2;
 }
 
 std::string_view vector_isa_name(VectorIsa isa) {
