@@ -589,8 +589,39 @@ Tensor& Tensor::copy_(const Tensor& src) {
   return *this;
 }
 
+namespace {
+
+// n copies of the element at `first` after it (any trivially copyable element type).
+template <typename T>
+void repeat_first(void* first, std::int64_t n) {
+  T* p = static_cast<T*>(first);
+  std::fill(p + 1, p + n, p[0]);
+}
+
+}  // namespace
+
 Tensor& Tensor::fill_(float value) {
+  if (numel() == 0) return *this;
   FloatWriter out(*this);
+  if (is_non_overlapping_and_dense()) {
+    // The elements are the buffer's first numel(): one written (converted to the dtype), then
+    // repeated — not an index walk per element, which took seconds for a large stand-in tensor.
+    out.set_offset(0, value);
+    switch (element_size()) {
+      case 2:
+        repeat_first<std::uint16_t>(data_ptr(), numel());
+        break;
+      case 4:
+        repeat_first<std::uint32_t>(data_ptr(), numel());
+        break;
+      case 8:
+        repeat_first<std::uint64_t>(data_ptr(), numel());
+        break;
+      default:
+        fail("fill_: no {}-byte element type", element_size());
+    }
+    return *this;
+  }
   for_each_index(sizes(),
                  [&](const Shape& idx) { out.set_offset(offset_of(idx, out.strides()), value); });
   return *this;
