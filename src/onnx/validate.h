@@ -12,12 +12,15 @@ namespace refold::onnx::detail {
 // Supported range (docs/reliability.md A6, A8). Any ai.onnx opset up to 21 is accepted here; which
 // op versions refold implements is the op table's call (unsupported_reason, A9), so the
 // pytorch-converted tests (opsets 6–9) load wherever their ops' versions are implemented.
-// IR 9 and 10 (ONNX 1.13–1.16; PyTorch's dynamo exporter writes IR 10) are read with the IR 8
-// schema of Debian's libonnx: what they add arrives as protobuf unknown fields, which export
-// keeps. Those that change a node's meaning are refused (check_newer_ir_fields); the others —
-// metadata_props on nodes, graphs, values and functions — carry none and are kept as they are.
+// IR 9 to 14 (ONNX 1.13–1.23; PyTorch's dynamo exporter writes IR 10, onnx.helper.make_model of
+// ONNX 1.23 IR 14) are read with the IR 8 schema of Debian's libonnx: what they add arrives as
+// protobuf unknown fields, which export keeps. Those that change a node's meaning are refused
+// (check_newer_ir_fields); the others — metadata_props on nodes, graphs, values and functions,
+// IR 11's multi-device configurations (a placement, not a change to the math) — carry none and
+// are kept as they are. Their new element types (4-bit, 2-bit and E8M0 floats) are refused by
+// name where a tensor or value has one, like any type refold does not run.
 inline constexpr int kMinIrVersion = 3;
-inline constexpr int kMaxIrVersion = 10;
+inline constexpr int kMaxIrVersion = 14;
 inline constexpr int kMinOpset = 1;
 inline constexpr int kMaxOpset = 21;
 

@@ -219,6 +219,7 @@ int bench_command(const BenchArgs& args, std::FILE* out) {
       j["variants"].push_back({{"name", v.name},
                                {"median_ms", v.median},
                                {"p90_ms", v.p90},
+                               {"samples_ms", v.ms},
                                {"gflops", v.flops / (v.median * 1e6)},
                                {"flops", v.flops},
                                {"speedup", baseline / v.median},
