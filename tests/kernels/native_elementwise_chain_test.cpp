@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,29 @@ TEST(NativeElementwiseChain, MatchesTheReferenceOnEveryChain) {
         }
       }
     }
+  }
+}
+
+// Sigmoid and SiLU run on the vector exp (epilogue.h): within the op tolerance of the reference's
+// std::exp form over the whole float range, saturating to 0 and 1 (x and 0 for SiLU) far out,
+// NaN staying NaN.
+TEST(NativeElementwiseChain, SigmoidAndSiluHoldOverTheWholeRange) {
+  if (!native::cpu_has_avx2_fma()) GTEST_SKIP() << "needs AVX2 and FMA";
+  std::vector<float> values;
+  for (float v = -120.0f; v <= 120.0f; v += 0.37f) values.push_back(v);
+  for (float v : {-1e30f, -88.9f, -87.5f, -1e-30f, 0.0f, 1e-30f, 87.5f, 88.9f, 1e30f})
+    values.push_back(v);
+  values.resize(values.size() / 8 * 8 + 5);  // an 8-lane tail
+  values.back() = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = from_values(values, {1, static_cast<std::int64_t>(values.size()), 1, 1});
+  for (Activation a : {Activation::Sigmoid, Activation::SiLU}) {
+    PostOps post;
+    post.activation = a;
+    std::string declined;
+    const Tensor y = native::elementwise_chain(x, post, &declined);
+    ASSERT_TRUE(y.defined()) << declined;
+    EXPECT_TRUE(testing::all_close(y, reference::apply_post_ops(x, post), Tolerance::op_f32()))
+        << activation_name(a);
   }
 }
 

@@ -15,6 +15,7 @@
 #include <immintrin.h>
 
 #include "kernels/native/tail_mask.h"
+#include "kernels/native/vector_math.h"
 #endif
 
 namespace refold::native {
@@ -41,9 +42,10 @@ struct Epilogue {
 
 #if REFOLD_HAVE_X86_KERNELS
 
-// activation(x) over 8 lanes. The sigmoid-based ones go through std::exp per lane, as the
-// reference computes them (1 / (1 + e^−x)), GELU per lane too; the others are exact in vector
-// form.
+// activation(x) over 8 lanes. Sigmoid and SiLU are 1 / (1 + e^−x) (times x) with the vector
+// exp (vector_math.h, within 2 ulp of std::exp), so within a few ulp of the reference; per lane
+// through std::exp they took 3 ns an element, 15× oneDNN's fused swish. GELU goes through
+// std::erf per lane, as the reference computes it; the others are exact in vector form.
 REFOLD_TARGET_AVX2 inline __m256 activate(__m256 x, Activation activation, float negative_slope) {
   const __m256 zero = _mm256_setzero_ps();
   const __m256 three = _mm256_set1_ps(3.0f), six = _mm256_set1_ps(6.0f);
@@ -66,13 +68,9 @@ REFOLD_TARGET_AVX2 inline __m256 activate(__m256 x, Activation activation, float
     }
     case Activation::Sigmoid:
     case Activation::SiLU: {
-      alignas(32) float lanes[8];
-      _mm256_store_ps(lanes, x);
-      for (float& value : lanes) {
-        const float sigmoid = 1.0f / (1.0f + std::exp(-value));
-        value = activation == Activation::Sigmoid ? sigmoid : value * sigmoid;
-      }
-      return _mm256_load_ps(lanes);
+      const __m256 one = _mm256_set1_ps(1.0f);
+      const __m256 sigmoid = _mm256_div_ps(one, _mm256_add_ps(one, exp(_mm256_sub_ps(zero, x))));
+      return activation == Activation::Sigmoid ? sigmoid : _mm256_mul_ps(x, sigmoid);
     }
     case Activation::GELU: {  // ½x·(1 + erf(x/√2)), per lane as the reference computes it
       alignas(32) float lanes[8];

@@ -1,6 +1,7 @@
-// AVX2 building blocks of the native row kernels (normalizations, reductions, softmax): tails,
-// horizontal reductions and a vectorized exp. Every function carries REFOLD_TARGET_AVX2; callers
-// check cpu_has_avx2_fma() first (kernels/native/cpu.h).
+// AVX2 building blocks of the native row kernels (normalizations, reductions, softmax, the conv
+// epilogue's sigmoid): tails (tail_mask.h), horizontal reductions and a vectorized exp. Every
+// function carries REFOLD_TARGET_AVX2; callers check cpu_has_avx2_fma() first
+// (kernels/native/cpu.h).
 #pragma once
 
 #include "kernels/native/cpu.h"
@@ -10,13 +11,9 @@
 
 #include <cstdint>
 
-namespace refold::native {
+#include "kernels/native/tail_mask.h"
 
-// Lanes [0, n) set, n in [0, 8]: the mask of _mm256_maskload_ps/_mm256_maskstore_ps for a tail.
-REFOLD_TARGET_AVX2 inline __m256i tail_mask(std::int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
+namespace refold::native {
 
 REFOLD_TARGET_AVX2 inline double horizontal_sum(__m256d v) {
   const __m128d pair = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
