@@ -61,6 +61,12 @@ void set_max_vector_isa(VectorIsa isa);
 // The cap in force: set_max_vector_isa's, else REFOLD_NATIVE_ISA's, else Avx512.
 VectorIsa max_vector_isa();
 
+// True where cpu_has_avx512() and the cap (max_vector_isa) is Avx512: oneDNN then runs its
+// AVX-512 convs (brgconv:avx512_core), at full or half rate. A rule that compares refold's
+// kernels with those keys on this, not on vector_isa(): the native direct conv loses to them on
+// Zen 4 too (docs/native-kernels.md).
+bool onednn_has_avx512_convs();
+
 std::string_view vector_isa_name(VectorIsa isa);  // "avx2", "avx512"
 // "avx2" / "avx512" → the ISA; anything else throws refold::Error naming the text.
 VectorIsa parse_vector_isa(std::string_view text);
