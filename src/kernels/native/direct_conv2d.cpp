@@ -51,7 +51,7 @@ std::string decline_reason(const Conv2dOptions& options, const ref::Conv2dGeomet
   if (get_conv_algorithm() == ConvAlgorithm::Native) return {};  // wherever it runs
   // Where oneDNN has its AVX-512 convs, brgconv:avx512_core is faster than this kernel at every
   // RepVGG-A0 strided shape (48→48 at 112² to 192→1280 at 14², paired runs, bench/RESULTS.md):
-  // 1.5–1.7× on a full-rate Xeon (against this kernel's AVX-512 form), 1.07–1.34× on Zen 4,
+  // 1.5–1.7× on a full-rate Xeon (against this kernel's AVX-512 form), 1.07–1.42× on Zen 4,
   // which splits 512-bit ops in two (against its AVX2 form).
   if (onednn_has_avx512_convs()) return "oneDNN's AVX-512 conv is faster on this CPU";
   if (g.kh * g.kw < 9 || g.in_channels < 48)
