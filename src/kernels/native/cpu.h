@@ -47,8 +47,9 @@ bool cpu_has_full_rate_avx512();
 // (winograd_conv2d.cpp, direct_conv2d.cpp).
 //   Avx512  where cpu_has_full_rate_avx512(). oneDNN's AVX-512 convs run about twice as fast as
 //           its AVX2 ones there, so refold's conv kernels pay off in fewer places.
-//   Avx2    everywhere else, AVX-512 at half rate included: there oneDNN's AVX-512 convs are no
-//           faster than its AVX2 ones, and neither are refold's AVX-512 forms.
+//   Avx2    everywhere else, AVX-512 at half rate included: there refold's AVX-512 form is no
+//           faster than its AVX2 one, and Winograd keeps the AVX2 rules (oneDNN's AVX-512
+//           convs still beat the direct conv there: onednn_has_avx512_convs()).
 enum class VectorIsa { Avx2, Avx512 };
 
 // This CPU's ISA, capped by set_max_vector_isa, else by the environment variable
