@@ -65,10 +65,12 @@ TEST_F(NativeGroupNorm, MatchesTheReferenceInBothLayouts) {
 }
 
 // Tensors past kernels/native/row_threads.h's threshold run on 2 threads (jobs over (n, group)
-// in NCHW, over row slices in NHWC): the same numbers as the reference and as 1 thread.
+// in NCHW, over row slices in NHWC, over parts of each sample with one group in NHWC): the same
+// numbers as the reference and as 1 thread.
 TEST_F(NativeGroupNorm, LargeTensorsOnTwoThreads) {
   Generator gen(31);
-  for (const GroupCase& c : std::vector<GroupCase>{{{2, 64, 32, 33}, 8}, {{1, 96, 29, 31}, 96}}) {
+  for (const GroupCase& c :
+       std::vector<GroupCase>{{{2, 64, 32, 33}, 8}, {{1, 96, 29, 31}, 96}, {{2, 48, 31, 29}, 1}}) {
     const Tensor x = uniform(c.sizes, 2.0, gen);
     const Tensor scale = uniform({c.sizes[1]}, 1.0, gen), bias = uniform({c.sizes[1]}, 1.0, gen);
     const Tensor expected = reference::group_norm(x, scale, bias, c.groups, 1e-5);

@@ -65,23 +65,65 @@ void group_norm_nchw(const float* in, float* out, const float* gamma, const floa
   }
 }
 
-// NHWC: sample n is `plane` rows of C channels. The statistics come from per-channel column sums
-// (each thread sums a slice of the rows, the slices added up), combined per group:
+// NHWC, one group (GroupNorm(1, C): a LayerNorm over C, H, W): sample n is one contiguous block of
+// plane·C values in NHWC too, so its statistics are sums over the block, in registers, split
+// over the threads (column sums would read and write an accumulator per element: 4× the time):
+//   μ = Σx / m,  σ² = Σ(x − μ)² / m  (m = C·HW, sums in double),
+// then mean[n][c] = μ and scale[n][c] = γ_c/√(σ² + ε) for the shared normalizing pass.
+void one_group_statistics(const float* in, std::int64_t batch, std::int64_t channels,
+                          std::int64_t plane, double epsilon, const float* gamma, int threads,
+                          std::vector<float>& mean, std::vector<float>& scale) {
+  const std::int64_t length = plane * channels;
+  const std::int64_t parts = std::min<std::int64_t>(threads, length);
+  const std::int64_t part_length = (length + parts - 1) / parts;
+  std::vector<double> partial(static_cast<std::size_t>(batch * parts));
+  std::vector<double> center(static_cast<std::size_t>(batch));
+  const auto block_pass = [&](bool squares) {
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && batch * parts > 1)
+    for (std::int64_t job = 0; job < batch * parts; ++job) {
+      const std::int64_t n = job / parts, first = job % parts * part_length;
+      const std::int64_t count = std::max<std::int64_t>(0, std::min(part_length, length - first));
+      const float* x = in + n * length + first;
+      partial[static_cast<std::size_t>(job)] =
+          squares ? squared_deviation_sum(x, count, center[static_cast<std::size_t>(n)])
+                  : sum(x, count);
+    }
+    for (std::int64_t n = 0; n < batch; ++n) {
+      double total = 0.0;
+      for (std::int64_t p = 0; p < parts; ++p)
+        total += partial[static_cast<std::size_t>(n * parts + p)];
+      const double average = total / static_cast<double>(length);
+      for (std::int64_t c = 0; c < channels; ++c) {
+        const auto i = static_cast<std::size_t>(n * channels + c);
+        if (!squares) {
+          center[static_cast<std::size_t>(n)] = average;
+          mean[i] = static_cast<float>(average);
+        } else {
+          scale[i] = static_cast<float>(gamma[c] / std::sqrt(average + epsilon));
+        }
+      }
+    }
+  };
+  block_pass(false);
+  block_pass(true);
+}
+
+// NHWC, several groups: sample n is `plane` rows of C channels. The statistics come from
+// per-channel column sums (each thread sums a slice of the rows, the slices added up), combined
+// per group:
 //   μ_g = Σ_{c ∈ g} Σ_p x[p][c] / m,  σ²_g = Σ_{c ∈ g} Σ_p (x[p][c] − μ_g)² / m,
-//   y[p][c] = (x[p][c] − μ_g)·(γ_c/√(σ²_g + ε)) + β_c.
-void group_norm_nhwc(const float* in, float* out, const float* gamma, const float* beta,
-                     std::int64_t batch, std::int64_t channels, std::int64_t plane,
-                     std::int64_t groups, double epsilon) {
+// then mean[n][c] = μ_g and scale[n][c] = γ_c/√(σ²_g + ε) for each c of group g.
+void grouped_statistics(const float* in, std::int64_t batch, std::int64_t channels,
+                        std::int64_t plane, std::int64_t groups, double epsilon, const float* gamma,
+                        int threads, std::vector<float>& mean, std::vector<float>& scale) {
   const std::int64_t per_group = channels / groups;
   const auto count = static_cast<double>(per_group * plane);
-  const int threads = row_kernel_threads(batch * channels * plane);
   const std::int64_t slices = std::min<std::int64_t>(threads, plane);
   const std::int64_t rows_per_slice = (plane + slices - 1) / slices;
   const auto c_size = static_cast<std::size_t>(channels);
-  // Per sample: the column sums of each slice, then the per-channel mean, scale and shift.
+  // Per sample: the column sums of each slice, then the per-channel center.
   std::vector<double> partial(static_cast<std::size_t>(batch * slices) * c_size);
   std::vector<double> center(static_cast<std::size_t>(batch) * c_size);
-  std::vector<float> mean(center.size()), scale(center.size());
   const auto column_pass = [&](bool squares) {
     std::fill(partial.begin(), partial.end(), 0.0);
 #pragma omp parallel for schedule(static) \
@@ -119,6 +161,19 @@ void group_norm_nhwc(const float* in, float* out, const float* gamma, const floa
   };
   column_pass(false);
   column_pass(true);
+}
+
+// NHWC: the statistics (above), then y[p][c] = (x[p][c] − mean[n][c])·scale[n][c] + β_c.
+void group_norm_nhwc(const float* in, float* out, const float* gamma, const float* beta,
+                     std::int64_t batch, std::int64_t channels, std::int64_t plane,
+                     std::int64_t groups, double epsilon) {
+  const int threads = row_kernel_threads(batch * channels * plane);
+  const auto c_size = static_cast<std::size_t>(channels);
+  std::vector<float> mean(static_cast<std::size_t>(batch) * c_size), scale(mean.size());
+  if (groups == 1)
+    one_group_statistics(in, batch, channels, plane, epsilon, gamma, threads, mean, scale);
+  else
+    grouped_statistics(in, batch, channels, plane, groups, epsilon, gamma, threads, mean, scale);
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && batch * plane > 1)
   for (std::int64_t row = 0; row < batch * plane; ++row) {
     const auto n = static_cast<std::size_t>(row / plane) * c_size;
