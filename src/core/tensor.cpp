@@ -412,6 +412,10 @@ void copy_same_dtype(const Tensor& src, Tensor& dst) {
                    std::memcpy(d + dof, s + so, static_cast<std::size_t>(count) * sizeof(T));
                    return;
                  }
+                 if (s_step == 0 && d_step == 1) {  // a broadcast source (Expand): a fill
+                   std::fill_n(d + dof, count, s[so]);
+                   return;
+                 }
                  for (std::int64_t i = 0; i < count; ++i) d[dof + i * d_step] = s[so + i * s_step];
                });
 }

@@ -201,6 +201,18 @@ TEST(Tensor, CopyBetweenArbitraryLayoutsKeepsLogicalValues) {
 // into bfloat16: the copy merges dims that are one run in both tensors and may run along a dim
 // other than the innermost (a short innermost dim beside a src-contiguous one, as in a channel
 // shuffle); every element must still land where its logical index says.
+// A source broadcast along its innermost dims (stride 0, as Expand copies it) fills each run with
+// its one value: every element of the copy is the source element it repeats.
+TEST(Tensor, CopyOfABroadcastRepeatsEachValue) {
+  const Tensor base = randn({3, 4});
+  const Tensor view = base.as_strided({3, 4, 5, 19}, {4, 1, 0, 0}, 0);
+  const Tensor dense = view.contiguous();
+  for (std::int64_t a = 0; a < 3; ++a)
+    for (std::int64_t b = 0; b < 4; ++b)
+      for (std::int64_t h = 0; h < 5; ++h)
+        for (std::int64_t w = 0; w < 19; ++w) ASSERT_EQ(dense.at({a, b, h, w}), base.at({a, b}));
+}
+
 TEST(Tensor, CopyOfEveryPermutationKeepsLogicalValues) {
   const Shape sizes = {2, 3, 1, 17, 2};
   const Tensor base = randn(sizes);
