@@ -152,6 +152,20 @@ TEST(OnnxLoad, A6A7A8HeaderChecks) {
   expect_load_error(twice, "opset_import lists domain '' twice");
 }
 
+// Loads b's model, checks that it runs like the reference on a [1, 4, 6, 6] input, saves it and
+// returns what was written.
+::onnx::ModelProto run_and_round_trip(const OnnxBuilder& b) {
+  TempDir dir;
+  const auto g = load(b.save(dir / "model.onnx"));
+  Generator gen(3);
+  const Tensor x = testing::uniform({1, 4, 6, 6}, 1.0, gen);
+  EXPECT_TRUE(testing::all_close(g->run({x})[0], reference(*g, x), testing::Tolerance::op_f32()));
+  save(*g, dir / "out.onnx");
+  ::onnx::ModelProto written;
+  EXPECT_TRUE(written.ParseFromString(testing::read_file(dir / "out.onnx")));
+  return written;
+}
+
 // IR 10 (PyTorch's dynamo exporter) at opset 21: what IR 9/10 add reaches libonnx 1.12 as
 // unknown fields. metadata_props (NodeProto field 9) means nothing to the computation: the
 // model loads, runs, and export writes the field back. NodeProto.overload (field 8) picks a
@@ -163,15 +177,7 @@ TEST(OnnxLoad, Ir10FieldsAreKeptOrRefused) {
   entry.set_value("model.py:12");
   b.model().mutable_graph()->mutable_node(0)->mutable_unknown_fields()->AddLengthDelimited(
       9, entry.SerializeAsString());
-  TempDir dir;
-  const auto file = b.save(dir / "model.onnx");
-  const auto g = load(file);
-  Generator gen(3);
-  const Tensor x = testing::uniform({1, 4, 6, 6}, 1.0, gen);
-  EXPECT_TRUE(testing::all_close(g->run({x})[0], reference(*g, x), testing::Tolerance::op_f32()));
-  save(*g, dir / "out.onnx");
-  ::onnx::ModelProto written;
-  ASSERT_TRUE(written.ParseFromString(testing::read_file(dir / "out.onnx")));
+  const ::onnx::ModelProto written = run_and_round_trip(b);
   EXPECT_EQ(written.ir_version(), 10);
   EXPECT_EQ(written.opset_import(0).version(), 21);
   EXPECT_EQ(written.graph().node(0).unknown_fields().field_count(), 1);
@@ -188,15 +194,7 @@ TEST(OnnxLoad, Ir10FieldsAreKeptOrRefused) {
 // runs, and export keeps its IR version. An element type newer than libonnx's schema
 // (FLOAT4E2M1, 23, from IR 11) is refused naming the tensor.
 TEST(OnnxLoad, NewestIrVersionsLoad) {
-  TempDir dir;
-  const auto g = load(conv_relu_add(17, 14).save(dir / "model.onnx"));
-  Generator gen(3);
-  const Tensor x = testing::uniform({1, 4, 6, 6}, 1.0, gen);
-  EXPECT_TRUE(testing::all_close(g->run({x})[0], reference(*g, x), testing::Tolerance::op_f32()));
-  save(*g, dir / "out.onnx");
-  ::onnx::ModelProto written;
-  ASSERT_TRUE(written.ParseFromString(testing::read_file(dir / "out.onnx")));
-  EXPECT_EQ(written.ir_version(), 14);
+  EXPECT_EQ(run_and_round_trip(conv_relu_add(17, 14)).ir_version(), 14);
 
   OnnxBuilder fp4 = conv_relu_add(17, 14);
   fp4.model().mutable_graph()->mutable_initializer(0)->set_data_type(23);
