@@ -115,9 +115,7 @@ VectorIsa vector_isa() {
                                                                              : VectorIsa::Avx2;
 }
 
-bool onednn_has_avx512_convs() {
-  return cpu_has_avx512() && max_vector_isa() == VectorIsa::Avx512;
-}
+bool onednn_has_avx512_convs() { return cpu_has_avx512() && max_vector_isa() == VectorIsa::Avx512; }
 
 std::string_view vector_isa_name(VectorIsa isa) {
   return isa == VectorIsa::Avx512 ? "avx512" : "avx2";
