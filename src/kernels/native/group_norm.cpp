@@ -82,11 +82,15 @@ void one_group_statistics(const float* in, std::int64_t batch, std::int64_t chan
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && batch * parts > 1)
     for (std::int64_t job = 0; job < batch * parts; ++job) {
       const std::int64_t n = job / parts, first = job % parts * part_length;
-      const std::int64_t count = std::max<std::int64_t>(0, std::min(part_length, length - first));
+      const std::int64_t count = std::min(part_length, length - first);
+      double& total = partial[static_cast<std::size_t>(job)];
+      if (count <= 0) {  // more threads than whole parts: this one has none
+        total = 0.0;
+        continue;
+      }
       const float* x = in + n * length + first;
-      partial[static_cast<std::size_t>(job)] =
-          squares ? squared_deviation_sum(x, count, center[static_cast<std::size_t>(n)])
-                  : sum(x, count);
+      total = squares ? squared_deviation_sum(x, count, center[static_cast<std::size_t>(n)])
+                      : sum(x, count);
     }
     for (std::int64_t n = 0; n < batch; ++n) {
       double total = 0.0;
