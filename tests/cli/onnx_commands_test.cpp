@@ -256,6 +256,9 @@ TEST(CliBench, VariantTimesOnlyTheOnesNamed) {
   ASSERT_EQ(j["variants"].size(), 1u);
   EXPECT_EQ(j["variants"][0]["name"], "optimized NHWC");
   EXPECT_GT(j["optimized_nhwc_ms_median"].get<double>(), 0);
+  // Each timed run's time, for tools that want the distribution.
+  ASSERT_EQ(j["variants"][0]["samples_ms"].size(), 2u);
+  EXPECT_GT(j["variants"][0]["samples_ms"][0].get<double>(), 0);
   run = run_cli("bench " + kRepVGG +
                 "/model.onnx --runs 2 --warmup 0 --json --variant imported-nchw --variant "
                 "optimized-nhwc");

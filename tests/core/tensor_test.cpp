@@ -197,10 +197,6 @@ TEST(Tensor, CopyBetweenArbitraryLayoutsKeepsLogicalValues) {
   EXPECT_THROW(i64.copy_(permuted), Error);
 }
 
-// Every permutation of a 5-d tensor with short and long dims copied contiguous, in float32 and
-// into bfloat16: the copy merges dims that are one run in both tensors and may run along a dim
-// other than the innermost (a short innermost dim beside a src-contiguous one, as in a channel
-// shuffle); every element must still land where its logical index says.
 // A source broadcast along its innermost dims (stride 0, as Expand copies it) fills each run with
 // its one value: every element of the copy is the source element it repeats.
 TEST(Tensor, CopyOfABroadcastRepeatsEachValue) {
@@ -213,6 +209,10 @@ TEST(Tensor, CopyOfABroadcastRepeatsEachValue) {
         for (std::int64_t w = 0; w < 19; ++w) ASSERT_EQ(dense.at({a, b, h, w}), base.at({a, b}));
 }
 
+// Every permutation of a 5-d tensor with short and long dims copied contiguous, in float32 and
+// into bfloat16: the copy merges dims that are one run in both tensors and may run along a dim
+// other than the innermost (a short innermost dim beside a src-contiguous one, as in a channel
+// shuffle); every element must still land where its logical index says.
 TEST(Tensor, CopyOfEveryPermutationKeepsLogicalValues) {
   const Shape sizes = {2, 3, 1, 17, 2};
   const Tensor base = randn(sizes);

@@ -97,14 +97,13 @@ void one_group_statistics(const float* in, std::int64_t batch, std::int64_t chan
       for (std::int64_t p = 0; p < parts; ++p)
         total += partial[static_cast<std::size_t>(n * parts + p)];
       const double average = total / static_cast<double>(length);
+      if (!squares) center[static_cast<std::size_t>(n)] = average;
       for (std::int64_t c = 0; c < channels; ++c) {
         const auto i = static_cast<std::size_t>(n * channels + c);
-        if (!squares) {
-          center[static_cast<std::size_t>(n)] = average;
+        if (!squares)
           mean[i] = static_cast<float>(average);
-        } else {
+        else
           scale[i] = static_cast<float>(gamma[c] / std::sqrt(average + epsilon));
-        }
       }
     }
   };
