@@ -13,9 +13,21 @@
 // rather than exact sizes, a block freed by one layer serves the next layer's slightly different
 // size in the same run: DenseNet's concat outputs, 32 channels wider at every layer, reuse each
 // other's blocks instead of each keeping its own, and a run keeps about its peak of live
-// activations rather than the sum of all of them. At most kMaxCachedBytes are kept (beyond it a
-// freed block is released), so memory held but not live is bounded; REFOLD_CACHE_BLOCKS=0 in the
-// environment keeps none. Smaller blocks go straight to the C allocator, which already reuses them.
+// activations rather than the sum of all of them.
+//
+// Bound: the blocks in use and kept together never exceed the most ever in use at once (the
+// high-water mark of live large blocks), nor are more than kMaxCachedBytes kept. A request its
+// class cannot serve first releases kept blocks of other classes, largest first, until the new
+// block fits under that mark. A model that runs the same sizes again hits on every request from
+// the second run on and releases nothing; a sequence of ever-new sizes (the optimizer's shape
+// inference, which runs each node once on stand-ins) keeps no more than its largest moment
+// needed, instead of one block per size it ever freed. REFOLD_CACHE_BLOCKS=0 in the environment
+// keeps none.
+//
+// Large blocks are pages of their own (mmap), so a released block goes back to the OS at once,
+// not into the C heap where fragmentation would keep it resident (sanitizer builds use the C
+// allocator, whose redzones catch overruns). Smaller blocks go straight to the C allocator, which
+// already reuses them.
 // Thread-safe (one mutex). The kept bytes are not live tensor memory: memory_stats() and the memory
 // limit count only storages in use.
 #pragma once
@@ -24,7 +36,7 @@
 
 namespace refold::detail {
 
-inline constexpr std::size_t kMinCachedBytes = std::size_t{256} << 10;  // 256 KiB
+inline constexpr std::size_t kMinCachedBytes = std::size_t{64} << 10;  // 64 KiB
 inline constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;    // 1 GiB
 
 // `bytes` rounded as the cache rounds it (at least `alignment`, a multiple of it; from
@@ -37,7 +49,7 @@ void* take_block(std::size_t bytes, std::size_t alignment);
 void give_block(void* block, std::size_t bytes, std::size_t alignment);
 // The bytes kept for reuse now.
 std::size_t cached_block_bytes();
-// Releases every kept block.
+// Releases every kept block; the high-water mark starts again from the blocks in use now.
 void release_cached_blocks();
 
 }  // namespace refold::detail

@@ -31,6 +31,7 @@
 #include "kernels/reference/conv_common.h"
 #include "kernels/reference/onnx_ops.h"
 #include "kernels/reference/tensor_ops.h"
+#include "kernels/stand_in.h"
 #include "kernels/verbose.h"
 #include "refold/reference.h"
 
@@ -87,6 +88,11 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   // Validated once; each implementation then only decides whether it takes the problem. The
   // reference, unfused: y = act(conv + bias + residual), one pass per step.
   const Conv2dCall call = validate_conv2d(src, weight, bias, options, post);
+  if (StandInRun::active()) {  // shape inference: the output's shape is all it asks for
+    const reference::detail::Conv2dGeometry& g = call.geometry;
+    return zeros({g.batch, g.out_channels, g.out_h, g.out_w},
+                 {src.dtype(), reference::detail::conv_output_format(src, weight)});
+  }
   return dispatch(
       "conv2d",
       {{"winograd", [&](std::string* declined) { return native::winograd_conv2d(call, declined); }},

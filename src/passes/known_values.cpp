@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "graph/plan.h"
+#include "kernels/stand_in.h"
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
 #include "refold/graph/op.h"
@@ -244,6 +245,7 @@ std::optional<std::vector<Tensor>> StaticShapes::run_stand_ins(const graph::Node
     if (!k || !is_floating(k->dtype) || sets_shape) return std::nullopt;
   }
   try {
+    const StandInRun stand_in;  // a conv gives its output's shape without computing it
     return run_node(node, [&](const std::string& in) {
       if (const auto c = constant_value(graph_, in)) return *c;
       const Known& k = *memo_.at(in);

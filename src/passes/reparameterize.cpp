@@ -423,14 +423,15 @@ class RegionMerger {
     std::map<std::size_t, Step> steps;
   };
 
-  Region collect(std::size_t root) const {
+  // `values`: with each conv's map (read_step); without, what the region is costs nothing.
+  Region collect(std::size_t root, bool values = true) const {
     Region r;
     std::vector<std::size_t> stack{root};
     std::set<std::size_t> seen{root};
     while (!stack.empty()) {
       const std::size_t i = stack.back();
       stack.pop_back();
-      Step s = std::get<Step>(read_step(g_, g_.nodes()[i]));
+      Step s = std::get<Step>(read_step(g_, g_.nodes()[i], values));
       for (const std::string& v : s.operands) {
         if (boundary(v)) {
           if (std::find(r.inputs.begin(), r.inputs.end(), v) == r.inputs.end())
@@ -474,6 +475,35 @@ class RegionMerger {
       }
     }
     return ch;
+  }
+
+  // The fewest nodes a rewrite of `r` can have: rewrite() writes one conv per input whose term
+  // is not the plain identity and one Add per further input, and an input's term is the plain
+  // identity only if every path from it to the root passes sums with sign +1 and affine steps
+  // of scale 1 alone, and only one path does. Reads no conv's values.
+  std::size_t fewest_rewritten_nodes(const Region& r) const {
+    std::map<std::string, std::map<std::string, bool>> reach;  // value → input → transformed
+    for (const std::string& x : r.inputs) reach[x][x] = false;
+    for (std::size_t i : r.nodes) {
+      const Step& s = r.steps.at(i);
+      std::map<std::string, bool> out;
+      for (std::size_t k = 0; k < s.operands.size(); ++k) {
+        const bool keeps =
+            s.kind == StepKind::Sum
+                ? s.signs.at(k) == 1.0
+                : s.kind == StepKind::Affine &&
+                      std::all_of(s.scale.begin(), s.scale.end(), [](double v) { return v == 1.0; });
+        for (const auto& [x, transformed] : reach[s.operands[k]]) {
+          const auto [it, first] = out.emplace(x, transformed || !keeps);
+          if (!first) it->second = true;  // two paths: a sum of maps, never the plain identity
+        }
+      }
+      reach[g_.nodes()[i].outputs[0]] = std::move(out);
+    }
+    const std::map<std::string, bool>& root = reach[g_.nodes()[r.nodes.back()].outputs[0]];
+    const std::size_t convs = static_cast<std::size_t>(
+        std::count_if(root.begin(), root.end(), [](const auto& e) { return e.second; }));
+    return std::max<std::size_t>(convs, 1) + root.size() - 1;
   }
 
   // x is 4-d: its shape is known so (declared, or written by a Conv with a 4-d weight, a 2-d
@@ -845,13 +875,25 @@ class RegionMerger {
     const std::string root_name = g_.nodes()[root].name;
     std::string first_failure;
     for (;;) {
-      const Region r = collect(root);
-      if (r.nodes.size() < 2) return std::nullopt;
-      const bool has_conv = std::any_of(r.nodes.begin(), r.nodes.end(), [&](std::size_t i) {
-        const StepKind k = r.steps.at(i).kind;
-        return k == StepKind::Conv || k == StepKind::AvgPool;
-      });
+      const Region outline = collect(root, /*values=*/false);
+      if (outline.nodes.size() < 2) return std::nullopt;
+      const bool has_conv =
+          std::any_of(outline.nodes.begin(), outline.nodes.end(), [&](std::size_t i) {
+            const StepKind k = outline.steps.at(i).kind;
+            return k == StepKind::Conv || k == StepKind::AvgPool;
+          });
       if (!has_conv) return std::nullopt;
+      // A region no larger than any rewrite of it stays as it is, and neither can a part of it
+      // merge on its own (its rewrite would leave the region at least that large): its
+      // weights are never composed. A ResNet's downsampling block, two convs and an Add over
+      // two inputs, would otherwise hold five float64 copies of its widest weight at once.
+      if (fewest_rewritten_nodes(outline) >= outline.nodes.size()) {
+        if (outline.inputs.size() > 1 && branches_in(outline) >= 2 &&
+            noted_.insert(root_name + "#apart").second)
+          note_apart(root, outline);
+        return std::nullopt;
+      }
+      const Region r = collect(root);
       const auto ch = channels_of(r);
       for (const std::string& x : r.inputs)
         if (!ch.count(x)) return std::nullopt;

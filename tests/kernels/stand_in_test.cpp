@@ -1,0 +1,70 @@
+// kernels/stand_in.h: while a StandInRun lives, a conv gives its output's shape, type and
+// format without computing it and every other dispatched op runs its reference, so the
+// optimizer's static shape inference builds no oneDNN primitive and packs no weight.
+#include "kernels/stand_in.h"
+
+#include <gtest/gtest.h>
+
+#include "kernels/onednn/conv2d.h"
+#include "kernels/verbose.h"
+#include "passes/known_values.h"
+#include "refold/functional.h"
+#include "refold/reference.h"
+#include "testing/compare.h"
+#include "testing/graph_builder.h"
+
+namespace refold {
+namespace {
+
+TEST(StandInRun, AConvGivesItsOutputWithoutDispatching) {
+  const Tensor x = randn({1, 8, 9, 11}).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor w = randn({16, 8, 3, 3});
+  Conv2dOptions options;
+  options.stride = 2;
+  options.padding = 1;
+  const std::uint64_t before = dispatch_count();
+  Tensor y;
+  {
+    const StandInRun stand_in;
+    EXPECT_TRUE(StandInRun::active());
+    y = functional::conv2d(x, w, Tensor(), options);
+    // An invalid conv still fails as it would run: the call is validated first.
+    EXPECT_THROW(functional::conv2d(x, randn({16, 4, 3, 3}), Tensor(), options), Error);
+  }
+  EXPECT_FALSE(StandInRun::active());
+  EXPECT_EQ(dispatch_count(), before);  // no implementation was chosen
+  EXPECT_EQ(y.sizes(), (Shape{1, 16, 5, 6}));
+  EXPECT_TRUE(y.is_contiguous(MemoryFormat::ChannelsLast));
+  // Outside the scope the same call computes.
+  EXPECT_TRUE(testing::all_close(functional::conv2d(x, w, Tensor(), options),
+                                 reference::conv2d(x, w, Tensor(), options),
+                                 testing::Tolerance::op_f32()));
+}
+
+TEST(StandInRun, OtherOpsRunTheirReference) {
+  const Tensor a = randn({2, 3, 4, 5}), b = randn({2, 3, 4, 5});
+  const std::uint64_t before = dispatch_count();
+  Tensor sum;
+  {
+    const StandInRun stand_in;
+    sum = functional::add(a, b);
+  }
+  EXPECT_EQ(dispatch_count(), before);
+  EXPECT_TRUE(testing::all_close(sum, reference::add(a, b), testing::Tolerance::exact()));
+}
+
+TEST(StandInRun, ShapeInferenceBuildsNoConvPrimitive) {
+  testing::GraphBuilder b;
+  const std::string x = b.input("x", {1, 8, 20, 20});
+  const std::string y = b.relu(b.conv(x, 8, 16, {3, 3}));
+  b.output(y);
+  onednn::clear_cache();
+  passes::detail::StaticShapes shapes(b.graph(), /*strict=*/true);
+  EXPECT_EQ(shapes.shape(y), (Shape{1, 16, 18, 18}));
+  const onednn::CacheStats stats = onednn::cache_stats();
+  EXPECT_EQ(stats.primitive_misses, 0u);
+  EXPECT_EQ(stats.primitives, 0u);
+}
+
+}  // namespace
+}  // namespace refold
