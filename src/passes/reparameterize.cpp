@@ -491,8 +491,8 @@ class RegionMerger {
         const bool keeps =
             s.kind == StepKind::Sum
                 ? s.signs.at(k) == 1.0
-                : s.kind == StepKind::Affine &&
-                      std::all_of(s.scale.begin(), s.scale.end(), [](double v) { return v == 1.0; });
+                : s.kind == StepKind::Affine && std::all_of(s.scale.begin(), s.scale.end(),
+                                                            [](double v) { return v == 1.0; });
         for (const auto& [x, transformed] : reach[s.operands[k]]) {
           const auto [it, first] = out.emplace(x, transformed || !keeps);
           if (!first) it->second = true;  // two paths: a sum of maps, never the plain identity
