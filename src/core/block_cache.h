@@ -37,7 +37,7 @@
 namespace refold::detail {
 
 inline constexpr std::size_t kMinCachedBytes = std::size_t{64} << 10;  // 64 KiB
-inline constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;    // 1 GiB
+inline constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;   // 1 GiB
 
 // `bytes` rounded as the cache rounds it (at least `alignment`, a multiple of it; from
 // kMinCachedBytes on, its size class: a multiple of a quarter of the largest power of two ≤ bytes).
