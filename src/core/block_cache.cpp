@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
+
+#include "core/stand_in.h"
 
 namespace refold::detail {
 namespace {
@@ -27,31 +30,12 @@ constexpr bool kSanitized = false;
 constexpr bool kSanitized = false;
 #endif
 
-// Large blocks: pages of their own, given back to the OS when released (see the header).
-void* map_block(std::size_t size, std::size_t alignment) {
-  if (kSanitized || alignment > kPage) return std::aligned_alloc(alignment, size);
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
-}
-
-void unmap_block(void* block, std::size_t size, std::size_t alignment) {
-  if (kSanitized || alignment > kPage) {
-    std::free(block);
-  } else {
-    munmap(block, size);
-  }
-}
-
-struct Kept {
-  void* block;
-  std::size_t alignment;
-};
-
 struct Cache {
   std::mutex mutex;
-  std::map<std::size_t, std::vector<Kept>> free;  // rounded size → kept blocks
-  std::size_t kept = 0;                           // bytes kept
-  std::size_t in_use = 0, peak_in_use = 0;        // large blocks taken and not given back
+  std::unordered_map<std::size_t, std::vector<void*>> free;  // rounded size → kept blocks
+  std::size_t bytes = 0;
+  // Stand-in blocks: never kept; mapped (mmap) unless the C allocator took them.
+  std::unordered_map<void*, bool> stand_ins;  // block → mapped
 };
 
 // Never destroyed: storages freed by static destructors at exit may still return blocks.
@@ -68,20 +52,6 @@ bool caching_enabled() {
   return enabled;
 }
 
-// Releases kept blocks, largest class first, until at most `keep` bytes are kept. Under the lock.
-void release_down_to(Cache& c, std::size_t keep) {
-  while (c.kept > keep && !c.free.empty()) {
-    auto last = std::prev(c.free.end());
-    std::vector<Kept>& blocks = last->second;
-    while (!blocks.empty() && c.kept > keep) {
-      unmap_block(blocks.back().block, last->first, blocks.back().alignment);
-      blocks.pop_back();
-      c.kept -= last->first;
-    }
-    if (blocks.empty()) c.free.erase(last);
-  }
-}
-
 }  // namespace
 
 std::size_t block_size(std::size_t bytes, std::size_t alignment) {
@@ -89,7 +59,7 @@ std::size_t block_size(std::size_t bytes, std::size_t alignment) {
     const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
     return rounded < alignment ? alignment : rounded;
   }
-  // The size class: a quarter of the largest power of two ≤ bytes (≥ 16 KiB, so a multiple of
+  // The size class: a quarter of the largest power of two ≤ bytes (≥ 64 KiB, so a multiple of
   // the page and of any alignment up to it), times the fewest quarters that hold `bytes`.
   std::size_t octave = kMinCachedBytes;
   while (octave <= bytes / 2) octave *= 2;
@@ -97,58 +67,89 @@ std::size_t block_size(std::size_t bytes, std::size_t alignment) {
   return (bytes + quarter - 1) / quarter * quarter;
 }
 
-void* take_block(std::size_t bytes, std::size_t alignment) {
-  const std::size_t size = block_size(bytes, alignment);
-  if (size < kMinCachedBytes) return std::aligned_alloc(alignment, size);
+// A stand-in run's block: pages of its own where large enough (sanitizer builds keep the C
+// allocator, whose redzones catch overruns).
+void* take_stand_in_block(std::size_t size, std::size_t alignment) {
+  const bool mapped = !kSanitized && size >= kMinMappedBytes && alignment <= kPage;
+  void* block = nullptr;
+  if (mapped) {
+    block = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (block == MAP_FAILED) return nullptr;
+  } else {
+    block = std::aligned_alloc(alignment, size);
+    if (block == nullptr) return nullptr;
+  }
   Cache& c = cache();
   const std::lock_guard<std::mutex> lock(c.mutex);
-  c.in_use += size;
-  c.peak_in_use = std::max(c.peak_in_use, c.in_use);
-  if (auto it = c.free.find(size); it != c.free.end()) {
-    for (auto k = it->second.rbegin(); k != it->second.rend(); ++k) {
-      if (k->alignment < alignment) continue;
-      void* block = k->block;
-      it->second.erase(std::next(k).base());
-      if (it->second.empty()) c.free.erase(it);
-      c.kept -= size;
+  c.stand_ins.emplace(block, mapped);
+  return block;
+}
+
+void* take_block(std::size_t bytes, std::size_t alignment) {
+  const std::size_t size = block_size(bytes, alignment);
+  if (StandInRun::active()) return take_stand_in_block(size, alignment);
+  if (size >= kMinCachedBytes && caching_enabled()) {
+    Cache& c = cache();
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    auto it = c.free.find(size);
+    if (it != c.free.end() && !it->second.empty()) {
+      void* block = it->second.back();
+      it->second.pop_back();
+      c.bytes -= size;
       return block;
     }
   }
-  // A miss: what is in use, plus what stays kept, stays under the high-water mark.
-  release_down_to(c, c.peak_in_use - c.in_use);
-  void* block = map_block(size, alignment);
-  if (block == nullptr) c.in_use -= size;
-  return block;
+  return std::aligned_alloc(alignment, size);
 }
 
 void give_block(void* block, std::size_t bytes, std::size_t alignment) {
   const std::size_t size = block_size(bytes, alignment);
-  if (size < kMinCachedBytes) {
-    std::free(block);
-    return;
-  }
   Cache& c = cache();
-  const std::lock_guard<std::mutex> lock(c.mutex);
-  c.in_use -= size;
-  if (caching_enabled() && c.kept + size <= kMaxCachedBytes) {
-    c.free[size].push_back({block, alignment});
-    c.kept += size;
-    return;
+  {
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    if (!c.stand_ins.empty()) {
+      if (const auto it = c.stand_ins.find(block); it != c.stand_ins.end()) {
+        const bool mapped = it->second;
+        c.stand_ins.erase(it);
+        if (mapped) {
+          munmap(block, size);
+        } else {
+          std::free(block);
+        }
+        return;
+      }
+    }
   }
-  unmap_block(block, size, alignment);
+  if (size >= kMinCachedBytes && caching_enabled()) {
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.bytes + size <= kMaxCachedBytes) {
+      c.free[size].push_back(block);
+      c.bytes += size;
+      return;
+    }
+  }
+  std::free(block);
 }
 
 std::size_t cached_block_bytes() {
   Cache& c = cache();
   const std::lock_guard<std::mutex> lock(c.mutex);
-  return c.kept;
+  return c.bytes;
+}
+
+std::size_t stand_in_blocks() {
+  Cache& c = cache();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  return c.stand_ins.size();
 }
 
 void release_cached_blocks() {
   Cache& c = cache();
   const std::lock_guard<std::mutex> lock(c.mutex);
-  release_down_to(c, 0);
-  c.peak_in_use = c.in_use;
+  for (auto& [size, blocks] : c.free)
+    for (void* block : blocks) std::free(block);
+  c.free.clear();
+  c.bytes = 0;
 }
 
 }  // namespace refold::detail

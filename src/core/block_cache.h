@@ -13,21 +13,16 @@
 // rather than exact sizes, a block freed by one layer serves the next layer's slightly different
 // size in the same run: DenseNet's concat outputs, 32 channels wider at every layer, reuse each
 // other's blocks instead of each keeping its own, and a run keeps about its peak of live
-// activations rather than the sum of all of them.
+// activations rather than the sum of all of them. At most kMaxCachedBytes are kept (beyond it a
+// freed block is released), so memory held but not live is bounded; REFOLD_CACHE_BLOCKS=0 in the
+// environment keeps none. Smaller blocks go straight to the C allocator, which already reuses them.
 //
-// Bound: the blocks in use and kept together never exceed the most ever in use at once (the
-// high-water mark of live large blocks), nor are more than kMaxCachedBytes kept. A request its
-// class cannot serve first releases kept blocks of other classes, largest first, until the new
-// block fits under that mark. A model that runs the same sizes again hits on every request from
-// the second run on and releases nothing; a sequence of ever-new sizes (the optimizer's shape
-// inference, which runs each node once on stand-ins) keeps no more than its largest moment
-// needed, instead of one block per size it ever freed. REFOLD_CACHE_BLOCKS=0 in the environment
-// keeps none.
-//
-// Large blocks are pages of their own (mmap), so a released block goes back to the OS at once,
-// not into the C heap where fragmentation would keep it resident (sanitizer builds use the C
-// allocator, whose redzones catch overruns). Smaller blocks go straight to the C allocator, which
-// already reuses them.
+// Blocks of the optimizer's stand-in runs (core/stand_in.h: a StandInRun alive when the block is
+// taken) are never kept: those runs meet each size once, so a kept block would serve nothing,
+// and the cache would end the optimizer holding one block per size it met (DenseNet-121: 42 MB).
+// From kMinMappedBytes on they are pages of their own (mmap), given back to the OS when freed —
+// in the C heap, whose mmap threshold has grown past them once loading freed the file's bytes,
+// they would leave it fragmented and resident (MobileOne-S0: 65 MB; bench/RESULTS.md).
 // Thread-safe (one mutex). The kept bytes are not live tensor memory: memory_stats() and the memory
 // limit count only storages in use.
 #pragma once
@@ -36,8 +31,9 @@
 
 namespace refold::detail {
 
-inline constexpr std::size_t kMinCachedBytes = std::size_t{64} << 10;  // 64 KiB
-inline constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;   // 1 GiB
+inline constexpr std::size_t kMinCachedBytes = std::size_t{256} << 10;  // 256 KiB
+inline constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;    // 1 GiB
+inline constexpr std::size_t kMinMappedBytes = std::size_t{64} << 10;   // 64 KiB, stand-ins only
 
 // `bytes` rounded as the cache rounds it (at least `alignment`, a multiple of it; from
 // kMinCachedBytes on, its size class: a multiple of a quarter of the largest power of two ≤ bytes).
@@ -49,7 +45,9 @@ void* take_block(std::size_t bytes, std::size_t alignment);
 void give_block(void* block, std::size_t bytes, std::size_t alignment);
 // The bytes kept for reuse now.
 std::size_t cached_block_bytes();
-// Releases every kept block; the high-water mark starts again from the blocks in use now.
+// Releases every kept block.
 void release_cached_blocks();
+// Blocks of stand-in runs now taken and not yet given back (mapped or not).
+std::size_t stand_in_blocks();
 
 }  // namespace refold::detail

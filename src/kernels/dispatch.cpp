@@ -1,12 +1,12 @@
 #include "kernels/dispatch.h"
 
-#include "kernels/stand_in.h"
+#include "core/stand_in.h"
 
 namespace refold {
 
 Tensor dispatch(std::string_view op, std::initializer_list<Implementation> fast,
                 FunctionRef<Tensor()> reference) {
-  // A stand-in run asks only for the output's shape (kernels/stand_in.h): the reference gives it
+  // A stand-in run asks only for the output's shape (core/stand_in.h): the reference gives it
   // without building and caching a oneDNN primitive for a graph about to be rewritten.
   if (StandInRun::active()) return reference();
   std::string declines;  // "a declined: why; b declined: why", for the log line

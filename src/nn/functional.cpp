@@ -31,7 +31,7 @@
 #include "kernels/reference/conv_common.h"
 #include "kernels/reference/onnx_ops.h"
 #include "kernels/reference/tensor_ops.h"
-#include "kernels/stand_in.h"
+#include "core/stand_in.h"
 #include "kernels/verbose.h"
 #include "refold/reference.h"
 

@@ -11,7 +11,7 @@
 
 #include "core/check.h"
 #include "graph/plan.h"
-#include "kernels/stand_in.h"
+#include "core/stand_in.h"
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
 #include "refold/graph/op.h"

@@ -5,7 +5,8 @@
 //     problem) and returns zeros of the output's shape, type and memory format without
 //     computing them;
 //   - every other dispatched op runs its reference (kernels/dispatch.h), which validates as the
-//     fast implementations do and builds nothing that outlives the call.
+//     fast implementations do and builds nothing that outlives the call;
+//   - the storages it allocates are never kept for reuse (core/block_cache.h).
 // Otherwise the conv's compute, and for every op the oneDNN primitive it would JIT-compile,
 // its scratchpad and a conv's packed weight, would be spent on zeros for a graph the optimizer
 // is about to rewrite, and the primitives and weights would stay in the process-wide caches:

@@ -1,7 +1,7 @@
-// kernels/stand_in.h: while a StandInRun lives, a conv gives its output's shape, type and
+// core/stand_in.h: while a StandInRun lives, a conv gives its output's shape, type and
 // format without computing it and every other dispatched op runs its reference, so the
 // optimizer's static shape inference builds no oneDNN primitive and packs no weight.
-#include "kernels/stand_in.h"
+#include "core/stand_in.h"
 
 #include <gtest/gtest.h>
 
