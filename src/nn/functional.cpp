@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "core/check.h"
+#include "core/stand_in.h"
 #include "core/tensor_impl.h"
 #include "kernels/dispatch.h"
 #include "kernels/native/adaptive_pool2d.h"
@@ -31,7 +32,6 @@
 #include "kernels/reference/conv_common.h"
 #include "kernels/reference/onnx_ops.h"
 #include "kernels/reference/tensor_ops.h"
-#include "core/stand_in.h"
 #include "kernels/verbose.h"
 #include "refold/reference.h"
 

@@ -10,8 +10,8 @@
 #include <iterator>
 
 #include "core/check.h"
-#include "graph/plan.h"
 #include "core/stand_in.h"
+#include "graph/plan.h"
 #include "ops/op.h"
 #include "passes/branch_nodes.h"
 #include "refold/graph/op.h"
