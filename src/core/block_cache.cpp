@@ -4,11 +4,11 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "core/stand_in.h"
@@ -34,8 +34,10 @@ struct Cache {
   std::mutex mutex;
   std::unordered_map<std::size_t, std::vector<void*>> free;  // rounded size → kept blocks
   std::size_t bytes = 0;
-  // Stand-in blocks: never kept; mapped (mmap) unless the C allocator took them.
+  // Stand-in blocks: never kept; mapped (mmap) unless the C allocator took them. The count is
+  // read without the lock, so that a free outside the optimizer does not take it.
   std::unordered_map<void*, bool> stand_ins;  // block → mapped
+  std::atomic<std::size_t> stand_in_count{0};
 };
 
 // Never destroyed: storages freed by static destructors at exit may still return blocks.
@@ -82,6 +84,7 @@ void* take_stand_in_block(std::size_t size, std::size_t alignment) {
   Cache& c = cache();
   const std::lock_guard<std::mutex> lock(c.mutex);
   c.stand_ins.emplace(block, mapped);
+  c.stand_in_count.store(c.stand_ins.size(), std::memory_order_release);
   return block;
 }
 
@@ -105,19 +108,19 @@ void* take_block(std::size_t bytes, std::size_t alignment) {
 void give_block(void* block, std::size_t bytes, std::size_t alignment) {
   const std::size_t size = block_size(bytes, alignment);
   Cache& c = cache();
-  {
+  // A block taken in a stand-in run was counted before its tensor could reach this thread.
+  if (c.stand_in_count.load(std::memory_order_acquire) != 0) {
     const std::lock_guard<std::mutex> lock(c.mutex);
-    if (!c.stand_ins.empty()) {
-      if (const auto it = c.stand_ins.find(block); it != c.stand_ins.end()) {
-        const bool mapped = it->second;
-        c.stand_ins.erase(it);
-        if (mapped) {
-          munmap(block, size);
-        } else {
-          std::free(block);
-        }
-        return;
+    if (const auto it = c.stand_ins.find(block); it != c.stand_ins.end()) {
+      const bool mapped = it->second;
+      c.stand_ins.erase(it);
+      c.stand_in_count.store(c.stand_ins.size(), std::memory_order_release);
+      if (mapped) {
+        munmap(block, size);
+      } else {
+        std::free(block);
       }
+      return;
     }
   }
   if (size >= kMinCachedBytes && caching_enabled()) {

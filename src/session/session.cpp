@@ -84,9 +84,9 @@ void Session::adopt(OptimizedModel model) {
   report_ = std::move(model.report);
   compile();
   // What loading and optimizing allocated and freed goes back to the system: glibc keeps freed
-  // heap memory mapped until asked, and the block cache keeps what the optimizer's stand-in
-  // runs freed (core/block_cache.h), so the process would otherwise stay at the optimizer's
-  // high-water mark while it serves. The cache's mark then starts from the model's own runs.
+  // heap memory mapped until asked, and the block cache keeps what constant folding's runs
+  // freed (core/block_cache.h; stand-in runs keep nothing), so the process would otherwise stay
+  // at the optimizer's high-water mark while it serves.
   detail::release_cached_blocks();
 #if defined(__GLIBC__)
   malloc_trim(0);
