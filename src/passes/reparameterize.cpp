@@ -341,6 +341,34 @@ struct CostlyComposition {
 // cost rule then rejects (7 times what the two convs cost apart).
 constexpr double kLargestCostlyMap = 1 << 20;
 
+// What the cost rule still reads of a value once no later step of the region reads it: its
+// channels, and each term's input and stride. The maps' weights (float64, several times the
+// conv weights they came from) go, so a region holds only the values still to be read.
+void drop_weights(Expr& e) {
+  for (Term& t : e.terms) std::vector<double>().swap(t.map.weight);
+  std::vector<double>().swap(e.constant);
+  e.border.reset();
+}
+
+// `e` as drop_weights leaves it, copying nothing else.
+Expr outline_of(const Expr& e) {
+  Expr o;
+  o.channels = e.channels;
+  o.branches = e.branches;
+  for (const Term& t : e.terms) {
+    ConvMap m;
+    m.out_channels = t.map.out_channels;
+    m.in_channels = t.map.in_channels;
+    m.groups = t.map.groups;
+    m.kernel = t.map.kernel;
+    m.stride = t.map.stride;
+    m.dilation = t.map.dilation;
+    m.pads = t.map.pads;
+    o.terms.push_back({t.input, std::move(m)});
+  }
+  return o;
+}
+
 bool all_zero(const std::vector<double>& v) {
   return std::all_of(v.begin(), v.end(), [](double x) { return x == 0.0; });
 }
@@ -530,8 +558,13 @@ class RegionMerger {
     // would cost more than it does now.
     std::set<std::string> costly;
   };
-  std::variant<Evaluated, Failure> evaluate(const Region& r,
+  // The steps' conv maps move into the values as they are read (afterwards the region's steps
+  // keep only their geometry), and a value no later step reads keeps only what cost() reads.
+  std::variant<Evaluated, Failure> evaluate(Region& r,
                                             const std::map<std::string, std::int64_t>& ch) {
+    std::map<std::string, std::size_t> last_read;  // value -> the last node of r reading it
+    for (std::size_t i : r.nodes)
+      for (const std::string& v : r.steps.at(i).operands) last_read[v] = i;
     Values values;
     std::set<std::string> costly;
     for (const std::string& x : r.inputs) {
@@ -564,12 +597,16 @@ class RegionMerger {
     };
     for (std::size_t i : r.nodes) {
       const graph::Node& n = g_.nodes()[i];
-      const Step& s = r.steps.at(i);
+      Step& s = r.steps.at(i);
       if (s.kind != StepKind::Affine && s.kind != StepKind::Fill)
         for (const std::string& v : s.operands)
           if (auto f = settled(v)) return *f;
       try {
-        Expr out = apply(n, s, values, costly);
+        const bool last = s.operands.size() == 1 && last_read.at(s.operands[0]) == i;
+        Expr out = apply(n, s, values, last, costly);
+        std::vector<double>().swap(s.map.weight);
+        for (const std::string& v : s.operands)
+          if (last_read.at(v) == i) drop_weights(values.at(v));
         values[n.outputs[0]] = std::move(out);
       } catch (const CostlyComposition& c) {
         if (std::find(r.inputs.begin(), r.inputs.end(), c.value) != r.inputs.end())
@@ -703,12 +740,19 @@ class RegionMerger {
     return *shapes_;
   }
 
-  Expr apply(const graph::Node& n, const Step& s, const Values& values,
+  // `last`: the step reads one value and is its last reader, so a pointwise step may take it.
+  Expr apply(const graph::Node& n, const Step& s, Values& values, bool last,
              std::set<std::string>& costly) {
-    const Expr& a = values.at(s.operands[0]);
+    Expr& a = values.at(s.operands[0]);
+    const auto take = [&] {
+      if (!last) return a;
+      Expr e = std::move(a);
+      a = outline_of(e);  // what cost() reads of it
+      return e;
+    };
     switch (s.kind) {
       case StepKind::Affine: {
-        Expr e = a;
+        Expr e = take();
         const std::vector<double> scale = per_channel(s.scale, e.channels, n);
         const std::vector<double> shift = per_channel(s.shift, e.channels, n);
         for (Term& t : e.terms) t.map = reparam::scaled(t.map, scale);
@@ -728,7 +772,7 @@ class RegionMerger {
         return e;
       }
       case StepKind::Fill: {
-        Expr e = a;
+        Expr e = take();
         fill(n, s, e);
         return e;
       }
@@ -765,9 +809,11 @@ class RegionMerger {
       }
       case StepKind::Conv:
       case StepKind::AvgPool: {
-        ConvMap m = s.map;
-        if (s.kind == StepKind::AvgPool)
-          m = reparam::avg_pool_map(a.channels, m.kernel, m.stride, m.pads);
+        const ConvMap pool =
+            s.kind == StepKind::AvgPool
+                ? reparam::avg_pool_map(a.channels, s.map.kernel, s.map.stride, s.map.pads)
+                : ConvMap{};
+        const ConvMap& m = s.kind == StepKind::AvgPool ? pool : s.map;
         if (m.in_channels != a.channels)
           fail("{} reads {} channels, the region gives {}", describe(n), m.in_channels, a.channels);
         check_spatial(n, a, m.pads, 0.0, !m.pointwise() || m.pads != Pads2d{});
@@ -792,7 +838,7 @@ class RegionMerger {
       }
       case StepKind::Border: {
         check_spatial(n, a, {}, 0, true);
-        Expr e = a;
+        Expr e = take();
         for (Term& t : e.terms) t.map = reparam::padded(t.map, s.border);
         const Pads2d& q = s.border;
         if (q.top > 0 || q.left > 0 || q.bottom > 0 || q.right > 0) {
@@ -893,7 +939,7 @@ class RegionMerger {
           note_apart(root, outline);
         return std::nullopt;
       }
-      const Region r = collect(root);
+      Region r = collect(root);
       const auto ch = channels_of(r);
       for (const std::string& x : r.inputs)
         if (!ch.count(x)) return std::nullopt;
@@ -909,12 +955,14 @@ class RegionMerger {
         continue;
       }
       Evaluated& done = std::get<Evaluated>(value);
-      const Values& values = done.values;
-      const Expr& result = values.at(g_.nodes()[root].outputs[0]);
-      const auto at = rewrite(root, r, result, values, done.costly);
+      Values& values = done.values;
+      Expr& root_value = values.at(g_.nodes()[root].outputs[0]);
+      Expr result = std::move(root_value);  // into the rewrite; cost() reads its outline
+      root_value = outline_of(result);
+      const std::size_t terms = result.terms.size();
+      const auto at = rewrite(root, r, std::move(result), values, done.costly);
       if (at || !retry_) {
-        if (!at && result.terms.size() > 1 && branches_in(r) >= 2 &&
-            noted_.insert(root_name + "#apart").second)
+        if (!at && terms > 1 && branches_in(r) >= 2 && noted_.insert(root_name + "#apart").second)
           note_apart(root, r);
         return at;
       }
@@ -978,14 +1026,14 @@ class RegionMerger {
     const auto lead = std::find_if(r.nodes.begin(), r.nodes.end(), [&](std::size_t i) {
       return r.steps.at(i).kind == StepKind::Conv;
     });
-    std::vector<Term> convs;
+    std::vector<const Term*> convs;  // in value.terms, which cost() reads too
     std::vector<std::string> plain;
     for (Term& t : value.terms) {
       if (is_plain_identity(t.map)) {
         plain.push_back(t.input);
       } else {
         t.map = reparam::compact_groups(t.map);
-        convs.push_back(t);
+        convs.push_back(&t);
       }
     }
     const std::size_t new_nodes = convs.size() + value.terms.size() - 1;
@@ -1006,7 +1054,8 @@ class RegionMerger {
                               c.merged, c.region));
       return std::nullopt;
     }
-    for (const Term& t : convs) {
+    for (const Term* conv : convs) {
+      const Term& t = *conv;
       if (!proven_4d(r, t.input)) return std::nullopt;  // a conv needs 4-d; x may broadcast
       const Pads2d& p = t.map.pads;
       if (p.top < 0 || p.left < 0 || p.bottom < 0 || p.right < 0) {
@@ -1031,7 +1080,7 @@ class RegionMerger {
     std::vector<graph::Node> made;
     std::vector<std::string> sums = plain;
     for (std::size_t k = 0; k < convs.size(); ++k) {
-      const ConvMap& m = convs[k].map;
+      const ConvMap& m = convs[k]->map;
       const bool last = convs.size() == 1 && plain.empty();  // no Add after it
       auto geometry =
           nn::Conv2dOptions(m.in_channels, m.out_channels, m.kernel)
@@ -1044,7 +1093,7 @@ class RegionMerger {
       graph::Node node;
       node.name = k == 0 ? base : g_.unique_name(base + "_" + std::to_string(k));
       node.outputs = {last ? out : g_.unique_name(out + "_" + std::to_string(k))};
-      detail::set_conv(g_, node, convs[k].input, g_.unique_name(base + "_reparam"),
+      detail::set_conv(g_, node, convs[k]->input, g_.unique_name(base + "_reparam"),
                        reparam::to_kernel(m, bias, dtype), geometry, format);
       sums.push_back(node.outputs[0]);
       made.push_back(std::move(node));
@@ -1066,7 +1115,7 @@ class RegionMerger {
         "{} {} branch{} of '{}' into {}: {}", value.branches >= 2 ? "merged" : "folded",
         value.branches, value.branches == 1 ? "" : "es", fmt::join(r.inputs, "', '"),
         convs.size() == 1 && plain.empty()
-            ? fmt::format("one {}x{} Conv '{}'", convs[0].map.kernel.h, convs[0].map.kernel.w,
+            ? fmt::format("one {}x{} Conv '{}'", convs[0]->map.kernel.h, convs[0]->map.kernel.w,
                           made[0].name)
             : fmt::format("{} Conv and {} Add", convs.size(), made.size() - convs.size()),
         listing));
