@@ -198,6 +198,24 @@ TEST_F(OnednnConv, ShapesMatchReference) {
        .groups = 19,
        .bias = false},
       {.name = "depthwise multiplier 2 (13->26)", .c_in = 13, .c_out = 26, .groups = 13},
+      {.name = "depthwise multiplier 3 s2 dilation 2 no bias",
+       .c_in = 5,
+       .c_out = 15,
+       .h = 12,
+       .w = 11,
+       .stride = 2,
+       .padding = 2,
+       .dilation = 2,
+       .groups = 5,
+       .bias = false},
+      {.name = "depthwise multiplier 8, 7x7",
+       .c_in = 3,
+       .c_out = 24,
+       .kh = 7,
+       .kw = 7,
+       .padding = 3,
+       .groups = 3},
+      {.name = "depthwise multiplier 17 (grouped kernel)", .c_in = 2, .c_out = 34, .groups = 2},
       {.name = "dilation 2", .h = 11, .w = 10, .padding = 2, .dilation = 2},
       {.name = "asymmetric padding", .padding = Padding2d::asymmetric(0, 1, 2, 0)},
       {.name = "asymmetric padding s2", .stride = 2, .padding = Padding2d::asymmetric(1, 0, 0, 2)},
@@ -227,6 +245,12 @@ TEST_F(OnednnConv, PostOpsMatchReference) {
                   .kh = 1,
                   .kw = 1,
                   .padding = 0,
+                  .activation = a,
+                  .residual = residual});
+      check_case({.name = "depthwise multiplier 2 " + what,
+                  .c_in = 7,
+                  .c_out = 14,
+                  .groups = 7,
                   .activation = a,
                   .residual = residual});
       check_case({.name = "depthwise s2 " + what,
@@ -298,6 +322,34 @@ TEST_F(OnednnConv, PostOpChainsMatchReference) {
             << memory_format_name(layout);
       }
     }
+  }
+}
+
+// A depthwise conv with k output channels per input channel runs oneDNN's depthwise kernel
+// over the input with each channel repeated k times, not its grouped kernel, which pads each
+// group to the SIMD block.
+TEST_F(OnednnConv, AChannelMultiplierRunsTheDepthwiseKernel) {
+  Generator gen(7);
+  for (MemoryFormat layout : {NCHW, NHWC}) {
+    SCOPED_TRACE(memory_format_name(layout));
+    const Tensor x = normal({1, 16, 20, 20}, 1.0, gen).contiguous(layout);
+    const Tensor w = normal({32, 1, 7, 7}, 0.1, gen).contiguous(layout);
+    Conv2dOptions o;
+    o.stride = 2;
+    o.padding = 3;
+    o.groups = 16;
+    std::string declined;
+    const Tensor y = onednn::conv2d(x, w, Tensor{}, o, {}, &declined);
+    ASSERT_TRUE(y.defined()) << declined;
+    EXPECT_TRUE(testing::all_close(y, reference::conv2d(x, w, Tensor{}, o), Tolerance::op_f32()));
+    o.groups = 32;  // the same conv over x repeated: oneDNN's depthwise primitive for it ran
+    const onednn::CacheStats before = onednn::cache_stats();
+    const Tensor repeated =
+        x.as_strided({1, 16, 2, 20, 20}, {x.stride(0), x.stride(1), 0, x.stride(2), x.stride(3)}, 0)
+            .reshape({1, 32, 20, 20})
+            .contiguous(layout);
+    (void)onednn::conv2d(repeated, w, Tensor{}, o, {}, &declined);
+    EXPECT_EQ(onednn::cache_stats().primitive_hits, before.primitive_hits + 1);
   }
 }
 

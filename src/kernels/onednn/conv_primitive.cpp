@@ -525,6 +525,15 @@ std::string post_op_chain_text(const PostOps& post, const ConvProblem& problem) 
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, "+"));
 }
 
+bool has_avx512_core() {
+  static const bool has = [] {  // nested bit sets, as in bf16_supported()
+    const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+    return (have & need) == need;
+  }();
+  return has;
+}
+
 }  // namespace detail
 
 bool bf16_supported() {

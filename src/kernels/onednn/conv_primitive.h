@@ -37,6 +37,10 @@ struct ConvProblem {
 Tensor run_conv(const ConvProblem& problem, const Tensor& input, const Tensor& weight,
                 const Tensor& bias, const PostOps& post, std::string* declined);
 
+// Whether oneDNN runs its AVX-512 (avx512_core or newer) kernels on this CPU: an ISA it was
+// not capped below with ONEDNN_MAX_CPU_ISA.
+bool has_avx512_core();
+
 // The oneDNN post-op chain run_conv builds for `post` on `problem`, as text ("sum+eltwise_relu",
 // "binary_add+eltwise_relu"; "none" when empty): the REFOLD_VERBOSE line of a new primitive
 // gives it.
