@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -32,8 +34,10 @@ constexpr bool kSanitized = false;
 
 struct Cache {
   std::mutex mutex;
-  std::unordered_map<std::size_t, std::vector<void*>> free;  // rounded size → kept blocks
+  std::map<std::size_t, std::vector<void*>> free;  // rounded size → kept blocks (none empty)
   std::size_t bytes = 0;
+  // Blocks handed out for a smaller size class than their own: block → its own size.
+  std::unordered_map<void*, std::size_t> larger;
   // Stand-in blocks: never kept; mapped (mmap) unless the C allocator took them. The count is
   // read without the lock, so that a free outside the optimizer does not take it.
   std::unordered_map<void*, bool> stand_ins;  // block → mapped
@@ -94,11 +98,19 @@ void* take_block(std::size_t bytes, std::size_t alignment) {
   if (size >= kMinCachedBytes && caching_enabled()) {
     Cache& c = cache();
     const std::lock_guard<std::mutex> lock(c.mutex);
-    auto it = c.free.find(size);
-    if (it != c.free.end() && !it->second.empty()) {
-      void* block = it->second.back();
-      it->second.pop_back();
-      c.bytes -= size;
+    // The smallest kept block of the class or a larger one, up to kLargestFit times the class.
+    for (auto it = c.free.lower_bound(size); it != c.free.end() && it->first <= kLargestFit * size;
+         ++it) {
+      std::vector<void*>& blocks = it->second;
+      const auto aligned = std::find_if(blocks.rbegin(), blocks.rend(), [&](void* b) {
+        return reinterpret_cast<std::uintptr_t>(b) % alignment == 0;
+      });
+      if (aligned == blocks.rend()) continue;
+      void* block = *aligned;
+      blocks.erase(std::next(aligned).base());
+      c.bytes -= it->first;
+      if (it->first != size) c.larger.emplace(block, it->first);
+      if (blocks.empty()) c.free.erase(it);
       return block;
     }
   }
@@ -125,9 +137,14 @@ void give_block(void* block, std::size_t bytes, std::size_t alignment) {
   }
   if (size >= kMinCachedBytes && caching_enabled()) {
     const std::lock_guard<std::mutex> lock(c.mutex);
-    if (c.bytes + size <= kMaxCachedBytes) {
-      c.free[size].push_back(block);
-      c.bytes += size;
+    std::size_t own = size;
+    if (const auto it = c.larger.find(block); it != c.larger.end()) {
+      own = it->second;
+      c.larger.erase(it);
+    }
+    if (c.bytes + own <= kMaxCachedBytes) {
+      c.free[own].push_back(block);
+      c.bytes += own;
       return;
     }
   }

@@ -9,11 +9,16 @@
 // Rule: blocks of at least kMinCachedBytes are rounded up to a size class, four per octave
 // (between 2^k and 2^(k+1) the multiples of 2^k / 4: at most 25 % over the request, and the
 // pages past what a tensor writes are never touched, so never resident) and, when freed, kept
-// in a list per class; a request of that class takes the most recently kept block. With classes
-// rather than exact sizes, a block freed by one layer serves the next layer's slightly different
-// size in the same run: DenseNet's concat outputs, 32 channels wider at every layer, reuse each
+// in a list per class; a request takes the most recently kept block of the smallest class that
+// holds it and has one, up to kLargestFit times its own class (best fit). With classes rather
+// than exact sizes, a block freed by one layer serves the next layer's slightly different size
+// in the same run: DenseNet's concat outputs, 32 channels wider at every layer, reuse each
 // other's blocks instead of each keeping its own, and a run keeps about its peak of live
-// activations rather than the sum of all of them. At most kMaxCachedBytes are kept (beyond it a
+// activations rather than the sum of all of them. A kept block is already resident, so serving
+// a smaller request with it costs no memory, where a new block would; beyond 2× a large block
+// would too often be missing for the large request that follows (DenseNet-121 kept 26.9 MB with
+// its class alone, 11.6 with up to 2×, 20.4 with any larger block; bench/RESULTS.md). A block
+// goes back to the list of its own class. At most kMaxCachedBytes are kept (beyond it a
 // freed block is released), so memory held but not live is bounded; REFOLD_CACHE_BLOCKS=0 in the
 // environment keeps none. Smaller blocks go straight to the C allocator, which already reuses them.
 //
@@ -34,6 +39,7 @@ namespace refold::detail {
 inline constexpr std::size_t kMinCachedBytes = std::size_t{256} << 10;  // 256 KiB
 inline constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;    // 1 GiB
 inline constexpr std::size_t kMinMappedBytes = std::size_t{64} << 10;   // 64 KiB, stand-ins only
+inline constexpr std::size_t kLargestFit = 2;  // a request takes a kept block up to 2× its class
 
 // `bytes` rounded as the cache rounds it (at least `alignment`, a multiple of it; from
 // kMinCachedBytes on, its size class: a multiple of a quarter of the largest power of two ≤ bytes).

@@ -51,6 +51,34 @@ TEST_F(BlockCache, ABlockServesTheNextRequestOfItsClass) {
   EXPECT_EQ(b.data_ptr(), first);
 }
 
+// With no block of its own class kept, a request takes the smallest kept block up to
+// kLargestFit times its class, and the block goes back under its own size: the next request of
+// that size gets it again.
+TEST_F(BlockCache, ARequestTakesTheSmallestLargerBlockUpToTwiceItsClass) {
+  constexpr std::size_t MiB = 1024 * 1024;
+  void* two = detail::take_block(2 * MiB, 64);
+  void* three = detail::take_block(3 * MiB, 64);
+  void* five = detail::take_block(5 * MiB, 64);
+  detail::give_block(five, 5 * MiB, 64);
+  detail::give_block(three, 3 * MiB, 64);
+  detail::give_block(two, 2 * MiB, 64);
+  EXPECT_EQ(detail::cached_block_bytes(), 10 * MiB);
+  void* small = detail::take_block(MiB + MiB / 2, 64);  // class 1.5 MiB: the 2 MiB block fits
+  EXPECT_EQ(small, two);
+  void* middle = detail::take_block(2 * MiB + MiB / 2, 64);  // 2.5 MiB: the 3 MiB block
+  EXPECT_EQ(middle, three);
+  EXPECT_EQ(detail::cached_block_bytes(), 5 * MiB);
+  void* far = detail::take_block(2 * MiB, 64);  // 5 MiB is more than 2× its class: a new block
+  EXPECT_NE(far, five);
+  detail::give_block(far, 2 * MiB, 64);
+  detail::give_block(small, MiB + MiB / 2, 64);  // back as the 2 MiB block it is
+  detail::give_block(middle, 2 * MiB + MiB / 2, 64);
+  EXPECT_EQ(detail::cached_block_bytes(), 12 * MiB);
+  void* again = detail::take_block(3 * MiB, 64);
+  EXPECT_EQ(again, three);
+  detail::give_block(again, 3 * MiB, 64);
+}
+
 TEST_F(BlockCache, AFreedLargeTensorsMemoryServesTheNextOfItsSize) {
   const Shape sizes = {1, 64, 64, 64};  // 1 MiB of float32
   const void* first = nullptr;
