@@ -339,12 +339,41 @@ namespace {
 // s_step, d_step) covers the pairs (so + i·s_step, dof + i·d_step), i < count. The dims go in
 // dst's memory order (sorted by dst stride, largest outermost) so that writes stream; dims that
 // are one run in both tensors are merged (a contiguous copy is one run, NHWC rows of pixels
-// one run per row); and when the innermost dim is short (under 16) while another reads src
-// contiguously, that one is the run instead (ShuffleNet's channel shuffle: 2 groups innermost
-// in dst, C/2 channels contiguous in src).
-template <typename Run>
-void for_each_run(const Shape& sizes, const Shape& src_strides, const Shape& dst_strides,
-                  Run&& run) {
+// one run per row). When the innermost dim is short (under 16) while another reads src
+// contiguously, that one is the run instead; and when that one is the next dim out and dst is
+// dense over both, the two are a small transpose, block(so, dof, rows, cols, s_stride): dst's
+// rows × cols block at dof (row-major) is src's cols × rows block at so (rows contiguous,
+// s_stride apart) transposed — ShuffleNet's channel shuffle in NHWC: per pixel, 2 groups
+// innermost in dst, C/2 channels contiguous in src.
+// Calls visit(so, dof) at every index of the dims (size, ss, ds), outermost first.
+template <typename Visit>
+void for_each_offsets(const Shape& size, const Shape& ss, const Shape& ds, Visit&& visit) {
+  const std::size_t dims = size.size();
+  if (dims == 0) {
+    visit(0, 0);
+    return;
+  }
+  Shape index(dims, 0);
+  std::int64_t so = 0, dof = 0;
+  while (true) {
+    visit(so, dof);
+    std::size_t d = dims;
+    while (d > 0) {
+      --d;
+      so += ss[d];
+      dof += ds[d];
+      if (++index[d] < size[d]) break;
+      so -= ss[d] * size[d];
+      dof -= ds[d] * size[d];
+      index[d] = 0;
+      if (d == 0) return;
+    }
+  }
+}
+
+template <typename Run, typename Block>
+void for_each_run(const Shape& sizes, const Shape& src_strides, const Shape& dst_strides, Run&& run,
+                  Block&& block) {
   std::vector<std::size_t> order(sizes.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -367,7 +396,18 @@ void for_each_run(const Shape& sizes, const Shape& src_strides, const Shape& dst
     run(0, 0, 1, 0, 0);
     return;
   }
-  std::size_t inner = size.size() - 1;
+  const std::size_t inner = size.size() - 1;
+  if (size[inner] < 16 && inner > 0 && ds[inner] == 1 && ss[inner - 1] == 1 &&
+      size[inner - 1] >= 16 && ds[inner - 1] == size[inner]) {
+    const std::int64_t rows = size[inner - 1], cols = size[inner], s_stride = ss[inner];
+    size.resize(inner - 1);
+    ss.resize(inner - 1);
+    ds.resize(inner - 1);
+    for_each_offsets(size, ss, ds, [&](std::int64_t so, std::int64_t dof) {
+      block(so, dof, rows, cols, s_stride);
+    });
+    return;
+  }
   if (size[inner] < 16) {
     for (std::size_t d = 0; d < inner; ++d) {
       if (ss[d] == 1 && size[d] >= 16) {
@@ -379,25 +419,34 @@ void for_each_run(const Shape& sizes, const Shape& src_strides, const Shape& dst
     }
   }
   const std::int64_t count = size[inner], s_step = ss[inner], d_step = ds[inner];
-  if (inner == 0) {
-    run(0, 0, count, s_step, d_step);
-    return;
-  }
-  Shape index(inner, 0);
-  std::int64_t so = 0, dof = 0;
-  while (true) {
-    run(so, dof, count, s_step, d_step);
-    std::size_t d = inner;
-    while (d > 0) {
-      --d;
-      so += ss[d];
-      dof += ds[d];
-      if (++index[d] < size[d]) break;
-      so -= ss[d] * size[d];
-      dof -= ds[d] * size[d];
-      index[d] = 0;
-      if (d == 0) return;
-    }
+  size.pop_back();
+  ss.pop_back();
+  ds.pop_back();
+  for_each_offsets(size, ss, ds,
+                   [&](std::int64_t so, std::int64_t dof) { run(so, dof, count, s_step, d_step); });
+}
+
+// d[r·cols + c] = s[c·s_stride + r]: with cols a constant the compiler interleaves whole
+// vectors of the cols source rows.
+template <std::int64_t Cols, typename T>
+void transpose_block(const T* s, T* d, std::int64_t rows, std::int64_t s_stride) {
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < Cols; ++c) d[r * Cols + c] = s[c * s_stride + r];
+}
+
+template <typename T>
+void transpose_block(const T* s, T* d, std::int64_t rows, std::int64_t cols,
+                     std::int64_t s_stride) {
+  switch (cols) {
+    case 2:
+      return transpose_block<2>(s, d, rows, s_stride);
+    case 3:
+      return transpose_block<3>(s, d, rows, s_stride);
+    case 4:
+      return transpose_block<4>(s, d, rows, s_stride);
+    default:
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c) d[r * cols + c] = s[c * s_stride + r];
   }
 }
 
@@ -405,19 +454,22 @@ template <typename T>
 void copy_same_dtype(const Tensor& src, Tensor& dst) {
   const T* s = static_cast<const T*>(src.data_ptr());
   T* d = static_cast<T*>(dst.data_ptr());
-  for_each_run(src.sizes(), src.strides(), dst.strides(),
-               [&](std::int64_t so, std::int64_t dof, std::int64_t count, std::int64_t s_step,
-                   std::int64_t d_step) {
-                 if (s_step == 1 && d_step == 1) {
-                   std::memcpy(d + dof, s + so, static_cast<std::size_t>(count) * sizeof(T));
-                   return;
-                 }
-                 if (s_step == 0 && d_step == 1) {  // a broadcast source (Expand): a fill
-                   std::fill_n(d + dof, count, s[so]);
-                   return;
-                 }
-                 for (std::int64_t i = 0; i < count; ++i) d[dof + i * d_step] = s[so + i * s_step];
-               });
+  for_each_run(
+      src.sizes(), src.strides(), dst.strides(),
+      [&](std::int64_t so, std::int64_t dof, std::int64_t count, std::int64_t s_step,
+          std::int64_t d_step) {
+        if (s_step == 1 && d_step == 1) {
+          std::memcpy(d + dof, s + so, static_cast<std::size_t>(count) * sizeof(T));
+          return;
+        }
+        if (s_step == 0 && d_step == 1) {  // a broadcast source (Expand): a fill
+          std::fill_n(d + dof, count, s[so]);
+          return;
+        }
+        for (std::int64_t i = 0; i < count; ++i) d[dof + i * d_step] = s[so + i * s_step];
+      },
+      [&](std::int64_t so, std::int64_t dof, std::int64_t rows, std::int64_t cols,
+          std::int64_t s_stride) { transpose_block(s + so, d + dof, rows, cols, s_stride); });
 }
 
 // Copies every element of src into dst (same sizes), converting dtype.
@@ -440,12 +492,20 @@ void copy_elements(const Tensor& src, Tensor& dst) {
   const void* s = src.data_ptr();
   void* d = dst.data_ptr();
   const DType sd = src.dtype(), dd = dst.dtype();
-  for_each_run(src.sizes(), src.strides(), dst.strides(),
-               [&](std::int64_t so, std::int64_t dof, std::int64_t count, std::int64_t s_step,
-                   std::int64_t d_step) {
-                 for (std::int64_t i = 0; i < count; ++i)
-                   store_from_float(d, dd, dof + i * d_step, load_as_float(s, sd, so + i * s_step));
-               });
+  for_each_run(
+      src.sizes(), src.strides(), dst.strides(),
+      [&](std::int64_t so, std::int64_t dof, std::int64_t count, std::int64_t s_step,
+          std::int64_t d_step) {
+        for (std::int64_t i = 0; i < count; ++i)
+          store_from_float(d, dd, dof + i * d_step, load_as_float(s, sd, so + i * s_step));
+      },
+      [&](std::int64_t so, std::int64_t dof, std::int64_t rows, std::int64_t cols,
+          std::int64_t s_stride) {
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (std::int64_t c = 0; c < cols; ++c)
+            store_from_float(d, dd, dof + r * cols + c,
+                             load_as_float(s, sd, so + c * s_stride + r));
+      });
 }
 
 }  // namespace

@@ -267,5 +267,39 @@ TEST(Tensor, VersionChangesOnEveryWriteThroughAnyView) {
   EXPECT_NE(randn({4}).version(), randn({4}).version());
 }
 
+// A channel shuffle in NHWC memory: per pixel, [groups, C/groups] channels read as [C/groups,
+// groups] (the copy's small-transpose blocks, one per pixel), for group counts with and without
+// a dedicated loop, in every dtype and converting into bfloat16.
+TEST(Tensor, CopyOfAChannelShuffleKeepsLogicalValues) {
+  for (std::int64_t groups : {2, 3, 4, 5, 15}) {
+    for (std::int64_t per_group : {16, 19}) {
+      SCOPED_TRACE(::testing::Message() << groups << " groups of " << per_group);
+      const Tensor base = randn({3, 4, groups, per_group});  // [pixels…, groups, C/groups]
+      const Tensor shuffled = base.permute({0, 1, 3, 2});
+      Tensor bf = empty(shuffled.sizes(), DType::BFloat16);
+      bf.copy_(shuffled);
+      const Tensor f32 = shuffled.contiguous();
+      const Tensor bf_again = bf.permute({0, 1, 3, 2}).contiguous().permute({0, 1, 3, 2});
+      Tensor i64_source = empty(base.sizes(), DType::Int64);
+      for (std::int64_t k = 0; k < base.numel(); ++k)
+        static_cast<std::int64_t*>(i64_source.data_ptr())[k] = k;
+      const Tensor i64 = i64_source.permute({0, 1, 3, 2}).contiguous();
+      for (std::int64_t a = 0; a < 3; ++a)
+        for (std::int64_t b = 0; b < 4; ++b)
+          for (std::int64_t i = 0; i < per_group; ++i)
+            for (std::int64_t g = 0; g < groups; ++g) {
+              const float expected = base.at({a, b, g, i});
+              ASSERT_EQ(f32.at({a, b, i, g}), expected);
+              ASSERT_EQ(bf.at({a, b, i, g}), static_cast<float>(BFloat16(expected)));
+              ASSERT_EQ(bf_again.at({a, b, i, g}), static_cast<float>(BFloat16(expected)));
+              const std::int64_t offset = ((a * 4 + b) * groups + g) * per_group + i;
+              ASSERT_EQ(static_cast<const std::int64_t*>(
+                            i64.data_ptr())[((a * 4 + b) * per_group + i) * groups + g],
+                        offset);
+            }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace refold
