@@ -293,6 +293,23 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& feeds, const NodeObser
   return ExecutionPlan(*this).run(feeds, observe);
 }
 
+nn::Module& Graph::to(DType dtype) {
+  nn::Module::to(dtype);
+  for (auto& [name, entry] : constants_) {
+    Tensor& t = entry.first;
+    if (is_floating(t.dtype()) && t.dtype() != dtype) {
+      t = t.to(dtype);
+      entry.second = -1;  // changed: export writes it anew
+    }
+  }
+  // ONNX element types: 1 float32, 16 bfloat16.
+  const int declared = dtype == DType::BFloat16 ? 16 : 1;
+  for (auto* list : {&inputs, &outputs})
+    for (ValueInfo& v : *list)
+      if (v.elem_type == 1 || v.elem_type == 16) v.elem_type = declared;
+  return *this;
+}
+
 Tensor Graph::forward(const Tensor& input) {
   REFOLD_CHECK(inputs.size() == 1 && outputs.size() == 1,
                "Graph: forward() takes one input and gives one output; this graph has {} and {} "

@@ -11,6 +11,9 @@
 
 #include "refold/error.h"
 #include "refold/onnx/onnx.h"
+#include "refold/passes/pipeline.h"
+#include "refold/tensor.h"
+#include "testing/compare.h"
 #include "testing/error_table.h"
 #include "testing/onnx_builder.h"
 
@@ -47,6 +50,44 @@ TEST(OnnxBfloat16, Bfloat16InputCastToFloatIsExact) {
   // Read without the declaration, the same file is integers, which the input refuses.
   EXPECT_TRUE(testing::throws_error([&] { g->run({load_tensor(dir / "input_0.pb")}); },
                                     "Graph: input 'x' is declared with element type 16, given 7"));
+}
+
+// A float32 model run in bfloat16 (Graph::to, what `refold bench --dtype bf16` does): its
+// weights, its constants and its declared inputs and outputs become bfloat16, and it gives the
+// float32 model's output within the bfloat16 tolerance, optimized or not.
+TEST(OnnxBfloat16, AFloatModelRunsInBfloat16AfterTo) {
+  Generator gen(3);
+  OnnxBuilder b(17);
+  b.input("x", {1, 8, 10, 10}).output("y", {1, 16, 1, 1});
+  b.initializer("w", randn({16, 8, 3, 3}, {}, gen));
+  b.initializer("bias", randn({16}, {}, gen));
+  b.initializer("scale", randn({1, 16, 1, 1}, {}, gen));
+  b.initializer("shift", randn({1, 16, 1, 1}, {}, gen));
+  b.node("Conv", {"x", "w", "bias"}, {"c"}, "conv").attr_ints("pads", {1, 1, 1, 1});
+  b.node("Mul", {"c", "scale"}, {"m"}, "mul");
+  b.node("Add", {"m", "shift"}, {"a"}, "add");
+  b.node("Relu", {"a"}, {"r"}, "relu");
+  b.node("GlobalAveragePool", {"r"}, {"y"}, "pool");
+  TempDir dir;
+  const auto path = b.save(dir / "model.onnx");
+  const Tensor x = randn({1, 8, 10, 10}, {}, gen);
+  const Tensor expected = load(path)->run({x})[0];
+  for (bool optimized : {false, true}) {
+    SCOPED_TRACE(optimized ? "optimized" : "as loaded");
+    const auto g = load(path);
+    if (optimized) passes::optimize(*g);
+    g->to(DType::BFloat16);
+    EXPECT_EQ(g->inputs[0].elem_type, TP::BFLOAT16);
+    EXPECT_EQ(g->outputs[0].elem_type, TP::BFLOAT16);
+    for (const std::string& name : g->constant_names())
+      EXPECT_EQ(g->constant(name).dtype(), DType::BFloat16) << name;
+    const Tensor y = g->run({x.to(DType::BFloat16)})[0];
+    EXPECT_EQ(y.dtype(), DType::BFloat16);
+    EXPECT_TRUE(testing::all_close(y, expected, testing::Tolerance::bf16()));
+    g->to(DType::Float32);  // and back
+    EXPECT_EQ(g->inputs[0].elem_type, TP::FLOAT);
+    EXPECT_TRUE(testing::all_close(g->run({x})[0], expected, testing::Tolerance::bf16()));
+  }
 }
 
 // x (FLOAT) → Cast(to BFLOAT16) → y (BFLOAT16): round to nearest, ties to even.

@@ -164,6 +164,11 @@ class Graph : public nn::Module {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, const NodeObserver& observe = {});
   // nn::Module: a graph with one input and one output.
   Tensor forward(const Tensor& input) override;
+  // Runs the graph in the floating-point `dtype` (float32 or bfloat16): every floating module
+  // parameter and buffer and every floating constant is converted, and every floating graph
+  // input and output is declared `dtype`, so that run() takes and returns it. Returns *this.
+  using nn::Module::to;
+  nn::Module& to(DType dtype) override;
 
  private:
   // Where each node is, and who writes and reads each value: built by the first query after a

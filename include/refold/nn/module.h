@@ -79,8 +79,9 @@ class Module : public std::enable_shared_from_this<Module> {
   // Converts every 4-d parameter and buffer to `format` (the aggressive variant the seed
   // contrasts with convert_conv2d_weight_memory_format). Returns *this.
   Module& to(MemoryFormat format);
-  // Converts every floating-point parameter and buffer to `dtype`. Returns *this.
-  Module& to(DType dtype);
+  // Converts every floating-point parameter and buffer to `dtype`. Returns *this. A graph also
+  // converts its constants and the declared types of its inputs and outputs (graph::Graph).
+  virtual Module& to(DType dtype);
 
   // The child registered under `name`, or nullptr.
   ModulePtr child(const std::string& name) const;
