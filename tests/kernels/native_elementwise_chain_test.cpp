@@ -52,6 +52,36 @@ TEST(NativeElementwiseChain, MatchesTheReferenceOnEveryChain) {
   }
 }
 
+// bfloat16 input (and residual) runs the float32 kernel between a widening and a rounding
+// (bfloat16_boundary.h): the float32 chain's result within the bfloat16 tolerance, in bfloat16.
+TEST(NativeElementwiseChain, Bfloat16RunsTheFloat32Kernel) {
+  if (!native::cpu_has_avx2_fma()) GTEST_SKIP() << "needs AVX2 and FMA";
+  const Shape sizes = {2, 13, 5, 3};
+  Generator gen(5);
+  const Tensor x = randn(sizes, {}, gen);
+  for (testing::PostChainCase& k : testing::post_chain_cases(sizes)) {
+    SCOPED_TRACE(k.name);
+    const Tensor expected = reference::apply_post_ops(x, k.post);
+    PostOps post = k.post;
+    if (post.residual.defined()) post.residual = post.residual.to(DType::BFloat16);
+    std::string declined;
+    const Tensor y = native::elementwise_chain(x.to(DType::BFloat16), post, &declined);
+    ASSERT_TRUE(y.defined()) << declined;
+    EXPECT_EQ(y.dtype(), DType::BFloat16);
+    EXPECT_TRUE(testing::all_close(y, expected, Tolerance::bf16()));
+  }
+  std::vector<Tensor> inputs = {randn({1, 5, 3, 3}, {}, gen), randn({1, 11, 3, 3}, {}, gen)};
+  PostOps relu;
+  relu.activation = Activation::ReLU;
+  const Tensor expected = reference::apply_post_ops(reference::cat(inputs, 1), relu);
+  for (Tensor& t : inputs) t = t.to(DType::BFloat16).contiguous(MemoryFormat::ChannelsLast);
+  std::string declined;
+  const Tensor y = native::concat_chain(inputs, relu, &declined);
+  ASSERT_TRUE(y.defined()) << declined;
+  EXPECT_EQ(y.dtype(), DType::BFloat16);
+  EXPECT_TRUE(testing::all_close(y, expected, Tolerance::bf16()));
+}
+
 // Sigmoid and SiLU run on the vector exp (epilogue.h): within the op tolerance of the reference's
 // std::exp form over the whole float range, saturating to 0 and 1 (x and 0 for SiLU) far out,
 // NaN staying NaN.

@@ -62,10 +62,11 @@ TEST_P(OnednnNewOps, LinearDeclinesWhatItCannotTakeAndFunctionalFallsBack) {
   EXPECT_NE(declined.find("not contiguous"), std::string::npos);
   EXPECT_TRUE(
       testing::all_close(functional::linear(xt, w), reference::linear(xt, w), Tolerance::op_f32()));
-  // bfloat16: declined (f32 only).
-  EXPECT_FALSE(
-      onednn::linear(x.to(DType::BFloat16), w.to(DType::BFloat16), {}, &declined).defined());
-  EXPECT_NE(declined.find("float32 only"), std::string::npos);
+  // bfloat16: the float32 primitive between a widening and a rounding (bfloat16_boundary.h).
+  const Tensor y16 = onednn::linear(x.to(DType::BFloat16), w.to(DType::BFloat16), {}, &declined);
+  ASSERT_TRUE(y16.defined()) << declined;
+  EXPECT_EQ(y16.dtype(), DType::BFloat16);
+  EXPECT_TRUE(testing::all_close(y16, reference::linear(x, w), Tolerance::bf16()));
   // Invalid arguments: declined, and functional:: fails with the reference's message.
   EXPECT_FALSE(onednn::linear(x, randn({5, 8}), {}, &declined).defined());
   EXPECT_TRUE(throws_error(

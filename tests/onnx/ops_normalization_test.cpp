@@ -47,6 +47,14 @@ TEST(OnnxLayerNorm, NativeRowsMatchTheReference) {
       EXPECT_TRUE(
           all_close(fast, reference::layer_norm(x, scale, b, axis, 1e-5).y, Tolerance::op_f32()))
           << "axis " << axis;
+      // bfloat16: the float32 rows between a widening and a rounding (bfloat16_boundary.h).
+      const auto bf = [](const Tensor& t) { return t.defined() ? t.to(DType::BFloat16) : t; };
+      const Tensor half = native::layer_norm_rows(bf(x), bf(scale), bf(b), axis, 1e-5, &declined);
+      ASSERT_TRUE(half.defined()) << declined;
+      EXPECT_EQ(half.dtype(), DType::BFloat16);
+      EXPECT_TRUE(
+          all_close(half, reference::layer_norm(x, scale, b, axis, 1e-5).y, Tolerance::bf16()))
+          << "axis " << axis;
     }
   }
   std::string declined;

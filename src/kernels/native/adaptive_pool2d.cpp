@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "kernels/native/bfloat16_boundary.h"
 #include "kernels/native/cpu.h"
 #include "kernels/native/decline.h"
 #include "kernels/native/tail_mask.h"
@@ -125,6 +126,8 @@ template <typename Op, typename WindowOf>
 Tensor pool(const char* op, const Tensor& input, Size2d out, WindowOf&& window_of,
             std::string* declined) {
   if (!cpu_has_avx2_fma()) return decline(op, "this CPU has no AVX2/FMA", declined);
+  if (input.dtype() == DType::BFloat16)
+    return rounded(pool<Op>(op, widened(input), out, window_of, declined));
   if (input.dtype() != DType::Float32)
     return decline(op, fmt::format("dtype {}; only float32", dtype_name(input.dtype())), declined);
   const bool four_d = input.dim() == 4;

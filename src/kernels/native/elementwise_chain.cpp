@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/native/bfloat16_boundary.h"
 #include "kernels/native/conv_rules.h"
 #include "kernels/native/cpu.h"
 #include "kernels/native/decline.h"
@@ -123,6 +124,11 @@ Tensor elementwise_chain(const Tensor& x, const PostOps& post, std::string* decl
   REFOLD_CHECK(x.defined(), "{}: the input is undefined", op);
   check_post_ops(op, post, x.sizes(), x.dtype());
   if (!cpu_has_avx2_fma()) return decline(op, "needs AVX2 and FMA", declined);
+  if (x.dtype() == DType::BFloat16) {
+    PostOps wide = post;
+    wide.residual = widened(post.residual);
+    return rounded(elementwise_chain(widened(x), wide, declined));
+  }
   if (x.dtype() != DType::Float32) return decline(op, "float32 only", declined);
   if (x.dim() != 4) return decline(op, "4-d tensors only", declined);
   if (x.numel() == 0) return decline(op, "no elements", declined);
@@ -160,6 +166,12 @@ Tensor concat_chain(const std::vector<Tensor>& inputs, const PostOps& post, std:
   if (!cpu_has_avx2_fma()) return decline(op, "needs AVX2 and FMA", declined);
   if (post.then.size() > kMaxSteps)
     return decline(op, fmt::format("more than {} steps", kMaxSteps), declined);
+  if (std::any_of(inputs.begin(), inputs.end(),
+                  [](const Tensor& t) { return t.defined() && t.dtype() == DType::BFloat16; })) {
+    std::vector<Tensor> wide;
+    for (const Tensor& t : inputs) wide.push_back(widened(t));
+    return rounded(concat_chain(wide, post, declined));
+  }
   const Tensor& head = inputs[0];
   std::int64_t channels = 0;
   for (const Tensor& t : inputs) {

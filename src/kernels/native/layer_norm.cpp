@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kernels/native/bfloat16_boundary.h"
 #include "kernels/native/cpu.h"
 #include "kernels/native/decline.h"
 #include "kernels/native/float_sums.h"
@@ -31,6 +32,9 @@ Tensor layer_norm_rows(const Tensor& x, const Tensor& scale, const Tensor& bias,
   const std::int64_t first = axis < 0 ? axis + rank : axis;
   std::int64_t length = 1;
   for (std::int64_t d = first; d < rank; ++d) length *= x.size(d);
+  if (x.dtype() == DType::BFloat16)
+    return rounded(
+        layer_norm_rows(widened(x), widened(scale), widened(bias), axis, epsilon, declined));
   if (x.dtype() != DType::Float32) return decline("not float32", declined);
   if (!x.is_contiguous()) return decline("X's normalized dims are not contiguous rows", declined);
   if (length == 0 || x.numel() == 0) return decline("no elements", declined);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "kernels/native/bfloat16_boundary.h"
 #include "kernels/onednn/engine.h"
 #include "kernels/onednn/primitive_cache.h"
 #include "kernels/onednn/threads.h"
@@ -50,6 +51,9 @@ std::string reason_to_decline(const Tensor& input, const Tensor& weight, const T
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias,
               std::string* declined) {
   constexpr std::string_view op = "linear";
+  if (input.defined() && input.dtype() == DType::BFloat16)  // native/bfloat16_boundary.h
+    return native::rounded(
+        linear(native::widened(input), native::widened(weight), native::widened(bias), declined));
   if (std::string reason = reason_to_decline(input, weight, bias); !reason.empty())
     return decline(op, std::move(reason), declined);
   const int threads = apply_num_threads();
