@@ -2,11 +2,11 @@
 // seed, then dispatch to an implementation.
 //
 // Dispatch (kernels/dispatch.h): each op tries its implementations fastest first — for conv2d
-// refold's own kernels (kernels/native: Winograd for 3×3 stride 1, the direct conv for strided
-// convs), then oneDNN, then the reference, which never declines; adaptive_avg_pool2d tries
-// refold's native kernel. A decline carries a reason; REFOLD_VERBOSE=1 prints which
-// implementation ran and why the others declined. An op without a fast kernel yet dispatches to
-// the reference alone, and is logged the same way.
+// refold's own kernels (kernels/native: a matrix-vector product for a 1×1 conv of one pixel,
+// Winograd for 3×3 stride 1, the direct conv for strided convs), then oneDNN, then the reference,
+// which never declines; adaptive_avg_pool2d tries refold's native kernel. A decline carries a
+// reason; REFOLD_VERBOSE=1 prints which implementation ran and why the others declined. An op
+// without a fast kernel yet dispatches to the reference alone, and is logged the same way.
 #include "refold/functional.h"
 
 #include <string>
@@ -20,6 +20,7 @@
 #include "kernels/native/concat.h"
 #include "kernels/native/direct_conv2d.h"
 #include "kernels/native/pad.h"
+#include "kernels/native/pixel_conv2d.h"
 #include "kernels/native/winograd_conv2d.h"
 #include "kernels/onednn/batch_norm.h"
 #include "kernels/onednn/binary.h"
@@ -95,7 +96,9 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   }
   return dispatch(
       "conv2d",
-      {{"winograd", [&](std::string* declined) { return native::winograd_conv2d(call, declined); }},
+      {{"native pixel",
+        [&](std::string* declined) { return native::pixel_conv2d(call, declined); }},
+       {"winograd", [&](std::string* declined) { return native::winograd_conv2d(call, declined); }},
        {"native direct",
         [&](std::string* declined) { return native::direct_conv2d(call, declined); }},
        {"onednn", [&](std::string* declined) { return onednn::conv2d(call, declined); }}},
