@@ -7,6 +7,7 @@
 #include <new>
 #include <numeric>
 #include <string>
+#include <type_traits>
 
 #include "core/block_cache.h"
 #include "core/check.h"
@@ -426,12 +427,13 @@ void for_each_run(const Shape& sizes, const Shape& src_strides, const Shape& dst
                    [&](std::int64_t so, std::int64_t dof) { run(so, dof, count, s_step, d_step); });
 }
 
-// d[r·cols + c] = s[c·s_stride + r]: with cols a constant the compiler interleaves whole
-// vectors of the cols source rows.
-template <std::int64_t Cols, typename T>
-void transpose_block(const T* s, T* d, std::int64_t rows, std::int64_t s_stride) {
+// d[r·cols + c] = s[c·s_stride + r]. `cols` is an int64 or, for the common small counts, a
+// std::integral_constant: with it a constant the compiler interleaves whole vectors of the cols
+// source rows.
+template <typename T, typename Cols>
+void transpose_rows(const T* s, T* d, std::int64_t rows, Cols cols, std::int64_t s_stride) {
   for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t c = 0; c < Cols; ++c) d[r * Cols + c] = s[c * s_stride + r];
+    for (std::int64_t c = 0; c < cols; ++c) d[r * cols + c] = s[c * s_stride + r];
 }
 
 template <typename T>
@@ -439,15 +441,23 @@ void transpose_block(const T* s, T* d, std::int64_t rows, std::int64_t cols,
                      std::int64_t s_stride) {
   switch (cols) {
     case 2:
-      return transpose_block<2>(s, d, rows, s_stride);
+      return transpose_rows(s, d, rows, std::integral_constant<std::int64_t, 2>{}, s_stride);
     case 3:
-      return transpose_block<3>(s, d, rows, s_stride);
+      return transpose_rows(s, d, rows, std::integral_constant<std::int64_t, 3>{}, s_stride);
     case 4:
-      return transpose_block<4>(s, d, rows, s_stride);
+      return transpose_rows(s, d, rows, std::integral_constant<std::int64_t, 4>{}, s_stride);
     default:
-      for (std::int64_t r = 0; r < rows; ++r)
-        for (std::int64_t c = 0; c < cols; ++c) d[r * cols + c] = s[c * s_stride + r];
+      return transpose_rows(s, d, rows, cols, s_stride);
   }
+}
+
+// to[i] = from[i] converted, over a dense run: a typed loop the compiler vectorizes (float32 ↔
+// bfloat16: widening, rounding to nearest even), not a dtype switch per element.
+template <typename From, typename To>
+void convert_dense(const void* s, void* d, std::int64_t count) {
+  const From* from = static_cast<const From*>(s);
+  To* to = static_cast<To*>(d);
+  for (std::int64_t i = 0; i < count; ++i) to[i] = static_cast<To>(from[i]);
 }
 
 template <typename T>
@@ -496,20 +506,12 @@ void copy_elements(const Tensor& src, Tensor& dst) {
       src.sizes(), src.strides(), dst.strides(),
       [&](std::int64_t so, std::int64_t dof, std::int64_t count, std::int64_t s_step,
           std::int64_t d_step) {
-        // Dense runs between float32 and bfloat16 (widening, rounding): typed loops the compiler
-        // vectorizes, not a dtype switch per element.
-        if (s_step == 1 && d_step == 1 && sd == DType::BFloat16 && dd == DType::Float32) {
-          const BFloat16* from = static_cast<const BFloat16*>(s) + so;
-          float* to = static_cast<float*>(d) + dof;
-          for (std::int64_t i = 0; i < count; ++i) to[i] = static_cast<float>(from[i]);
-          return;
-        }
-        if (s_step == 1 && d_step == 1 && sd == DType::Float32 && dd == DType::BFloat16) {
-          const float* from = static_cast<const float*>(s) + so;
-          BFloat16* to = static_cast<BFloat16*>(d) + dof;
-          for (std::int64_t i = 0; i < count; ++i) to[i] = BFloat16(from[i]);
-          return;
-        }
+        if (s_step == 1 && d_step == 1 && sd == DType::BFloat16 && dd == DType::Float32)
+          return convert_dense<BFloat16, float>(static_cast<const BFloat16*>(s) + so,
+                                                static_cast<float*>(d) + dof, count);
+        if (s_step == 1 && d_step == 1 && sd == DType::Float32 && dd == DType::BFloat16)
+          return convert_dense<float, BFloat16>(static_cast<const float*>(s) + so,
+                                                static_cast<BFloat16*>(d) + dof, count);
         for (std::int64_t i = 0; i < count; ++i)
           store_from_float(d, dd, dof + i * d_step, load_as_float(s, sd, so + i * s_step));
       },

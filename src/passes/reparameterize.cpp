@@ -342,15 +342,9 @@ struct CostlyComposition {
 constexpr double kLargestCostlyMap = 1 << 20;
 
 // What the cost rule still reads of a value once no later step of the region reads it: its
-// channels, and each term's input and stride. The maps' weights (float64, several times the
-// conv weights they came from) go, so a region holds only the values still to be read.
-void drop_weights(Expr& e) {
-  for (Term& t : e.terms) std::vector<double>().swap(t.map.weight);
-  std::vector<double>().swap(e.constant);
-  e.border.reset();
-}
-
-// `e` as drop_weights leaves it, copying nothing else.
+// channels, and each term's input and geometry (stride). The maps' weights (float64, several
+// times the conv weights they came from), the constant part and the border go, so a region holds
+// only the values still to be read.
 Expr outline_of(const Expr& e) {
   Expr o;
   o.channels = e.channels;
@@ -606,7 +600,7 @@ class RegionMerger {
         Expr out = apply(n, s, values, last, costly);
         std::vector<double>().swap(s.map.weight);
         for (const std::string& v : s.operands)
-          if (last_read.at(v) == i) drop_weights(values.at(v));
+          if (last_read.at(v) == i) values.at(v) = outline_of(values.at(v));
         values[n.outputs[0]] = std::move(out);
       } catch (const CostlyComposition& c) {
         if (std::find(r.inputs.begin(), r.inputs.end(), c.value) != r.inputs.end())

@@ -525,25 +525,27 @@ std::string post_op_chain_text(const PostOps& post, const ConvProblem& problem) 
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, "+"));
 }
 
+namespace {
+
+// Whether oneDNN's effective ISA is `isa` or one above it: oneDNN's ISA values are nested bit
+// sets, each ISA containing all the bits of those below it.
+bool isa_at_least(dnnl::cpu_isa isa) {
+  const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto need = static_cast<unsigned>(isa);
+  return (have & need) == need;
+}
+
+}  // namespace
+
 bool has_avx512_core() {
-  static const bool has = [] {  // nested bit sets, as in bf16_supported()
-    const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
-    return (have & need) == need;
-  }();
+  static const bool has = isa_at_least(dnnl::cpu_isa::avx512_core);
   return has;
 }
 
 }  // namespace detail
 
 bool bf16_supported() {
-  // oneDNN's ISA values are nested bit sets: avx512_core_bf16 and every ISA above it contain
-  // all of its bits.
-  static const bool supported = [] {
-    const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
-    return (have & need) == need;
-  }();
+  static const bool supported = detail::isa_at_least(dnnl::cpu_isa::avx512_core_bf16);
   return supported;
 }
 
