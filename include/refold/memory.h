@@ -32,6 +32,9 @@ namespace refold {
 struct MemoryStats {
   std::size_t current_bytes = 0;  // storage bytes alive now (as requested, before alignment)
   std::size_t peak_bytes = 0;     // the most current_bytes has been since reset_peak_memory()
+  // Weight bytes a Session holds only in a kernel's packed copy (refold/session.h, "Weights
+  // held once"): freed, not in current_bytes, rebuilt when read.
+  std::size_t held_bytes = 0;
 };
 
 MemoryStats memory_stats();

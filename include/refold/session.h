@@ -93,7 +93,9 @@ class Session {
   // Takes the loaded (and optimized) model of a file or bytes, compiles it and hands the memory
   // loading freed back to the system.
   void adopt(OptimizedModel model);
-  void compile();
+  // owns_graph: made from a file or bytes, so nothing but this session reads the graph's
+  // tensors and the weights can be held once.
+  void compile(bool owns_graph);
 
   std::shared_ptr<graph::Graph> graph_;
   OptimizeReport report_;

@@ -54,6 +54,9 @@ Generator& default_generator();
 void manual_seed(std::uint64_t seed);
 
 struct TensorImpl;
+namespace detail {
+struct TensorAccess;  // core/tensor_impl.h: the impl behind a handle, for refold's own code
+}  // namespace detail
 
 class Tensor {
  public:
@@ -123,6 +126,7 @@ class Tensor {
   std::string description() const;  // e.g. "float32[2, 8, 4, 4] channels_last"
 
  private:
+  friend struct detail::TensorAccess;
   friend Tensor empty_strided(const Shape&, const Shape&, DType);
   friend Tensor from_blob(void*, const Shape&, const Shape&, DType, std::function<void()>);
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}

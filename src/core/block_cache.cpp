@@ -117,7 +117,7 @@ void* take_block(std::size_t bytes, std::size_t alignment) {
   return std::aligned_alloc(alignment, size);
 }
 
-void give_block(void* block, std::size_t bytes, std::size_t alignment) {
+void give_block(void* block, std::size_t bytes, std::size_t alignment, Keep keep) {
   const std::size_t size = block_size(bytes, alignment);
   Cache& c = cache();
   // A block taken in a stand-in run was counted before its tensor could reach this thread.
@@ -142,7 +142,7 @@ void give_block(void* block, std::size_t bytes, std::size_t alignment) {
       own = it->second;
       c.larger.erase(it);
     }
-    if (c.bytes + own <= kMaxCachedBytes) {
+    if (keep == Keep::Yes && c.bytes + own <= kMaxCachedBytes) {
       c.free[own].push_back(block);
       c.bytes += own;
       return;

@@ -47,8 +47,9 @@ std::size_t block_size(std::size_t bytes, std::size_t alignment);
 // A block of block_size(bytes, alignment) bytes, aligned to `alignment`; null when out of
 // memory.
 void* take_block(std::size_t bytes, std::size_t alignment);
-// Returns a block from take_block(bytes, alignment).
-void give_block(void* block, std::size_t bytes, std::size_t alignment);
+// Returns a block from take_block(bytes, alignment): kept for reuse, or with Keep::No freed.
+enum class Keep : bool { No, Yes };
+void give_block(void* block, std::size_t bytes, std::size_t alignment, Keep keep = Keep::Yes);
 // The bytes kept for reuse now.
 std::size_t cached_block_bytes();
 // Releases every kept block.

@@ -27,11 +27,12 @@ Storage::Storage(std::size_t nbytes) : nbytes_(nbytes) {
   REFOLD_CHECK(rounded >= nbytes, "cannot allocate {} bytes: size overflow", nbytes);
   // Counted (and checked against the memory limit) before the memory is taken.
   detail::count_allocation(nbytes_);
-  data_ = static_cast<std::byte*>(detail::take_block(nbytes, kAlignment));
-  if (data_ == nullptr) {
+  auto* bytes = static_cast<std::byte*>(detail::take_block(nbytes, kAlignment));
+  if (bytes == nullptr) {
     detail::count_free(nbytes_);
     fail("cannot allocate {} bytes", nbytes);
   }
+  data_.store(bytes, std::memory_order_relaxed);
 }
 
 Storage::Storage(std::byte* borrowed, std::size_t nbytes, std::function<void()> release)
@@ -42,8 +43,53 @@ Storage::~Storage() {
     if (release_) release_();
     return;
   }
-  detail::give_block(data_, nbytes_, kAlignment);
+  std::byte* bytes = data_.load(std::memory_order_acquire);
+  if (bytes == nullptr) {  // held packed: the bytes were freed then
+    detail::count_unheld(nbytes_);
+    return;
+  }
+  detail::give_block(bytes, nbytes_, kAlignment);
   detail::count_free(nbytes_);
+}
+
+void Storage::offer_packed(std::weak_ptr<const PackedCopy> copy, std::uint64_t version) {
+  const std::lock_guard<std::mutex> lock(packing_);
+  if (borrowed_ || rebuilt_ || held_ != nullptr) return;
+  offered_ = std::move(copy);
+  offered_version_ = version;
+}
+
+std::size_t Storage::hold_packed() {
+  const std::lock_guard<std::mutex> lock(packing_);
+  if (borrowed_ || rebuilt_ || held_ != nullptr || offered_version_ != version()) return 0;
+  held_ = offered_.lock();
+  if (held_ == nullptr) return 0;
+  offered_.reset();
+  // Straight back to the C allocator: a weight's block kept for activations would stay
+  // resident whether or not a later run asks for its size.
+  detail::give_block(data_.exchange(nullptr, std::memory_order_acq_rel), nbytes_, kAlignment,
+                     detail::Keep::No);
+  detail::count_free(nbytes_);
+  detail::count_held(nbytes_);
+  return nbytes_;
+}
+
+std::byte* Storage::unpacked() const {
+  const std::lock_guard<std::mutex> lock(packing_);
+  std::byte* bytes = data_.load(std::memory_order_acquire);
+  if (bytes != nullptr || held_ == nullptr) return bytes;  // rebuilt meanwhile, or never held
+  detail::count_allocation(nbytes_);
+  bytes = static_cast<std::byte*>(detail::take_block(nbytes_, kAlignment));
+  if (bytes == nullptr) {
+    detail::count_free(nbytes_);
+    fail("cannot allocate {} bytes to rebuild a weight held packed", nbytes_);
+  }
+  held_->unpack(bytes);
+  held_.reset();
+  rebuilt_ = true;
+  detail::count_unheld(nbytes_);
+  data_.store(bytes, std::memory_order_release);
+  return bytes;
 }
 
 // refold/memory.h: current = Σ live storages' nbytes; peak = max of current since the reset;
@@ -53,6 +99,7 @@ namespace {
 std::atomic<std::size_t> g_current_bytes{0};
 std::atomic<std::size_t> g_peak_bytes{0};
 std::atomic<std::size_t> g_limit_bytes{0};
+std::atomic<std::size_t> g_held_bytes{0};
 
 // "512 B", "1.2 MiB", "4.0 GiB".
 std::string format_bytes(std::size_t bytes) {
@@ -94,6 +141,9 @@ void count_free(std::size_t nbytes) {
   g_current_bytes.fetch_sub(nbytes, std::memory_order_relaxed);
 }
 
+void count_held(std::size_t nbytes) { g_held_bytes.fetch_add(nbytes, std::memory_order_relaxed); }
+void count_unheld(std::size_t nbytes) { g_held_bytes.fetch_sub(nbytes, std::memory_order_relaxed); }
+
 // make_impl's early check, which can name the tensor's dtype and sizes (Storage cannot).
 void check_memory_limit(std::size_t nbytes, DType dtype, const Shape& sizes) {
   const std::size_t limit = g_limit_bytes.load(std::memory_order_relaxed);
@@ -108,7 +158,8 @@ void check_memory_limit(std::size_t nbytes, DType dtype, const Shape& sizes) {
 
 MemoryStats memory_stats() {
   return {detail::g_current_bytes.load(std::memory_order_relaxed),
-          detail::g_peak_bytes.load(std::memory_order_relaxed)};
+          detail::g_peak_bytes.load(std::memory_order_relaxed),
+          detail::g_held_bytes.load(std::memory_order_relaxed)};
 }
 
 void reset_peak_memory() {

@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <mutex>
+#include <shared_mutex>
 
 #include "core/block_cache.h"
 #include "core/check.h"
+#include "core/held_weights.h"
 #include "graph/plan.h"
 #include "refold/threads.h"
 
@@ -15,9 +18,41 @@
 
 namespace refold {
 
+// The plan, and the weights held once (core/held_weights.h) by a session that owns its graph.
+// Runs share `runs`; the weights are held under it alone, after a run, when no other is in
+// flight.
 struct Session::Compiled {
-  explicit Compiled(const graph::Graph& graph) : plan(graph) {}
+  Compiled(const graph::Graph& graph, bool hold_weights)
+      : plan(graph),
+        held(hold_weights ? detail::HeldWeights(weights(graph)) : detail::HeldWeights()) {}
+
+  template <typename Run>
+  auto run(const Run& run) const {
+    auto result = [&] {
+      const std::shared_lock lock(runs);
+      return run();
+    }();
+    const std::unique_lock alone(runs, std::try_to_lock);
+    if (alone.owns_lock() && held.hold() > 0) {
+#if defined(__GLIBC__)
+      malloc_trim(0);  // the freed weights were in the heap
+#endif
+    }
+    return result;
+  }
+
+  // Every tensor the graph holds: its constants and its modules' parameters and buffers.
+  static std::vector<Tensor> weights(const graph::Graph& graph) {
+    std::vector<Tensor> all;
+    for (const std::string& name : graph.constant_names()) all.push_back(graph.constant(name));
+    for (const auto& named : graph.named_parameters()) all.push_back(named.second);
+    for (const auto& named : graph.named_buffers()) all.push_back(named.second);
+    return all;
+  }
+
   graph::ExecutionPlan plan;
+  mutable std::shared_mutex runs;
+  mutable detail::HeldWeights held;
 };
 
 namespace {
@@ -74,7 +109,7 @@ Session::Session(std::shared_ptr<graph::Graph> graph, const SessionOptions& opti
     report_.pipeline = passes::optimize(*graph_, pipeline);
     report_.layout = passes::current_layout(*graph_);
   }
-  compile();
+  compile(/*owns_graph=*/false);
 }
 
 Session::~Session() = default;
@@ -82,7 +117,7 @@ Session::~Session() = default;
 void Session::adopt(OptimizedModel model) {
   graph_ = std::move(model.graph);
   report_ = std::move(model.report);
-  compile();
+  compile(/*owns_graph=*/true);
   // What loading and optimizing allocated and freed goes back to the system: glibc keeps freed
   // heap memory mapped until asked, and the block cache keeps what constant folding's runs
   // freed (core/block_cache.h; stand-in runs keep nothing), so the process would otherwise stay
@@ -93,9 +128,9 @@ void Session::adopt(OptimizedModel model) {
 #endif
 }
 
-void Session::compile() {
+void Session::compile(bool owns_graph) {
   graph_->verify();
-  compiled_ = std::make_unique<const Compiled>(*graph_);
+  compiled_ = std::make_unique<const Compiled>(*graph_, owns_graph);
 }
 
 const std::vector<graph::ValueInfo>& Session::inputs() const { return graph_->inputs; }
@@ -103,13 +138,15 @@ const std::vector<graph::ValueInfo>& Session::outputs() const { return graph_->o
 
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) const {
   const ThreadCountScope threads(threads_);
-  return compiled_->plan.run(inputs);
+  return compiled_->run([&] { return compiled_->plan.run(inputs); });
 }
 
 graph::RunProfile Session::profile(const std::vector<Tensor>& inputs) const {
   const ThreadCountScope threads(threads_);
-  return graph::profile([&](const graph::Graph::NodeObserver& observe) {
-    return compiled_->plan.run(inputs, observe);
+  return compiled_->run([&] {
+    return graph::profile([&](const graph::Graph::NodeObserver& observe) {
+      return compiled_->plan.run(inputs, observe);
+    });
   });
 }
 

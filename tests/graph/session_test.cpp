@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "onnx/source_model.h"
+#include "refold/memory.h"
 #include "refold/onnx/onnx.h"
 #include "refold/threads.h"
 #include "testing/compare.h"
@@ -100,6 +101,68 @@ TEST(Session, KeepsTheWeightsOnceAndItsGraphStillSaves) {
     EXPECT_TRUE(testing::model_close(reloaded->run(in)[0], expected[0]));
     EXPECT_TRUE(testing::model_close(session.run(in)[0], expected[0]));
   }
+}
+
+// Two 1×1 convs wide enough for oneDNN, which packs their weights into its blocked format.
+std::string packed_conv_model(std::vector<Tensor>* inputs, std::vector<Tensor>* outputs) {
+  GraphBuilder b;
+  const std::string x = b.input("x", {1, 32, 12, 12});
+  b.output(b.conv(b.relu(b.conv(x, 32, 64, 1)), 64, 64, 1));
+  *inputs = b.random_inputs();
+  *outputs = b.run(*inputs);
+  return onnx::save_to_bytes(b.graph());
+}
+
+// Weights held once (core/held_weights.h): after a run, a conv weight oneDNN packed keeps only
+// the packed copy; reading it (saving the graph) rebuilds the plain bytes exactly.
+TEST(Session, HoldsPackedConvWeightsOnceAndRebuildsThemWhenRead) {
+  std::vector<Tensor> in, expected;
+  const std::string bytes = packed_conv_model(&in, &expected);
+  const std::size_t held_before = memory_stats().held_bytes;
+  std::vector<Tensor> first;
+  {
+    const Session session(as_bytes(bytes), "convs.onnx");
+    first = session.run(in);
+    EXPECT_TRUE(testing::model_close(first[0], expected[0]));
+    const std::size_t held = memory_stats().held_bytes - held_before;
+    EXPECT_GE(held, (32 * 64 + 64 * 64) * sizeof(float)) << "the two conv weights";
+    // Later runs find the packed copies: same output, nothing rebuilt.
+    EXPECT_TRUE(testing::all_close(session.run(in)[0], first[0], testing::Tolerance::exact()));
+    EXPECT_EQ(memory_stats().held_bytes - held_before, held);
+    // Saving reads every weight: each is rebuilt, and the saved model computes the same.
+    const auto reloaded =
+        onnx::load_from_memory(as_bytes(onnx::save_to_bytes(session.graph())), "saved.onnx");
+    EXPECT_EQ(memory_stats().held_bytes, held_before);
+    EXPECT_TRUE(testing::all_close(reloaded->run(in)[0], first[0], testing::Tolerance::exact()));
+    EXPECT_TRUE(testing::all_close(session.run(in)[0], first[0], testing::Tolerance::exact()));
+    EXPECT_EQ(memory_stats().held_bytes, held_before) << "a rebuilt weight is never held again";
+  }
+  EXPECT_EQ(memory_stats().held_bytes, held_before);
+}
+
+// A weight someone else holds a handle on keeps its bytes: a pointer from that handle stays valid.
+TEST(Session, DoesNotHoldAWeightOthersHoldAHandleOn) {
+  std::vector<Tensor> in, expected;
+  const std::string bytes = packed_conv_model(&in, &expected);
+  const Session session(as_bytes(bytes), "convs.onnx");
+  std::vector<Tensor> handles;
+  for (const std::string& name : session.graph().constant_names())
+    handles.push_back(session.graph().constant(name));
+  for (const auto& [name, tensor] : session.graph().named_parameters()) handles.push_back(tensor);
+  const std::size_t held_before = memory_stats().held_bytes;
+  EXPECT_TRUE(testing::model_close(session.run(in)[0], expected[0]));
+  EXPECT_EQ(memory_stats().held_bytes, held_before);
+  handles.clear();
+}
+
+// A session given a graph does not own it (the caller may read it), so it holds nothing.
+TEST(Session, GivenAGraphHoldsNoWeights) {
+  std::vector<Tensor> in, expected;
+  const std::string bytes = packed_conv_model(&in, &expected);
+  const Session session(onnx::load_from_memory(as_bytes(bytes), "convs.onnx"));
+  const std::size_t held_before = memory_stats().held_bytes;
+  EXPECT_TRUE(testing::model_close(session.run(in)[0], expected[0]));
+  EXPECT_EQ(memory_stats().held_bytes, held_before);
 }
 
 TEST(Session, ErrorsNameTheInputOutputAndValue) {

@@ -25,9 +25,9 @@ WeightCache& weight_cache() {
 std::shared_ptr<const std::vector<float>> packed_weights(
     const Tensor& weight, Packing packing,
     const std::function<std::vector<float>(const Tensor&)>& pack) {
-  CacheKey key{static_cast<std::int64_t>(packing),
-               reinterpret_cast<std::int64_t>(weight.data_ptr()),
-               static_cast<std::int64_t>(weight.version())};
+  // Never the data pointer: finding a packed weight reads none of the plain one's bytes.
+  CacheKey key{static_cast<std::int64_t>(packing), static_cast<std::int64_t>(weight.version()),
+               weight.storage_offset(), static_cast<std::int64_t>(weight.dtype())};
   for (std::int64_t d = 0; d < weight.dim(); ++d) {
     key.push_back(weight.size(d));
     key.push_back(weight.stride(d));

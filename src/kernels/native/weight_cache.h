@@ -1,7 +1,7 @@
 // The packed weights of refold's own conv kernels (Winograd's U = G g Gᵀ, the direct conv's
 // [block][tap][C_in][16] panels), cached process-wide like oneDNN's packed weights: keyed by
-// (packing, data_ptr(), version(), sizes, strides), so writing to a weight (which bumps its
-// version) makes the next call repack; least recently used first out beyond 512 MiB.
+// (packing, version(), storage offset, dtype, sizes, strides), so writing to a weight (which bumps
+// its version) makes the next call repack; least recently used first out beyond 512 MiB.
 // Thread-safe.
 #pragma once
 

@@ -19,7 +19,7 @@
 // Caches (process-wide, thread-safe, least-recently-used):
 //   primitives    keyed by (op, input sizes, layout, dtype, weight sizes, options, bias or not,
 //                 post-ops, threads) — the primitive oneDNN built for exactly that problem;
-//   packed weights keyed by (primitive, weight data_ptr(), weight.version(), sizes, strides) —
+//   packed weights keyed by (primitive, weight.version(), storage offset, sizes, strides) —
 //                 the weight reordered once into the format the primitive chose
 //                 (format_tag::any). Writing to a weight bumps its version, so the next call
 //                 repacks; stale entries age out.

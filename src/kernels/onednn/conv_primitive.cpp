@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/held_weights.h"
 #include "kernels/lru_cache.h"
 #include "kernels/onednn/conv2d.h"
 #include "kernels/onednn/engine.h"
@@ -37,8 +38,20 @@ struct Primitive {
 };
 
 // A weight reordered into a primitive's weights_desc (memory owned by oneDNN).
-struct PackedWeight {
+// A weight reordered into the primitive's format; it can stand in for the plain weight
+// (core/held_weights.h): the reverse reorder rebuilds the plain bytes exactly.
+struct PackedWeight final : PackedCopy {
   dnnl::memory memory;
+  md plain;  // the weight as it was read
+  void unpack(std::byte* to) const override {
+    call("weight rebuild", [&] {
+      dnnl::memory out(plain, cpu_engine(), to);
+      const dnnl::reorder reorder(dnnl::reorder::primitive_desc(
+          cpu_engine(), memory.get_desc(), cpu_engine(), plain, user_scratchpad()));
+      execute(reorder, cpu_stream(), {{DNNL_ARG_FROM, memory}, {DNNL_ARG_TO, out}});
+      cpu_stream().wait();
+    });
+  }
 };
 
 struct Caches {
@@ -311,6 +324,8 @@ std::shared_ptr<PackedWeight> pack_weight(const detail::ConvProblem& p, const Pr
     execute(reorder, cpu_stream(), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, packed->memory}});
     cpu_stream().wait();
   });
+  packed->plain = user_md;
+  if (w.is_same(weight)) refold::detail::offer_packed(weight, packed);
   return packed;
 }
 
@@ -432,7 +447,8 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
   note_dispatch_detail(prim->impl);
 
   // The weight: used in place when the primitive chose its own layout, else packed once per
-  // (primitive, storage, version, view).
+  // (primitive, version, view); the key never reads the weight's bytes, which a session may
+  // hold only in the packed copy (core/held_weights.h).
   dnnl::memory weights_memory;
   const Tensor w = weight_for_reading(weight);  // outlives the call when used in place
   {
@@ -446,8 +462,7 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
       ++c.stats.weight_direct;
     } else {
       CacheKey wkey{static_cast<std::int64_t>(prim->id),
-                    static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(weight.data_ptr())),
-                    static_cast<std::int64_t>(weight.version()),
+                    static_cast<std::int64_t>(weight.version()), weight.storage_offset(),
                     static_cast<std::int64_t>(weight.dtype())};
       wkey.insert(wkey.end(), weight.sizes().begin(), weight.sizes().end());
       wkey.insert(wkey.end(), weight.strides().begin(), weight.strides().end());
