@@ -42,18 +42,24 @@ HeldWeights::HeldWeights(const std::vector<Tensor>& weights) {
 
 std::size_t HeldWeights::hold() {
   const std::uint64_t offers = packed_offers();
-  if (offers == offers_seen_) return 0;
+  if (offers == offers_seen_ && !blocked_) return 0;
   offers_seen_ = offers;
+  blocked_ = false;
   std::size_t freed = 0;
   for (const Weight& w : weights_) {
     const std::shared_ptr<Storage> storage = w.storage.lock();
-    if (storage == nullptr || storage.use_count() - 1 > w.owners) continue;
-    bool owned = true;
+    if (storage == nullptr || !storage->can_hold()) continue;
+    bool owned = storage.use_count() - 1 <= w.owners;
     for (const View& v : w.views) {
       const std::shared_ptr<TensorImpl> impl = v.impl.lock();
       if (impl != nullptr && impl.use_count() - 1 > v.owners) owned = false;
     }
-    if (owned) freed += storage->hold_packed();
+    // Another handle (a node's arguments while it runs, a caller's): looked at again next time.
+    if (!owned) {
+      blocked_ = true;
+      continue;
+    }
+    freed += storage->hold_packed();
   }
   return freed;
 }

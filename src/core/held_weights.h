@@ -41,7 +41,9 @@ class HeldWeights {
   explicit HeldWeights(const std::vector<Tensor>& weights);
 
   // Frees the plain bytes of each weight that can be held now; returns the bytes freed. The
-  // caller guarantees nothing reads these weights meanwhile (no run in flight).
+  // caller guarantees nothing reads these weights meanwhile (no other run in flight; within a
+  // run, between nodes). Scans only after a new offer, or when a weight was kept for another
+  // owner last time.
   std::size_t hold();
 
  private:
@@ -56,6 +58,7 @@ class HeldWeights {
   };
   std::vector<Weight> weights_;
   std::uint64_t offers_seen_ = 0;
+  bool blocked_ = false;  // a weight that could be held had another owner at the last scan
 };
 
 }  // namespace refold::detail

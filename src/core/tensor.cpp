@@ -59,6 +59,12 @@ void Storage::offer_packed(std::weak_ptr<const PackedCopy> copy, std::uint64_t v
   offered_version_ = version;
 }
 
+bool Storage::can_hold() const {
+  const std::lock_guard<std::mutex> lock(packing_);
+  return !borrowed_ && !rebuilt_ && held_ == nullptr && offered_version_ == version() &&
+         !offered_.expired();
+}
+
 std::size_t Storage::hold_packed() {
   const std::lock_guard<std::mutex> lock(packing_);
   if (borrowed_ || rebuilt_ || held_ != nullptr || offered_version_ != version()) return 0;

@@ -68,6 +68,8 @@ class Storage {
   // `copy`, packed from the bytes of `version`, may stand in for them (ignored for borrowed
   // memory and once the storage has been held and read). The last offer wins.
   void offer_packed(std::weak_ptr<const PackedCopy> copy, std::uint64_t version);
+  // Whether hold_packed() would free the bytes now.
+  bool can_hold() const;
   // Frees the bytes when an offered copy of the current version is still alive; returns the
   // bytes freed (0: kept). The caller guarantees nothing reads the bytes meanwhile.
   std::size_t hold_packed();

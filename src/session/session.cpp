@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <shared_mutex>
 
@@ -19,26 +20,44 @@
 namespace refold {
 
 // The plan, and the weights held once (core/held_weights.h) by a session that owns its graph.
-// Runs share `runs`; the weights are held under it alone, after a run, when no other is in
-// flight.
+// Runs share `runs`; weights are held only under it alone. The first run, which packs the
+// weights, runs alone and holds each weight as soon as its node has packed it, so the plain and
+// the packed copies of all weights are never resident at once; later runs share the lock and
+// hold what a new input size packed when no other run is in flight.
 struct Session::Compiled {
   Compiled(const graph::Graph& graph, bool hold_weights)
       : plan(graph),
-        held(hold_weights ? detail::HeldWeights(weights(graph)) : detail::HeldWeights()) {}
+        held(hold_weights ? detail::HeldWeights(weights(graph)) : detail::HeldWeights()),
+        first_run_done(!hold_weights) {}
 
+  // `run(observe)` runs the plan, calling `observe` after each node.
   template <typename Run>
   auto run(const Run& run) const {
+    if (!first_run_done.load(std::memory_order_acquire)) {
+      const std::unique_lock alone(runs);
+      if (!first_run_done.load(std::memory_order_relaxed)) {
+        auto result = run([this](const graph::Node&, const std::vector<Tensor>&,
+                                 const std::vector<Tensor>&) { held.hold(); });
+        held.hold();
+        first_run_done.store(true, std::memory_order_release);
+        trim();
+        return result;
+      }
+    }
     auto result = [&] {
       const std::shared_lock lock(runs);
-      return run();
+      return run(graph::Graph::NodeObserver{});
     }();
     const std::unique_lock alone(runs, std::try_to_lock);
-    if (alone.owns_lock() && held.hold() > 0) {
-#if defined(__GLIBC__)
-      malloc_trim(0);  // the freed weights were in the heap
-#endif
-    }
+    if (alone.owns_lock() && held.hold() > 0) trim();
     return result;
+  }
+
+  // The freed weights were in the C heap.
+  static void trim() {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
   }
 
   // Every tensor the graph holds: its constants and its modules' parameters and buffers.
@@ -53,6 +72,7 @@ struct Session::Compiled {
   graph::ExecutionPlan plan;
   mutable std::shared_mutex runs;
   mutable detail::HeldWeights held;
+  mutable std::atomic<bool> first_run_done;
 };
 
 namespace {
@@ -138,12 +158,15 @@ const std::vector<graph::ValueInfo>& Session::outputs() const { return graph_->o
 
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) const {
   const ThreadCountScope threads(threads_);
-  return compiled_->run([&] { return compiled_->plan.run(inputs); });
+  return compiled_->run([&](const graph::Graph::NodeObserver& observe) {
+    return compiled_->plan.run(inputs, observe);
+  });
 }
 
 graph::RunProfile Session::profile(const std::vector<Tensor>& inputs) const {
   const ThreadCountScope threads(threads_);
-  return compiled_->run([&] {
+  // Timed without the first run's holding after each node.
+  return compiled_->run([&](const graph::Graph::NodeObserver&) {
     return graph::profile([&](const graph::Graph::NodeObserver& observe) {
       return compiled_->plan.run(inputs, observe);
     });
