@@ -87,6 +87,15 @@ class Session {
   // this graph's tensors: it loads with LoadOptions::keep_source_data false, so saving this
   // graph (onnx::save) writes every initializer from its tensor, equal in value and data type but
   // not byte for byte the file's TensorProto (refold::optimize_model keeps those).
+  //
+  // Weights held once (src/core/held_weights.h): such a session also frees the plain bytes of
+  // each conv weight oneDNN has packed into its own format, as soon as its node has run in the
+  // first call (which runs alone; later calls run side by side), so only the packed copy stays
+  // resident (memory_stats().held_bytes counts them). Reading one of these tensors (saving the
+  // graph, a kernel packing it anew) rebuilds its bytes exactly from the packed copy, once; a
+  // tensor someone else holds a handle on is never freed. Read graph() while no call is in
+  // flight, and keep a Tensor handle rather than a data pointer across calls. A session given a
+  // graph holds nothing: the caller may still read that graph.
   const graph::Graph& graph() const { return *graph_; }
 
  private:
