@@ -59,15 +59,19 @@ void Storage::offer_packed(std::weak_ptr<const PackedCopy> copy, std::uint64_t v
   offered_version_ = version;
 }
 
-bool Storage::can_hold() const {
-  const std::lock_guard<std::mutex> lock(packing_);
+bool Storage::holdable() const {
   return !borrowed_ && !rebuilt_ && held_ == nullptr && offered_version_ == version() &&
          !offered_.expired();
 }
 
+bool Storage::can_hold() const {
+  const std::lock_guard<std::mutex> lock(packing_);
+  return holdable();
+}
+
 std::size_t Storage::hold_packed() {
   const std::lock_guard<std::mutex> lock(packing_);
-  if (borrowed_ || rebuilt_ || held_ != nullptr || offered_version_ != version()) return 0;
+  if (!holdable()) return 0;
   held_ = offered_.lock();
   if (held_ == nullptr) return 0;
   offered_.reset();

@@ -75,7 +75,9 @@ class Storage {
   std::size_t hold_packed();
 
  private:
-  std::byte* unpacked() const;  // the bytes rebuilt from the held copy (null when not held)
+  std::byte* unpacked() const;
+  bool holdable() const;  // can_hold() with packing_ held  // the bytes rebuilt from the held copy
+                          // (null when not held)
 
   mutable std::atomic<std::byte*> data_{nullptr};  // null only while held packed
   std::size_t nbytes_ = 0;
