@@ -59,6 +59,11 @@ struct PostOps {
   // Must have the op output's sizes and the input's dtype; any layout (it is copied into the
   // output).
   Tensor residual;
+  // The result may take the residual's memory: a kernel that adds the residual where it lies
+  // (oneDNN's sum post-op accumulates onto dst) writes y over it and returns it. Only for a
+  // residual whose caller holds no other handle on it and never reads it again (the graph
+  // executor hands such values over, graph::Op::run_consuming).
+  bool overwrite_residual = false;
   std::vector<PostStep> then = {};  // after the head's activation, in order
 
   bool empty() const {

@@ -302,6 +302,12 @@ bool Tensor::shares_storage(const Tensor& other) const {
   return defined() && other.defined() && impl_->storage == other.impl_->storage;
 }
 
+bool detail::sole_handle(const Tensor& t) {
+  const std::shared_ptr<TensorImpl>& impl = TensorAccess::impl(t);
+  return impl != nullptr && impl.use_count() == 1 && impl->storage.use_count() == 1 &&
+         !impl->storage->borrowed();
+}
+
 std::string Tensor::description() const {
   if (!defined()) return "undefined";
   std::string layout;

@@ -58,6 +58,7 @@ class Storage {
     return bytes != nullptr ? bytes : unpacked();
   }
   std::size_t nbytes() const { return nbytes_; }
+  bool borrowed() const { return borrowed_; }  // memory refold did not allocate (from_blob)
   // Unique across the process: drawn from a global counter when the storage is made and each
   // time any view hands out a writable pointer, so version() alone identifies content, even
   // when freed memory is reused. Caches of transformed weights key on it.
@@ -76,8 +77,7 @@ class Storage {
 
  private:
   std::byte* unpacked() const;
-  bool holdable() const;  // can_hold() with packing_ held  // the bytes rebuilt from the held copy
-                          // (null when not held)
+  bool holdable() const;  // can_hold() with packing_ held
 
   mutable std::atomic<std::byte*> data_{nullptr};  // null only while held packed
   std::size_t nbytes_ = 0;
@@ -87,7 +87,7 @@ class Storage {
   mutable std::mutex packing_;  // guards the fields below, an offer, a hold and a rebuild
   std::weak_ptr<const PackedCopy> offered_;
   std::uint64_t offered_version_ = 0;
-  mutable std::shared_ptr<const PackedCopy> held_;
+  mutable std::shared_ptr<const PackedCopy> held_;  // rebuilds the bytes (null when not held)
   mutable bool rebuilt_ = false;
 };
 
@@ -105,6 +105,11 @@ namespace detail {
 struct TensorAccess {
   static const std::shared_ptr<TensorImpl>& impl(const Tensor& t) { return t.impl_; }
 };
+
+// Whether `t` is the only handle on its memory: no other handle shares its impl, no other view
+// shares its storage, and the storage is refold's own (never memory a caller lent, from_blob).
+// Whoever gives up such a handle lets the callee write over it (graph::Op::run_consuming).
+bool sole_handle(const Tensor& t);
 }  // namespace detail
 
 }  // namespace refold

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "core/check.h"
@@ -104,7 +105,7 @@ ExecutionPlan::ExecutionPlan(const Graph& graph) : graph_(graph) {
   steps_.reserve(graph.nodes().size());
   for (const Node& n : graph.nodes()) {
     REFOLD_CHECK(n.module != nullptr, "Graph: node '{}' ({}) has no module", n.name, n.op_type);
-    Step step{&n, dynamic_cast<Op*>(n.module.get()), {}, {}, {}};
+    Step step{&n, dynamic_cast<Op*>(n.module.get()), {}, {}, {}, {}};
     REFOLD_CHECK(step.op != nullptr || !n.inputs.empty(), "Graph: node '{}' ({}) has no input",
                  n.name, n.op_type);
     for (const std::string& in : n.inputs) step.inputs.push_back(read_slot(in));
@@ -137,6 +138,21 @@ ExecutionPlan::ExecutionPlan(const Graph& graph) : graph_(graph) {
     if (!keep[s] && last_reader[s] >= 0)
       steps_[last_reader[s]].last_read_here.push_back(static_cast<int>(s));
   }
+
+  // An activation is handed over to its last reader (Op::run_consuming) at that reader's last
+  // operand reading it; a graph input never is (the caller's tensor).
+  for (int slot : input_slots_) keep[slot] = true;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    Step& step = steps_[i];
+    step.handed_over.assign(step.inputs.size(), false);
+    for (std::size_t k = 0; k < step.inputs.size(); ++k) {
+      const int slot = step.inputs[k];
+      if (slot == kAbsent || keep[slot] || last_reader[slot] != static_cast<int>(i)) continue;
+      const bool read_again = std::find(step.inputs.begin() + static_cast<std::ptrdiff_t>(k) + 1,
+                                        step.inputs.end(), slot) != step.inputs.end();
+      step.handed_over[k] = !read_again;
+    }
+  }
 }
 
 std::vector<Tensor> ExecutionPlan::run(const std::vector<Tensor>& feeds,
@@ -155,26 +171,34 @@ std::vector<Tensor> ExecutionPlan::run(const std::vector<Tensor>& feeds,
   };
 
   std::vector<Tensor> args, results;
+  std::vector<Tensor> read;  // what `observe` is shown: each input as the graph held it
   for (const Step& step : steps_) {
     const Node& n = *step.node;
     // REFOLD_VERBOSE=1: every node, then the dispatch lines of the kernels it calls.
     if (verbose())
       log_verbose(fmt::format("node '{}' ({}) runs {}", n.name, n.op_type, n.module->type_name()));
     results.clear();
+    read.clear();
     if (step.op != nullptr) {
       args.clear();
-      for (int slot : step.inputs) {
-        Tensor t = value(slot);
+      for (std::size_t k = 0; k < step.inputs.size(); ++k) {
+        const int slot = step.inputs[k];
+        // Handed over: moved out, so that the op may hold the only handle on it.
+        Tensor t = step.handed_over[k] ? std::move(values[slot]) : value(slot);
         // The memory-format rule of Module::operator(), for every input of an Op.
-        if (!step.op->accepts_channels_last() && t.defined() && !t.is_contiguous())
+        if (!step.op->accepts_channels_last() && t.defined() && !t.is_contiguous()) {
+          if (observe) read.push_back(t);
           t = functional::to_format(t, MemoryFormat::Contiguous);
+        } else if (observe) {
+          read.emplace_back();  // args[k] after the run (it may be handed over)
+        }
         args.push_back(std::move(t));
       }
     }
     const std::uint64_t dispatched = dispatch_count();
     try {
       if (step.op != nullptr)
-        results = step.op->run(args);
+        results = step.op->run_consuming(args);
       else
         results.push_back((*n.module)(value(step.inputs[0])));
     } catch (const Error& e) {
@@ -188,8 +212,12 @@ std::vector<Tensor> ExecutionPlan::run(const std::vector<Tensor>& feeds,
                  "Graph: node '{}' ({}) gave {} outputs, expected {}", n.name, n.op_type,
                  results.size(), n.outputs.size());
     if (observe) {
-      std::vector<Tensor> read;
-      for (int slot : step.inputs) read.push_back(value(slot));
+      if (step.op == nullptr) {
+        for (int slot : step.inputs) read.push_back(value(slot));
+      } else {
+        for (std::size_t k = 0; k < args.size(); ++k)
+          if (!read[k].defined()) read[k] = args[k];
+      }
       observe(n, read, results);
     }
     for (std::size_t k = 0; k < step.outputs.size(); ++k) {

@@ -44,6 +44,9 @@ class ExecutionPlan {
     std::vector<int> inputs;          // slots (kAbsent for "")
     std::vector<int> outputs;         // slots (kAbsent for "")
     std::vector<int> last_read_here;  // slots dropped once this step has run
+    // By input: the slot is given up to an Op here (moved into its arguments, see
+    // Op::run_consuming): its last read, not a graph input, output or constant.
+    std::vector<bool> handed_over;
   };
 
   const Graph& graph_;

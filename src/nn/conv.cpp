@@ -72,11 +72,13 @@ Tensor Conv2d::forward(const Tensor& input) {
   return functional::conv2d(input, weight_, bias_, options_.op_options(), post_);
 }
 
-Tensor Conv2d::forward_with_residual(const Tensor& input, const Tensor& residual) {
+Tensor Conv2d::forward_with_residual(const Tensor& input, const Tensor& residual,
+                                     bool overwrite_residual) {
   REFOLD_CHECK(residual.defined(), "{}: forward_with_residual given an undefined residual",
                type_name());
   PostOps post = post_;
   post.residual = residual;
+  post.overwrite_residual = overwrite_residual;
   try {
     return functional::conv2d(input, weight_, bias_, options_.op_options(), post);
   } catch (const Error& e) {

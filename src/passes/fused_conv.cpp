@@ -1,6 +1,7 @@
 #include "passes/fused_conv.h"
 
 #include "core/check.h"
+#include "core/tensor_impl.h"
 #include "kernels/post_ops.h"
 #include "kernels/reference/conv_common.h"
 #include "ops/arithmetic.h"
@@ -15,6 +16,14 @@ FusedConvAdd::FusedConvAdd(std::shared_ptr<nn::Conv2d> conv, bool conv_first)
 }
 
 std::vector<Tensor> FusedConvAdd::run(const std::vector<Tensor>& inputs) {
+  return run(inputs, false);
+}
+
+std::vector<Tensor> FusedConvAdd::run_consuming(std::vector<Tensor>& inputs) {
+  return run(inputs, inputs.size() >= 4 && detail::sole_handle(inputs[3]));
+}
+
+std::vector<Tensor> FusedConvAdd::run(const std::vector<Tensor>& inputs, bool overwrite_residual) {
   REFOLD_CHECK(inputs.size() >= 4, "{}: expects at least 4 inputs (x, W, B, residual), got {}",
                type_name(), inputs.size());
   const Tensor& x = inputs[0];
@@ -27,7 +36,7 @@ std::vector<Tensor> FusedConvAdd::run(const std::vector<Tensor>& inputs) {
       reference::detail::check_conv2d(x, conv.weight(), conv.bias(), conv.options().op_options());
   const Shape out_sizes = {g.batch, g.out_channels, g.out_h, g.out_w};
   if (r.sizes() == out_sizes && r.dtype() == x.dtype()) {
-    return {conv_->forward_with_residual(x, r)};
+    return {conv_->forward_with_residual(x, r, overwrite_residual)};
   }
   // Unfused: exactly the replaced nodes (the conv, then its chain with the residual added by
   // ONNX Add with broadcasting, in the Add's operand order).

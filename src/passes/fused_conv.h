@@ -27,11 +27,15 @@ class FusedConvAdd : public graph::Op {
   FusedConvAdd(std::shared_ptr<nn::Conv2d> conv, bool conv_first);
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+  // A residual handed over (the only handle on it) is overwritten by the result.
+  std::vector<Tensor> run_consuming(std::vector<Tensor>& inputs) override;
 
   const std::shared_ptr<nn::Conv2d>& conv() const { return conv_; }
   bool conv_first() const { return conv_first_; }
 
  private:
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, bool overwrite_residual);
+
   std::shared_ptr<nn::Conv2d> conv_;
   bool conv_first_;
 };

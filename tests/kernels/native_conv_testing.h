@@ -199,4 +199,32 @@ inline void expect_every_chain_matches(const Kernel& kernel, const Case& base) {
   }
 }
 
+// PostOps::overwrite_residual: the result is written over the residual (the same tensor comes
+// back) and still equals the reference, with the residual added before the activation (the
+// head) and by a step after it, as expect_matches_reference runs.
+inline void expect_overwrites_the_residual(const Kernel& kernel, Case c) {
+  c.residual = true;
+  c.activation = Activation::SiLU;
+  const Operands o = make_operands(c);
+  const Tensor plain = reference::conv2d(o.input, o.weight, o.bias, c.options());
+  for (const bool in_step : {false, true}) {
+    SCOPED_TRACE(in_step ? "residual in a step" : "residual in the head");
+    PostOps post = post_ops_for(c, plain.sizes());
+    if (in_step) post.then.push_back({.scale = {0.5f}, .add_residual = true});
+    const Tensor expected = reference::apply_post_ops(plain, post);
+    across_isas_and_threads([&](native::VectorIsa isa, int threads) {
+      PostOps given = post;
+      given.residual = post.residual.clone();
+      given.overwrite_residual = true;
+      std::string declined;
+      const Tensor y =
+          kernel(validate_conv2d(o.input, o.weight, o.bias, c.options(), given), &declined);
+      ASSERT_TRUE(y.defined()) << "declined: " << declined;
+      EXPECT_TRUE(y.is_same(given.residual));
+      EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32()))
+          << "threads " << threads << ", " << native::vector_isa_name(isa);
+    });
+  }
+}
+
 }  // namespace refold::testing::native_conv

@@ -104,6 +104,12 @@ TEST_F(NativeDirect, FusesEveryPostOpChain) {
       {.name = "chain", .n = 2, .c_in = 48, .c_out = 24, .h = 9, .w = 8, .stride = 2});
 }
 
+TEST_F(NativeDirect, WritesOverAResidualItMay) {
+  expect_overwrites_the_residual(
+      native::direct_conv2d,
+      {.name = "in place", .n = 2, .c_in = 48, .c_out = 24, .h = 9, .w = 8, .stride = 2});
+}
+
 TEST_F(NativeDirect, SameBitsWithOneOrTwoThreads) {
   const Case c{.name = "threads", .n = 2, .c_in = 64, .c_out = 48, .h = 21, .w = 19, .stride = 2};
   const Operands o = make_operands(c);

@@ -88,6 +88,14 @@ TEST_F(NativeWinograd, FusesEveryPostOpChain) {
   }
 }
 
+TEST_F(NativeWinograd, WritesOverAResidualItMay) {
+  for (const TileCase& tile : kTiles) {
+    SCOPED_TRACE(tile.name);
+    expect_overwrites_the_residual(
+        tile.kernel, {.name = "in place", .n = 2, .c_in = 48, .c_out = 40, .h = 7, .w = 6});
+  }
+}
+
 // The tile of lower cost α²·(tiles + 16): at batch 1, 16·(49 + 16) = 1040 vs 36·(16 + 16) = 1152
 // at 14×14 keeps 2×2 tiles; 28×28 (3392 vs 2340) and larger take 4×4, and so does 14×14 from
 // batch 2 (the weight read shared by more tiles).

@@ -528,6 +528,39 @@ TEST(ActivationFusion, ResidualMadeAfterTheConvIsDefinedBeforeTheFusedNode) {
   EXPECT_TRUE(testing::all_close(b.run({in})[0], expected, kFused));
 }
 
+// The executor hands a residual over to the fused node that reads it last (Op::run_consuming),
+// and the result is written over it (oneDNN's sum in place) — not when the residual is also a
+// graph output, or read again later, whose values must stay. Channels_last and NCHW.
+TEST(ActivationFusion, AResidualReadLastByTheFusedNodeIsOverwritten) {
+  for (const MemoryFormat layout : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast}) {
+    for (const std::string kept : {"", "output", "read later"}) {
+      SCOPED_TRACE(::testing::Message() << memory_format_name(layout) << " " << kept);
+      GraphBuilder b;
+      const auto x = b.input("x", {1, 8, 6, 6});
+      const auto a = b.node("Relu", {x}, {}, "pre");
+      const auto c1 = b.conv(a, 8, 8, 1, {.name = "conv1"});
+      const auto c2 = b.conv(c1, 8, 8, 3, {.name = "conv2", .pads = kPad1});
+      const auto y = b.node("Relu", {b.node("Add", {c2, a}, {}, "add")}, {}, "act");
+      b.output(kept == "read later" ? b.node("Mul", {y, a}, {}, "later") : y);
+      if (kept == "output") b.output(a);
+      const Tensor in = input({1, 8, 6, 6});
+      const std::vector<Tensor> expected = b.run({in});
+      ASSERT_TRUE(passes::fuse_activations(b.graph()).changed);
+      nn::utils::convert_conv2d_weight_memory_format(b.graph(), layout);
+      bool overwritten = false;
+      const std::vector<Tensor> got = b.graph().run(
+          {in.contiguous(layout)}, [&](const graph::Node& node, const std::vector<Tensor>& read,
+                                       const std::vector<Tensor>& wrote) {
+            if (node.name == "conv2") overwritten = wrote[0].shares_storage(read[3]);
+          });
+      EXPECT_EQ(overwritten, kept.empty());
+      ASSERT_EQ(got.size(), expected.size());
+      for (std::size_t k = 0; k < got.size(); ++k)
+        EXPECT_TRUE(testing::all_close(got[k], expected[k], kFused)) << k;
+    }
+  }
+}
+
 // A residual the Add broadcasts ([1, C, 1, 1], a runtime input) cannot be a post-op sum: the
 // fused node falls back to the unfused steps and still computes the same values.
 TEST(ActivationFusion, BroadcastResidualFallsBackToTheUnfusedSteps) {

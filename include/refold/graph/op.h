@@ -26,6 +26,12 @@ class Op : public nn::Module {
  public:
   using nn::Module::Module;
   virtual std::vector<Tensor> run(const std::vector<Tensor>& inputs) = 0;
+  // run(), as the graph executor calls it: an input the executor will not read again and holds
+  // the only handle on (refold's own memory, no other view of it) is handed over in `inputs`,
+  // and the op may write over it, reusing its memory for an output (FusedConvAdd adds its
+  // residual in place). Afterwards the executor reads only the inputs' sizes and layout. The
+  // default runs run(inputs).
+  virtual std::vector<Tensor> run_consuming(std::vector<Tensor>& inputs) { return run(inputs); }
   // A one-input, one-output use as a plain Module.
   Tensor forward(const Tensor& input) override;
 };

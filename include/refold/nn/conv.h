@@ -101,8 +101,11 @@ class Conv2d : public Module {
   // activation(conv2d(input) + bias), the activation fused (None by default).
   Tensor forward(const Tensor& input) override;
   // activation(conv2d(input) + bias + residual) in one primitive. `residual` must have the
-  // output's sizes and the input's dtype (any layout); errors name this module's type.
-  Tensor forward_with_residual(const Tensor& input, const Tensor& residual);
+  // output's sizes and the input's dtype (any layout); errors name this module's type. With
+  // `overwrite_residual` the result may be written over the residual's memory
+  // (PostOps::overwrite_residual: only for a residual nothing else holds or reads again).
+  Tensor forward_with_residual(const Tensor& input, const Tensor& residual,
+                               bool overwrite_residual = false);
 
   // The activation applied to forward()'s result; negative_slope is LeakyReLU's and must be
   // finite. Throws refold::Error for an unknown activation.

@@ -38,6 +38,12 @@ bool accept_conv2d(std::string_view kernel, const Conv2dCall& call, DeclineRule 
   return false;
 }
 
+Tensor conv_output(const Conv2dCall& call) {
+  const reference::detail::Conv2dGeometry& g = call.geometry;
+  if (call.post.overwrite_residual && call.post.residual.defined()) return call.post.residual;
+  return empty({g.batch, g.out_channels, g.out_h, g.out_w}, MemoryFormat::ChannelsLast);
+}
+
 ConvEpilogue::ConvEpilogue(const Tensor& bias, std::int64_t out_channels, const PostOps& post)
     : bias_(reference::detail::bias_values(bias, out_channels)) {
   epilogue_.bias = bias.defined() ? bias_.data() : nullptr;

@@ -29,6 +29,11 @@ using DeclineRule = std::string (*)(const Conv2dOptions& options,
 bool accept_conv2d(std::string_view kernel, const Conv2dCall& call, DeclineRule own_rule,
                    std::string* declined);
 
+// The channels_last tensor a native conv writes its result to: the residual itself where the
+// caller lets it be overwritten (PostOps::overwrite_residual) — the epilogue reads each residual
+// element just before it writes the output element at the same place — else new memory.
+Tensor conv_output(const Conv2dCall& call);
+
 // The epilogue of one call; owns the bias and step values it points to (each step's scale and
 // shift expanded to one value per output channel). No bias: null.
 class ConvEpilogue {

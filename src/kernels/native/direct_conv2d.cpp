@@ -72,7 +72,7 @@ Tensor direct_conv2d(const Conv2dCall& call, std::string* declined) {
   const auto packed = packed_weights(weight, Packing::Direct, pack_weights);
   const ConvEpilogue epilogue(bias, g.out_channels, post);
   const std::vector<float> zeros(static_cast<std::size_t>(g.in_channels), 0.0f);
-  Tensor output = empty({g.batch, g.out_channels, g.out_h, g.out_w}, MemoryFormat::ChannelsLast);
+  Tensor output = conv_output(call);
 
   const float* in = input.data<float>();
   float* out = output.data<float>();

@@ -148,7 +148,7 @@ Tensor winograd_conv2d(const Conv2dCall& call, WinogradTile tile, std::string* d
   const std::int64_t v_stride = chunk * g.in_channels;  // between positions ξ
   const std::int64_t m_stride = chunk * g.out_channels;
 
-  Tensor output = empty({g.batch, g.out_channels, g.out_h, g.out_w}, MemoryFormat::ChannelsLast);
+  Tensor output = conv_output(call);
   const float* in = input.data<float>();
   float* out = output.data<float>();
   const float* packed = u->data();

@@ -130,19 +130,22 @@ bool pointwise(const detail::ConvProblem& p) {
 }
 
 // y = act(conv + bias + residual), then each step. The residual before the activation is a sum
-// post-op (it adds what dst holds before the primitive runs: the residual, copied there) for a
-// spatial kernel, and a binary_add with the residual as operand for a 1×1 one: oneDNN's 1×1
-// kernels with binary_add took 0.62–0.70× the time of their sum form with its copy (ResNet-50's
-// 64→256 at 56², both with AVX-512 and capped at AVX2, bench/RESULTS.md), while its spatial
-// AVX-512 kernel takes a sum (brgconv) but not a full-size binary operand (it falls back to the
-// older jit kernel, 1.1–1.2× the time). A step's residual is a binary_add operand. A per-tensor
-// scale or shift is eltwise_linear(α·x + β), a per-channel one a binary mul/add with a
-// [1, C, 1, 1] operand.
-std::vector<ChainEntry> post_op_chain(const PostOps& post, const detail::ConvProblem& p) {
+// post-op (it adds what dst holds before the primitive runs) when dst is the residual itself
+// (`in_place`, see run_conv) or the kernel is spatial (the residual copied into dst first), and
+// a binary_add with the residual as operand for a 1×1 kernel whose dst is new memory. oneDNN's
+// 1×1 kernels with binary_add took 0.62–0.70× the time of their sum form with its copy
+// (ResNet-50's 64→256 at 56², both with AVX-512 and capped at AVX2, bench/RESULTS.md), but
+// on AVX-512 a full-size binary operand sends them (and the spatial ones) to the older jit
+// kernels, and the sum in place, which copies nothing, runs brgconv_1x1: 0.74–0.87× the
+// binary_add's time on ResNet-50's 1×1 convs, and no slower with AVX2. A step's residual is a
+// binary_add operand. A per-tensor scale or shift is eltwise_linear(α·x + β), a per-channel one
+// a binary mul/add with a [1, C, 1, 1] operand.
+std::vector<ChainEntry> post_op_chain(const PostOps& post, const detail::ConvProblem& p,
+                                      bool in_place) {
   std::vector<ChainEntry> chain;
   const bool late = post.residual_in_steps();
   if (post.residual.defined() && !late) {
-    if (pointwise(p)) {
+    if (pointwise(p) && !in_place) {
       chain.push_back({ChainEntry::Kind::Binary, dnnl::algorithm::binary_add, 0.f, 0.f, nullptr});
     } else {
       chain.push_back({ChainEntry::Kind::Sum});
@@ -185,6 +188,16 @@ md binary_operand_desc(const ChainEntry& entry, const md& dst) {
   return md(dims, dt::f32, dims.size() == 5 ? tag::abcde : dims.size() == 3 ? tag::abc : tag::abcd);
 }
 
+// "sum+eltwise_relu", "binary_add+eltwise_relu", …; "none" for no entry.
+std::string chain_text(const std::vector<ChainEntry>& chain) {
+  std::vector<std::string> parts;
+  for (const ChainEntry& entry : chain)
+    parts.push_back(entry.kind == ChainEntry::Kind::Sum
+                        ? "sum"
+                        : std::string(dnnl_alg_kind2str(static_cast<dnnl_alg_kind_t>(entry.alg))));
+  return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, "+"));
+}
+
 // The activation layout of a conv: NHWC or NCHW in 2-d; 1-d and 3-d tensors are always
 // contiguous (NCW, NCDHW: refold has channels_last for 4-d tensors only).
 tag activation_tag(MemoryFormat layout, std::size_t rank) {
@@ -196,7 +209,7 @@ tag activation_tag(MemoryFormat layout, std::size_t rank) {
 // Builds the primitive for `p`. Runs outside the cache lock (JIT compilation takes a while).
 std::shared_ptr<Primitive> create_primitive(const detail::ConvProblem& p, DType dtype,
                                             MemoryFormat layout, bool has_bias,
-                                            const PostOps& post) {
+                                            const std::vector<ChainEntry>& chain) {
   auto e = std::make_shared<Primitive>();
   const dt type = to_dnnl(dtype);
   const tag layout_tag = activation_tag(layout, p.src_dims.size());
@@ -212,7 +225,7 @@ std::shared_ptr<Primitive> create_primitive(const detail::ConvProblem& p, DType 
   const dnnl::memory::dims pad_r(p.pad_r.begin(), p.pad_r.end());
 
   dnnl::post_ops ops;
-  for (const ChainEntry& entry : post_op_chain(post, p)) {
+  for (const ChainEntry& entry : chain) {
     switch (entry.kind) {
       case ChainEntry::Kind::Sum:
         ops.append_sum(1.f);
@@ -395,6 +408,10 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
                    declined);
   const int threads = apply_num_threads();  // oneDNN sizes its blocking for this team
   const bool has_bias = bias.defined();
+  // dst is the residual itself, which the sum post-op adds where it lies: no copy, no new memory.
+  const bool in_place = post.overwrite_residual && post.residual.defined() &&
+                        !post.residual_in_steps() && post.residual.dtype() == dtype &&
+                        post.residual.sizes() == p.dst_dims && post.residual.is_contiguous(layout);
 
   // The primitive depends on everything but the weight's values and strides.
   CacheKey key;
@@ -410,7 +427,7 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
     key.insert(key.end(), a->begin(), a->end());
   key.push_back(has_bias);
   // The post-op chain, entry by entry (a binary operand's values are bound at run time).
-  const std::vector<ChainEntry> chain = post_op_chain(post, p);
+  const std::vector<ChainEntry> chain = post_op_chain(post, p, in_place);
   for (const ChainEntry& entry : chain) {
     key.insert(key.end(),
                {static_cast<std::int64_t>(entry.kind), static_cast<std::int64_t>(entry.alg),
@@ -429,19 +446,19 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
     if (prim) ++c.stats.primitive_hits;
   }
   if (!prim) {
-    prim = create_primitive(p, dtype, layout, has_bias, post);
+    prim = create_primitive(p, dtype, layout, has_bias, chain);
     const std::lock_guard<std::mutex> lock(c.mutex);
     ++c.stats.primitive_misses;
     prim->id = c.next_id++;
     c.primitives.insert(key, prim, 1);
     if (verbose())
-      log_verbose(fmt::format(
-          "onednn {}: new primitive {} for src {} {} {}, weights [{}], "
-          "post-ops {} (oneDNN: {}), {} threads{}{}",
-          p.op, prim->impl.empty() ? "(none)" : prim->impl, dtype_name(dtype),
-          memory_format_name(layout), fmt::join(p.src_dims, "x"), fmt::join(p.weight_dims, "x"),
-          post.description(), post_op_chain_text(post, p), threads,
-          prim->declined.empty() ? "" : ": ", prim->declined));
+      log_verbose(
+          fmt::format("onednn {}: new primitive {} for src {} {} {}, weights [{}], "
+                      "post-ops {} (oneDNN: {}), {} threads{}{}",
+                      p.op, prim->impl.empty() ? "(none)" : prim->impl, dtype_name(dtype),
+                      memory_format_name(layout), fmt::join(p.src_dims, "x"),
+                      fmt::join(p.weight_dims, "x"), post.description(), chain_text(chain), threads,
+                      prim->declined.empty() ? "" : ": ", prim->declined));
   }
   if (!prim->declined.empty()) return decline(p.op, prim->declined, declined);
   note_dispatch_detail(prim->impl);
@@ -492,11 +509,11 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
     }
   }
 
-  Tensor output = empty(p.dst_dims, {dtype, layout});
-  // The sum post-op accumulates onto dst: start dst as the residual. Else the residual is a
-  // binary operand in dst's layout.
+  // The sum post-op accumulates onto dst: dst is the residual itself, or starts as its copy.
+  // Else the residual is a binary operand in dst's layout.
+  Tensor output = in_place ? post.residual : empty(p.dst_dims, {dtype, layout});
   Tensor residual_operand;
-  if (post.residual.defined()) {
+  if (post.residual.defined() && !in_place) {
     const bool summed = std::any_of(chain.begin(), chain.end(), [](const ChainEntry& e) {
       return e.kind == ChainEntry::Kind::Sum;
     });
@@ -531,13 +548,8 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
   return output;
 }
 
-std::string post_op_chain_text(const PostOps& post, const ConvProblem& problem) {
-  std::vector<std::string> parts;
-  for (const ChainEntry& entry : post_op_chain(post, problem))
-    parts.push_back(entry.kind == ChainEntry::Kind::Sum
-                        ? "sum"
-                        : std::string(dnnl_alg_kind2str(static_cast<dnnl_alg_kind_t>(entry.alg))));
-  return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, "+"));
+std::string post_op_chain_text(const PostOps& post, const ConvProblem& problem, bool in_place) {
+  return chain_text(post_op_chain(post, problem, in_place));
 }
 
 namespace {

@@ -43,7 +43,9 @@ bool has_avx512_core();
 
 // The oneDNN post-op chain run_conv builds for `post` on `problem`, as text ("sum+eltwise_relu",
 // "binary_add+eltwise_relu"; "none" when empty): the REFOLD_VERBOSE line of a new primitive
-// gives it.
-std::string post_op_chain_text(const PostOps& post, const ConvProblem& problem);
+// gives it. `in_place`: the output is written over the residual (PostOps::overwrite_residual,
+// where the residual is dense in the output's layout).
+std::string post_op_chain_text(const PostOps& post, const ConvProblem& problem,
+                               bool in_place = false);
 
 }  // namespace refold::onednn::detail
