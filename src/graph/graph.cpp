@@ -92,8 +92,13 @@ Tensor Op::forward(const Tensor& input) {
 Node& Graph::node(std::size_t index) {
   REFOLD_CHECK(index < nodes_.size(), "Graph: node index {} out of range ({} nodes)", index,
                nodes_.size());
-  index_.reset();  // the caller may rewire the node
+  changed();  // the caller may rewire the node
   return nodes_[index];
+}
+
+void Graph::changed() {
+  index_.reset();
+  plan_.reset();
 }
 
 Node& Graph::insert_node(std::size_t index, Node node) {
@@ -109,6 +114,7 @@ Node& Graph::insert_node(std::size_t index, Node node) {
   register_module(child, node.module);
   node_names_.insert(node.name);
   // Appending (an importer, a builder) extends the index; inserting before others shifts them.
+  plan_.reset();
   if (index_ && index == nodes_.size()) {
     index_node(*index_, node, index);
   } else {
@@ -121,7 +127,7 @@ void Graph::erase_node(std::size_t index) {
   Node& n = node(index);
   unregister_module(module_child_name(n.name));
   node_names_.erase(n.name);
-  index_.reset();
+  changed();
   nodes_.erase(nodes_.begin() + static_cast<std::ptrdiff_t>(index));
 }
 
@@ -154,10 +160,12 @@ void Graph::set_constant(const std::string& value, Tensor tensor, int source_ind
   auto it = constants_.find(value);
   if (it == constants_.end()) constant_order_.push_back(value);
   constants_[value] = {std::move(tensor), source_index};
+  plan_.reset();
 }
 
 void Graph::erase_constant(const std::string& value) {
   if (constants_.erase(value) == 0) return;
+  plan_.reset();
   constant_order_.erase(std::find(constant_order_.begin(), constant_order_.end(), value));
 }
 
@@ -289,12 +297,37 @@ std::string Graph::dump() const {
 
 // ---- running ----
 
+namespace {
+
+std::vector<std::string> names_of(const std::vector<ValueInfo>& values) {
+  std::vector<std::string> names;
+  names.reserve(values.size());
+  for (const ValueInfo& v : values) names.push_back(v.name);
+  return names;
+}
+
+// Whether `values` are named `names`, in order (no allocation: this runs on every run()).
+bool named(const std::vector<ValueInfo>& values, const std::vector<std::string>& names) {
+  return std::equal(values.begin(), values.end(), names.begin(), names.end(),
+                    [](const ValueInfo& v, const std::string& name) { return v.name == name; });
+}
+
+}  // namespace
+
 std::vector<Tensor> Graph::run(const std::vector<Tensor>& feeds, const NodeObserver& observe) {
-  return ExecutionPlan(*this).run(feeds, observe);
+  if (!plan_ || !named(inputs, plan_inputs_) || !named(outputs, plan_outputs_)) {
+    plan_.reset();
+    plan_ = std::make_shared<const ExecutionPlan>(*this);
+    plan_inputs_ = names_of(inputs);
+    plan_outputs_ = names_of(outputs);
+  }
+  const std::shared_ptr<const ExecutionPlan> plan = plan_;  // a module run may change the graph
+  return plan->run(feeds, observe);
 }
 
 nn::Module& Graph::to(DType dtype) {
   nn::Module::to(dtype);
+  plan_.reset();
   for (auto& [name, entry] : constants_) {
     Tensor& t = entry.first;
     if (is_floating(t.dtype()) && t.dtype() != dtype) {

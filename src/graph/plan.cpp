@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <unordered_map>
 
 #include "core/check.h"
@@ -80,7 +81,14 @@ Error error_in_node(const Node& node, const Error& e) {
   return Error(text).with_context(fmt::format("{} '{}' ({})", node.op_type, node.name, type));
 }
 
+namespace {
+std::atomic<std::uint64_t> g_compiled{0};
+}  // namespace
+
+std::uint64_t ExecutionPlan::compiled_count() { return g_compiled.load(std::memory_order_relaxed); }
+
 ExecutionPlan::ExecutionPlan(const Graph& graph) : graph_(graph) {
+  g_compiled.fetch_add(1, std::memory_order_relaxed);
   std::unordered_map<std::string, int> slot_of;
   auto new_slot = [&](const std::string& name) {
     const int slot = static_cast<int>(slot_names_.size());

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ Error error_in_node(const Node& node, const Error& e);
 class ExecutionPlan {
  public:
   explicit ExecutionPlan(const Graph& graph);
+
+  // Plans made so far in this process (Graph::run compiles one only when its graph changed).
+  static std::uint64_t compiled_count();
 
   // As Graph::run: `inputs` bind to the graph's inputs by position (checked against their
   // declared element type and static dims); returns the graph's outputs in order.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "graph/plan.h"
 #include "refold/error.h"
 #include "refold/functional.h"
 #include "refold/graph/op.h"
@@ -175,6 +176,39 @@ TEST(Graph, QueriesFollowEveryChange) {
   g->add_node(make("neg", "Neg", {"y1"}, {"y3"}, std::make_shared<nn::ReLU>()));
   EXPECT_EQ(g->find_node("neg"), std::optional<std::size_t>(3));
   g->verify();
+}
+
+// run() compiles its plan once and reuses it; every change to what the plan resolved (a node,
+// a constant, the inputs or outputs it binds) makes the next run compile again and compute
+// the changed graph.
+TEST(Graph, RunReusesItsPlanUntilTheGraphChanges) {
+  auto g = conv_relu_add();
+  const Tensor x = randn({1, 3, 5, 6});
+  const Tensor y1 = functional::conv2d(x, g->constant("W"), g->constant("B"), {1, 1});
+  const auto tolerance = testing::Tolerance::op_f32();
+  auto compiles = [&](const Tensor& expected) {
+    const std::uint64_t before = ExecutionPlan::compiled_count();
+    EXPECT_TRUE(testing::all_close(g->run({x})[0], expected, tolerance));
+    EXPECT_TRUE(testing::all_close(g->run({x})[0], expected, tolerance));
+    return ExecutionPlan::compiled_count() - before;
+  };
+  EXPECT_EQ(compiles(functional::add(y1, functional::relu(y1))), 1u);
+  EXPECT_EQ(compiles(functional::add(y1, functional::relu(y1))), 0u);
+
+  g->node(2).inputs[1] = "y1";  // out = y1 + y1
+  EXPECT_EQ(compiles(functional::add(y1, y1)), 1u);
+
+  g->outputs[0].name = "y2";  // the graph's output is now the ReLU's
+  EXPECT_EQ(compiles(functional::relu(y1)), 1u);
+  EXPECT_EQ(compiles(functional::relu(y1)), 0u);
+
+  // An Op reads the constant the plan resolved: a new tensor under its name is read next run.
+  g->set_constant("C", ones({1, 4, 1, 1}));
+  g->add_node(make("plus", "Add", {"y2", "C"}, {"z"}, std::make_shared<AddOp>()));
+  g->outputs[0].name = "z";
+  EXPECT_EQ(compiles(functional::add(functional::relu(y1), ones({1, 4, 1, 1}))), 1u);
+  g->set_constant("C", full({1, 4, 1, 1}, 2.0f));
+  EXPECT_EQ(compiles(functional::add(functional::relu(y1), full({1, 4, 1, 1}, 2.0f))), 1u);
 }
 
 TEST(Graph, VerifyNamesTheBrokenInvariant) {

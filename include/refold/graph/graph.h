@@ -104,6 +104,8 @@ struct Node {
 // write untouched nodes, initializers and the header byte-identical.
 struct SourceModel;
 
+class ExecutionPlan;
+
 class Graph : public nn::Module {
  public:
   Graph() : nn::Module("Graph") {}
@@ -160,7 +162,10 @@ class Graph : public nn::Module {
   using NodeObserver = std::function<void(const Node& node, const std::vector<Tensor>& inputs,
                                           const std::vector<Tensor>& outputs)>;
   // Runs the graph. `inputs` bind to `this->inputs` by position; returns `outputs` in order.
-  // Throws refold::Error naming the input on a count/rank/static-dim mismatch.
+  // Throws refold::Error naming the input on a count/rank/static-dim mismatch. The first run
+  // compiles the graph into an execution plan (every value name resolved once), which later runs
+  // reuse until the graph changes: a non-const access to a node, a constant set or erased, to(),
+  // or other names in `inputs` or `outputs`.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, const NodeObserver& observe = {});
   // nn::Module: a graph with one input and one output.
   Tensor forward(const Tensor& input) override;
@@ -184,9 +189,16 @@ class Graph : public nn::Module {
   // Adds node `n`, at position `i` after every indexed node, to `ix`.
   static void index_node(Index& ix, const Node& n, std::size_t i);
 
+  // Drops what was derived from the nodes and constants: the index and the compiled plan.
+  void changed();
+
   std::vector<Node> nodes_;
   std::unordered_set<std::string> node_names_;  // a node's name is fixed once it is inserted
   mutable std::optional<Index> index_;
+  // run()'s compiled plan and the interface it was compiled for (graph/plan.h); null after a
+  // change.
+  std::shared_ptr<const ExecutionPlan> plan_;
+  std::vector<std::string> plan_inputs_, plan_outputs_;
   std::vector<std::string> constant_order_;
   std::map<std::string, std::pair<Tensor, int>> constants_;
 };
