@@ -16,6 +16,7 @@
 #include "core/stand_in.h"
 #include "core/tensor_impl.h"
 #include "kernels/dispatch.h"
+#include "kernels/native/activation_pass.h"
 #include "kernels/native/adaptive_pool2d.h"
 #include "kernels/native/concat.h"
 #include "kernels/native/direct_conv2d.h"
@@ -76,6 +77,28 @@ MemoryFormat conv_memory_format(const Tensor& input, const Tensor& weight) {
   return reference::detail::conv_output_format(input, weight);
 }
 
+namespace {
+
+// oneDNN's conv without the activation, then refold's pass over its output, where oneDNN's fused
+// post-op is the slower (kernels/native/activation_pass.h).
+Tensor onednn_then_activation(const Conv2dCall& call, std::string* declined) {
+  const reference::detail::Conv2dGeometry& g = call.geometry;
+  if (std::string why = native::activation_pass_decline(
+          call.post, call.input.dtype(), g.batch * g.out_channels * g.out_h * g.out_w);
+      !why.empty()) {
+    *declined = std::move(why);
+    return {};
+  }
+  PostOps head = call.post;
+  head.activation = Activation::None;
+  const Conv2dCall without{call.input, call.weight, call.bias, call.options, head, call.geometry};
+  Tensor y = onednn::conv2d(without, declined);
+  if (y.defined()) native::activation_pass(y, call.post.activation);
+  return y;
+}
+
+}  // namespace
+
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& options) {
   return conv2d(input, weight, bias, options, PostOps{});
@@ -101,6 +124,8 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
        {"winograd", [&](std::string* declined) { return native::winograd_conv2d(call, declined); }},
        {"native direct",
         [&](std::string* declined) { return native::direct_conv2d(call, declined); }},
+       {"onednn + native activation",
+        [&](std::string* declined) { return onednn_then_activation(call, declined); }},
        {"onednn", [&](std::string* declined) { return onednn::conv2d(call, declined); }}},
       [&] {
         const Tensor y =

@@ -1,7 +1,7 @@
 // AVX2 building blocks of the native row kernels (normalizations, reductions, softmax, the conv
-// epilogue's sigmoid): tails (tail_mask.h), horizontal reductions and a vectorized exp. Every
-// function carries REFOLD_TARGET_AVX2; callers check cpu_has_avx2_fma() first
-// (kernels/native/cpu.h).
+// epilogue's sigmoid): tails (tail_mask.h), horizontal reductions and a vectorized exp (also in
+// AVX-512). Every function carries REFOLD_TARGET_AVX2 (or REFOLD_TARGET_AVX512); callers check
+// cpu_has_avx2_fma() (or cpu_has_avx512()) first (kernels/native/cpu.h).
 #pragma once
 
 #include "kernels/native/cpu.h"
@@ -37,26 +37,51 @@ REFOLD_TARGET_AVX2 inline float horizontal_max(__m256 v) {
 //   e^x = 2ⁿ · e^r,  e^r ≈ 1 + r + r²·P(r)  (Cephes expf's degree-5 P),
 // 2ⁿ built in the exponent bits. x is clamped to [−87.33, 88.37]: below, the result is
 // ≈ 1.2e−38 (FLT_MIN) instead of a subnormal or 0; above, ≈ 2.4e38 instead of a larger value or
-// +inf (softmax's x − max ≤ 0 never gets there); NaN stays NaN.
+// +inf (softmax's x − max ≤ 0 never gets there); NaN stays NaN. The 8-lane form here and the
+// 16-lane one below compute the same operations.
+namespace exp_constants {
+inline constexpr float kLowest = -87.33654f, kHighest = 88.37f;
+inline constexpr float kLog2e = 1.44269504088896341f;
+inline constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+inline constexpr float kP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+}  // namespace exp_constants
+
 REFOLD_TARGET_AVX2 inline __m256 exp(__m256 x) {
+  using namespace exp_constants;
   const __m256 clamped =
-      _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.33654f)), _mm256_set1_ps(88.37f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(clamped, _mm256_set1_ps(1.44269504088896341f)),
+      _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kLowest)), _mm256_set1_ps(kHighest));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(clamped, _mm256_set1_ps(kLog2e)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), clamped);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), clamped);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
+  __m256 p = _mm256_set1_ps(kP[0]);
+  for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP[i]));
   p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
   // 2ⁿ, n in [−126, 127].
   const __m256i exponent =
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   const __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
   return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+// The same over 16 lanes (AVX-512): 2ⁿ by scalef. The zero-masked forms of min, max, roundscale
+// and scalef with every lane selected, not the plain ones: GCC 12 warns that the plain ones'
+// undefined pass-through operand may be used uninitialized.
+REFOLD_TARGET_AVX512 inline __m512 exp(__m512 x) {
+  using namespace exp_constants;
+  constexpr __mmask16 all = 0xFFFF;
+  const __m512 clamped = _mm512_maskz_min_ps(
+      all, _mm512_maskz_max_ps(all, x, _mm512_set1_ps(kLowest)), _mm512_set1_ps(kHighest));
+  const __m512 n = _mm512_maskz_roundscale_ps(all, _mm512_mul_ps(clamped, _mm512_set1_ps(kLog2e)),
+                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), clamped);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
+  __m512 p = _mm512_set1_ps(kP[0]);
+  for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP[i]));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  const __m512 y = _mm512_maskz_scalef_ps(all, p, n);
+  return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
 }
 
 }  // namespace refold::native
