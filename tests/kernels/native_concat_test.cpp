@@ -1,7 +1,8 @@
 // refold's cat (kernels/native/concat.h) against reference::cat: ranks 1–5 along every dim,
 // channels_last along N, C, H and W, three inputs, an empty one, non-float dtypes (a byte
-// copy), an output large enough to split over threads, 1 and 2 threads; the declines; and that
-// functional::cat (the ONNX Concat op's path) runs it.
+// copy), rows of every length the copy moves differently, an output large enough to split over
+// threads, 1 and 2 threads; the declines; and that functional::cat (the ONNX Concat op's path)
+// runs it.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gmock/gmock.h>
@@ -47,6 +48,16 @@ std::vector<CatCase> cat_cases() {
       {{{2, 3, 5, 4}, {2, 3, 5, 7}}, -1, NHWC},
       {{{2, 3, 5, 4}, {2, 0, 5, 4}, {2, 2, 5, 4}}, 1, NHWC},  // an empty input
       {{{1, 2, 3, 4, 5}, {1, 2, 3, 1, 5}}, 3},
+      // Rows of every length copy_row moves differently (4 to 68 bytes), over more pixels than
+      // one block of rows.
+      {{{1, 1, 23, 13},
+        {1, 2, 23, 13},
+        {1, 3, 23, 13},
+        {1, 5, 23, 13},
+        {1, 9, 23, 13},
+        {1, 17, 23, 13}},
+       1,
+       NHWC},
   };
 }
 
