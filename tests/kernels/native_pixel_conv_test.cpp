@@ -29,7 +29,10 @@ TEST(NativePixelConv, MatchesTheReferenceOnEveryChain) {
   struct Case {
     std::int64_t batch, in, out;
   };
-  for (const Case& k : std::vector<Case>{{1, 96, 4}, {1, 4, 96}, {3, 13, 21}, {2, 1, 8}}) {
+  // Outputs fewer than 8, not a multiple of 8 (a last partial block), over the parallel
+  // threshold (1152 × 48 = 55 k multiply-adds), with an 8-lane channel tail or not.
+  for (const Case& k : std::vector<Case>{
+           {1, 96, 4}, {1, 4, 96}, {3, 13, 21}, {2, 1, 8}, {1, 1152, 48}, {2, 48, 1150}}) {
     Generator gen(9);
     const Tensor x = randn({k.batch, k.in, 1, 1}, {}, gen);
     const Tensor w = randn({k.out, k.in, 1, 1}, {}, gen);
@@ -73,20 +76,22 @@ TEST(NativePixelConv, DeclinesWhatItDoesNotTake) {
   EXPECT_EQ(
       reason(randn({1, 8, 1, 1}).to(DType::BFloat16), randn({8, 8, 1, 1}).to(DType::BFloat16)),
       "float32 only");
-  EXPECT_THAT(reason(randn({1, 1024, 1, 1}), randn({64, 1024, 1, 1})), HasSubstr("larger"));
 }
 
-// A squeeze-and-excitation conv through the dispatch runs here; a larger one runs oneDNN.
-TEST(NativePixelConv, TheDispatchPicksItForASmallOnePixelConv) {
+// A squeeze-and-excitation conv through the dispatch runs here, and so does a classifier head
+// written as a 1×1 conv (split over the threads); a conv of two pixels runs oneDNN.
+TEST(NativePixelConv, TheDispatchPicksItForAOnePixelConv) {
   if (!native::cpu_has_avx2_fma()) GTEST_SKIP() << "needs AVX2 and FMA";
   DispatchLog log;
   const Tensor x = randn({1, 96, 1, 1}).contiguous(MemoryFormat::ChannelsLast);
   (void)functional::conv2d(x, randn({4, 96, 1, 1}), randn({4}), {});
   EXPECT_EQ(log.take(), std::vector<std::string>{"conv2d: native pixel"});
-  (void)functional::conv2d(randn({1, 1024, 1, 1}), randn({64, 1024, 1, 1}), {}, {});
-  const std::vector<std::string> large = log.take();
-  ASSERT_EQ(large.size(), 1u);
-  EXPECT_THAT(large[0], HasSubstr("conv2d: onednn"));
+  (void)functional::conv2d(randn({1, 1280, 1, 1}), randn({1000, 1280, 1, 1}), {}, {});
+  EXPECT_EQ(log.take(), std::vector<std::string>{"conv2d: native pixel"});
+  (void)functional::conv2d(randn({1, 64, 1, 2}), randn({64, 64, 1, 1}), {}, {});
+  const std::vector<std::string> wider = log.take();
+  ASSERT_EQ(wider.size(), 1u);
+  EXPECT_THAT(wider[0], HasSubstr("conv2d: onednn"));
 }
 
 }  // namespace
