@@ -18,6 +18,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/native/activation_pass.h"
 #include "kernels/native/adaptive_pool2d.h"
+#include "kernels/native/channel_binary.h"
 #include "kernels/native/concat.h"
 #include "kernels/native/direct_conv2d.h"
 #include "kernels/native/pad.h"
@@ -205,9 +206,15 @@ Tensor hardsigmoid(const Tensor& input) {
 
 // add/mul/sub/div: oneDNN's binary when one operand has the output's shape (the first, for sub
 // and div; kernels/onednn/binary.h), the reference for what it declines.
+// Add and mul by one value per channel of an NHWC tensor: refold's kernel (its threads read what
+// the previous kernel wrote on them, kernels/native/channel_binary.h), else oneDNN's binary.
 Tensor add(const Tensor& a, const Tensor& b) {
   return dispatch("add",
-                  {{"onednn",
+                  {{"native",
+                    [&](std::string* declined) {
+                      return native::channel_binary(native::ChannelOp::Add, a, b, declined);
+                    }},
+                   {"onednn",
                     [&](std::string* declined) {
                       return onednn::binary(onednn::BinaryOp::Add, a, b, declined);
                     }}},
@@ -215,7 +222,11 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
   return dispatch("mul",
-                  {{"onednn",
+                  {{"native",
+                    [&](std::string* declined) {
+                      return native::channel_binary(native::ChannelOp::Mul, a, b, declined);
+                    }},
+                   {"onednn",
                     [&](std::string* declined) {
                       return onednn::binary(onednn::BinaryOp::Mul, a, b, declined);
                     }}},

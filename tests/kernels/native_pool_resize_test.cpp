@@ -99,6 +99,26 @@ TEST_F(NativePoolResize, AdaptiveAvgPoolMatchesReference) {
   }
 }
 
+// Global pooling in NHWC splits the rows into parts (one job each) that do not depend on the
+// thread count: the same bits on 1 and 2 threads, for row counts below, at and above the number
+// of parts and not a multiple of it.
+TEST_F(NativePoolResize, GlobalAvgPoolNhwcHasTheSameBitsOnAnyThreadCount) {
+  for (const Shape& input : {Shape{2, 37, 5, 3}, Shape{1, 40, 8, 8}, Shape{1, 96, 29, 13}}) {
+    SCOPED_TRACE(fmt::format("[{}]", fmt::join(input, ", ")));
+    const Tensor x = random_input(input, NHWC);
+    std::vector<std::vector<float>> results;
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      std::string declined;
+      const Tensor y = native::adaptive_avg_pool2d(x, 1, &declined);
+      ASSERT_TRUE(y.defined()) << declined;
+      EXPECT_TRUE(testing::all_close(y, reference::adaptive_avg_pool2d(x, 1), Tolerance::op_f32()));
+      results.push_back(y.to_vector());
+    }
+    EXPECT_EQ(results[0], results[1]);
+  }
+}
+
 TEST_F(NativePoolResize, AdaptiveAvgPoolTakesThreeDimensionalInput) {
   const Tensor x = random_input({13, 6, 7}, NCHW);
   const Tensor y = native::adaptive_avg_pool2d(x, {2, 3}, nullptr);
