@@ -191,8 +191,15 @@ std::vector<Tensor> ExecutionPlan::run(const std::vector<Tensor>& feeds,
       args.clear();
       for (std::size_t k = 0; k < step.inputs.size(); ++k) {
         const int slot = step.inputs[k];
-        // Handed over: moved out, so that the op may hold the only handle on it.
-        Tensor t = step.handed_over[k] ? std::move(values[slot]) : value(slot);
+        // Handed over: moved out, so that the op may hold the only handle on it. (Not a
+        // conditional expression: with value(slot) a const lvalue, `c ? std::move(v) : value(s)`
+        // is a const lvalue too, and copies.)
+        Tensor t;
+        if (step.handed_over[k]) {
+          t = std::move(values[slot]);
+        } else {
+          t = value(slot);
+        }
         // The memory-format rule of Module::operator(), for every input of an Op.
         if (!step.op->accepts_channels_last() && t.defined() && !t.is_contiguous()) {
           if (observe) read.push_back(t);
