@@ -535,7 +535,8 @@ NB_MODULE(_refold, m) {
       "threads: the kernel threads each call uses (None: refold's default, the physical "
       "cores).\ninput_shapes: {name: shape} for verify's inputs where dims are symbolic; a "
       "model with symbolic dims runs at any size.\ndisable: pass names to skip "
-      "(constant-folding, simplify, canonicalize, pad-folding, dead-code, dead-taps, bn-folding, "
+      "(constant-folding, simplify, canonicalize, pad-folding, dead-code, dead-taps, "
+      "linear-merging, bn-folding, "
       "reparameterize, "
       "activation-fusion, layout).")
       .def(nb::init<nb::handle, bool, bool, std::optional<int>, const std::optional<nb::dict>&,

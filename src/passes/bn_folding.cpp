@@ -148,14 +148,6 @@ std::string use_problem(const graph::Graph& g, const std::string& value, std::si
   return fmt::format("'{}' has {} consumers ({})", value, users.size(), names);
 }
 
-// The rank of `v` when known (declared, a constant, a producer that keeps it, or static).
-std::optional<std::int64_t> rank_of(const graph::Graph& g, detail::StaticShapes& shapes,
-                                    const std::string& v) {
-  if (const auto s = detail::known_shape(g, v)) return static_cast<std::int64_t>(s->size());
-  if (const auto s = shapes.shape(v)) return static_cast<std::int64_t>(s->size());
-  return std::nullopt;
-}
-
 // A fold to make: the new nodes in order (the last writes the affine node's output) and what
 // they replace.
 struct Fold {
@@ -289,7 +281,7 @@ class Folder {
     }
     // The rank of each value along the chain, so that an axis or a broadcast can be checked.
     std::optional<std::int64_t> rank =
-        gemm ? std::optional<std::int64_t>(2) : rank_of(g_, shapes_, layer.inputs[0]);
+        gemm ? std::optional<std::int64_t>(2) : detail::known_rank(g_, shapes_, layer.inputs[0]);
     if (c.bias) {
       const graph::Node& add = g_.nodes()[*c.bias];
       const std::string x = data_operand(g_, add);

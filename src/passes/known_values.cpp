@@ -346,4 +346,11 @@ void check_static_graph(const graph::Graph& graph, const std::map<std::string, S
        fmt::join(names, ", "), names.size() == 1 ? "s" : "");
 }
 
+std::optional<std::int64_t> known_rank(const graph::Graph& graph, StaticShapes& shapes,
+                                       const std::string& value) {
+  if (const auto s = known_shape(graph, value)) return static_cast<std::int64_t>(s->size());
+  if (const auto s = shapes.shape(value)) return static_cast<std::int64_t>(s->size());
+  return std::nullopt;
+}
+
 }  // namespace refold::passes::detail

@@ -77,6 +77,11 @@ class StaticShapes {
   std::map<std::string, std::optional<Known>> memo_;
 };
 
+// The rank of `value` when known: declared, a constant, kept from a producer (known_shape), or
+// static (`shapes`).
+std::optional<std::int64_t> known_rank(const graph::Graph& graph, StaticShapes& shapes,
+                                       const std::string& value);
+
 // What the graph's declarations promise: every node runs on stand-ins of its inputs' shapes
 // (StaticShapes, strict) without an error, and each graph output and declared intermediate
 // value (value_info) gets the static dims it is declared with (element types are checked at

@@ -25,7 +25,8 @@ const std::vector<PassEntry>& pass_list() {
       {"constant-folding", &fold_constants},    {"simplify", &simplify_algebra},
       {"canonicalize", &canonicalize},          {"pad-folding", &fold_pads},
       {"dead-code", &eliminate_dead_code},      {"dead-taps", &drop_dead_taps},
-      {"bn-folding", &fold_batch_norms},        {"reparameterize", &reparameterize_branches},
+      {"linear-merging", &merge_linear_layers}, {"bn-folding", &fold_batch_norms},
+      {"reparameterize", &reparameterize_branches},
       {"activation-fusion", &fuse_activations}, {"layout", &plan_layout},
   };
   return list;

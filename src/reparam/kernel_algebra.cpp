@@ -272,6 +272,68 @@ LinearKernel fold_affine_into_linear(const LinearKernel& linear, const ChannelAf
           linear.feature_axis};
 }
 
+// The input features k run along the weight's other dim: W'[k, n] = a[k]·W[k, n] (W'[n, k] for
+// feature axis 0), b'[n] = b[n] + Σ_k t[k]·W[k, n].
+LinearKernel fold_affine_before_linear(const LinearKernel& linear, const ChannelAffine& affine) {
+  constexpr std::string_view op = "fold_affine_before_linear";
+  check_float_tensor(op, "weight", linear.weight);
+  REFOLD_CHECK(linear.weight.dim() == 2, "{}: weight must be 2-d, got {}", op,
+               linear.weight.description());
+  REFOLD_CHECK(linear.feature_axis == 0 || linear.feature_axis == 1,
+               "{}: feature_axis ({}) must be 0 or 1", op, linear.feature_axis);
+  const DType dtype = linear.weight.dtype();
+  const std::int64_t n = linear.weight.size(linear.feature_axis);
+  const std::int64_t k = linear.weight.size(1 - linear.feature_axis);
+  if (linear.bias.defined()) check_vector(op, "bias", linear.bias, n, dtype);
+  const ChannelAffine a = per_channel(op, affine, k);
+  std::vector<double> w = values_of(linear.weight);
+  std::vector<double> b = bias_or_zero(linear.bias, n);
+  const auto cols = idx(linear.weight.size(1));
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const std::size_t row = i / cols, col = i % cols;
+    const std::size_t in = linear.feature_axis == 1 ? row : col;
+    const std::size_t out = linear.feature_axis == 1 ? col : row;
+    b[out] += a.shift[in] * w[i];
+    w[i] *= a.scale[in];
+  }
+  return {make_tensor(w, linear.weight.sizes(), dtype), make_tensor(b, {n}, dtype),
+          linear.feature_axis};
+}
+
+// W = Σ W_i, b = Σ b_i (an absent bias is zero; the sum has one where any term has).
+LinearKernel sum_linear(const std::vector<LinearKernel>& terms) {
+  constexpr std::string_view op = "sum_linear";
+  REFOLD_CHECK(!terms.empty(), "{}: no terms to sum", op);
+  const LinearKernel& first = terms.front();
+  check_float_tensor(op, "term 0 weight", first.weight);
+  const DType dtype = first.weight.dtype();
+  const std::int64_t n = first.weight.dim() == 2 ? first.weight.size(first.feature_axis) : 0;
+  std::vector<double> w(idx(first.weight.numel()));
+  std::vector<double> b(idx(n));
+  bool any_bias = false;
+  for (std::size_t t = 0; t < terms.size(); ++t) {
+    const LinearKernel& term = terms[t];
+    const std::string name = fmt::format("term {}", t);
+    check_float_tensor(op, name + " weight", term.weight);
+    REFOLD_CHECK(term.weight.sizes() == first.weight.sizes() &&
+                     term.feature_axis == first.feature_axis && first.weight.dim() == 2,
+                 "{}: {} has weight [{}] with features on axis {}, term 0 [{}] on axis {}", op,
+                 name, fmt::join(term.weight.sizes(), ", "), term.feature_axis,
+                 fmt::join(first.weight.sizes(), ", "), first.feature_axis);
+    check_same_dtype(op, name + " weight", term.weight, dtype, "term 0");
+    const std::vector<double> wt = values_of(term.weight);
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] += wt[i];
+    if (term.bias.defined()) {
+      check_vector(op, name + " bias", term.bias, n, dtype);
+      any_bias = true;
+      const std::vector<double> bt = values_of(term.bias);
+      for (std::size_t o = 0; o < b.size(); ++o) b[o] += bt[o];
+    }
+  }
+  return {make_tensor(w, first.weight.sizes(), dtype),
+          any_bias ? make_tensor(b, {n}, dtype) : Tensor{}, first.feature_axis};
+}
+
 // ---- padding and alignment -----------------------------------------------------------------
 
 // W'[o, c, (K_h − kh)/2 + i, (K_w − kw)/2 + j] = W[o, c, i, j].

@@ -21,6 +21,7 @@ using testing::GraphBuilder;
 //   canonicalize      the mean over H and W at the end (a GlobalAveragePool)
 //   pad-folding       a zero Pad in front of conv0
 //   dead-code         an Identity nobody reads
+//   linear-merging    the classifier: BN of the pooled features → Gemm
 //   bn-folding        conv0 → BN
 //   reparameterize    RepVGG block: BN(conv3×3(h)) + BN(conv1×1(h))
 //   activation-fusion the ReLUs after conv0 and after the block
@@ -41,16 +42,20 @@ GraphBuilder build() {
   const auto b1 = b.bn(b.conv(h, 8, 8, 1, {.name = "one", .bias = false}), 8);
   const auto sum = b.node("Add", {b3, b1}, {}, "sum");
   const auto relu = b.node("Relu", {sum}, {}, "relu");
-  b.output(b.node("ReduceMean", {relu}, testing::attrs({{"axes", std::vector<std::int64_t>{2, 3}}}),
-                  "mean"));
+  const auto mean = b.node("ReduceMean", {relu},
+                           testing::attrs({{"axes", std::vector<std::int64_t>{2, 3}}}), "mean");
+  const auto features = b.bn(b.node("Flatten", {mean}, {}, "flatten"), 8);
+  b.output(b.node("Gemm",
+                  {features, b.constant("fc", testing::uniform({3, 8}, 1.0, b.generator()))},
+                  testing::attrs({{"transB", std::int64_t{1}}}), "classifier"));
   return b;
 }
 
 TEST(Pipeline, PassNamesInOrder) {
   EXPECT_EQ(passes::pass_names(),
             (std::vector<std::string>{"constant-folding", "simplify", "canonicalize", "pad-folding",
-                                      "dead-code", "dead-taps", "bn-folding", "reparameterize",
-                                      "activation-fusion", "layout"}));
+                                      "dead-code", "dead-taps", "linear-merging", "bn-folding",
+                                      "reparameterize", "activation-fusion", "layout"}));
 }
 
 TEST(Pipeline, UnknownDisabledNameListsTheValidOnes) {
@@ -64,7 +69,7 @@ TEST(Pipeline, UnknownDisabledNameListsTheValidOnes) {
     const std::string m = e.what();
     EXPECT_NE(m.find("unknown pass 'bn-fold'"), std::string::npos) << m;
     EXPECT_NE(m.find("constant-folding, simplify, canonicalize, pad-folding, dead-code, dead-taps, "
-                     "bn-folding, "
+                     "linear-merging, bn-folding, "
                      "reparameterize, activation-fusion, layout"),
               std::string::npos)
         << m;
@@ -94,7 +99,7 @@ TEST(Pipeline, AllPassesShrinkTheGraphAndKeepTheValues) {
   EXPECT_EQ(report.op_counts_after.at("Conv"), 2);
 
   const std::string line = report.to_string();
-  EXPECT_NE(line.find("BatchNormalization 3 → 0"), std::string::npos) << line;
+  EXPECT_NE(line.find("BatchNormalization 4 → 0"), std::string::npos) << line;
   EXPECT_NE(line.find("Conv 3 → 2"), std::string::npos) << line;
   EXPECT_NE(line.find("Add 2 → 0"), std::string::npos) << line;
   // Relu runs inside the convs but is still written to ONNX: its count does not change.
@@ -153,8 +158,9 @@ TEST(Pipeline, DisablingEachPassLeavesItsWorkUndone) {
       EXPECT_EQ(first.rfind("simplified Mul 'times_one'", 0), 0u) << first;
     }
     // Conv → BN is the simplest linear region, so reparameterize folds what bn-folding (its
-    // fast first pass) leaves; without reparameterize, the block stays three convs.
-    EXPECT_EQ(b.count("BatchNormalization"), 0);
+    // fast first pass) leaves; without reparameterize, the block stays three convs. The BN
+    // before the classifier is linear-merging's alone.
+    EXPECT_EQ(b.count("BatchNormalization"), name == "linear-merging" ? 1 : 0);
     EXPECT_EQ(b.count("Conv"), name == "reparameterize" ? 3 : 2) << b.graph().dump();
     const int relus = name == "activation-fusion" ? 2 : 0;
     EXPECT_EQ(b.count("Relu"), relus) << b.graph().dump();

@@ -293,6 +293,45 @@ TEST(KernelAlgebra, FoldAffineIntoLinearBothLayouts) {
   }
 }
 
+// a·x + t per input feature, then y = x·W + b; and two products of one x summed.
+TEST(KernelAlgebra, FoldAffineBeforeLinearAndSumLinear) {
+  Generator gen(36);
+  const Tensor x = randn({3, 4, 5}, {}, gen);  // tokens: [batch, length, K]
+  for (const std::int64_t axis : {0, 1}) {
+    SCOPED_TRACE(::testing::Message() << "feature axis " << axis);
+    const auto as_kernel = [&](const Tensor& nk) {
+      return axis == 0 ? nk : nk.permute({1, 0}).contiguous();
+    };
+    const auto as_nk = [&](const Tensor& w) {
+      return axis == 0 ? w : w.permute({1, 0}).contiguous();
+    };
+    const Tensor w1 = uniform({6, 5}, -0.4, 0.4, gen), w2 = uniform({6, 5}, -0.4, 0.4, gen);
+    const Tensor b1 = uniform({6}, -1, 1, gen);
+    const reparam::ChannelAffine a = random_affine(5, gen);
+    const reparam::LinearKernel f =
+        reparam::fold_affine_before_linear({as_kernel(w1), b1, axis}, a);
+    EXPECT_TRUE(testing::model_close(reference::linear(x, as_nk(f.weight), f.bias),
+                                     reference::linear(affine_along(x, a, 2), w1, b1)));
+    const reparam::LinearKernel s =
+        reparam::sum_linear({{as_kernel(w1), b1, axis}, {as_kernel(w2), {}, axis}});
+    EXPECT_TRUE(testing::model_close(
+        reference::linear(x, as_nk(s.weight), s.bias),
+        reference::add(reference::linear(x, w1, b1), reference::linear(x, w2, Tensor{}))));
+  }
+  testing::expect_errors({
+      {"affine of the wrong length",
+       [&] {
+         reparam::fold_affine_before_linear({ones({4, 3}), {}, 1}, {{1, 2, 3}, {0}});
+       },
+       "fold_affine_before_linear: 3 scale values for 4 channels"},
+      {"terms of different shapes",
+       [&] {
+         reparam::sum_linear({{ones({4, 3}), {}, 1}, {ones({3, 4}), {}, 1}});
+       },
+       "sum_linear: term 1 has weight [3, 4] with features on axis 1, term 0 [4, 3]"},
+  });
+}
+
 TEST(KernelAlgebra, AffineFoldErrors) {
   Generator gen(35);
   const ConvKernel k = random_conv(4, 4, 1, 3, true, gen);

@@ -5,8 +5,8 @@
 //   std::puts(report.to_string().c_str());   // "Conv 44 → 22, BatchNormalization 17 → 0, …"
 //
 // The passes, in order (names as --disable takes them):
-//   constant-folding, simplify, canonicalize, pad-folding, dead-code, dead-taps, bn-folding,
-//   reparameterize, activation-fusion, layout
+//   constant-folding, simplify, canonicalize, pad-folding, dead-code, dead-taps, linear-merging,
+//   bn-folding, reparameterize, activation-fusion, layout
 // A pass that cannot apply somewhere leaves that part of the graph as it was and records why
 // (PassReport::notes; printed under --verbose). Every pass leaves graph.verify() true.
 #pragma once

@@ -122,6 +122,17 @@ struct LinearKernel {
 // a bias.
 LinearKernel fold_affine_into_linear(const LinearKernel& linear, const ChannelAffine& affine);
 
+// per-feature affine → matmul as one matmul (a BatchNorm1d before a Linear, RepViT's and
+// LeViT's heads): y[.., n] = Σ_k (a[k]·x[.., k] + t[k])·W[k, n] + b[n], so W'[k, n] =
+// a[k]·W[k, n] and b'[n] = b[n] + Σ_k t[k]·W[k, n]. The affine has 1 or K values (K: the
+// weight's dim that is not `feature_axis`). The result has a bias.
+LinearKernel fold_affine_before_linear(const LinearKernel& linear, const ChannelAffine& affine);
+
+// matmuls of one input summed (a classifier head and its distillation head):
+// Σ_i (x·W_i + b_i) = x·(Σ_i W_i) + Σ_i b_i. Every term has the same weight shape and feature
+// axis; the sum has a bias where any term has one.
+LinearKernel sum_linear(const std::vector<LinearKernel>& terms);
+
 // Zero-pads a kh×kw kernel (1×1, 1×3, 3×1, ...) centered into target.h × target.w:
 //   W'[o, c, (K_h − kh)/2 + i, (K_w − kw)/2 + j] = W[o, c, i, j], 0 elsewhere.
 // Requires target ≥ kernel and (K − k) even per axis (else the kernel cannot be centered).
