@@ -1,8 +1,8 @@
-// native::reduce (src/kernels/native/reduce.cpp) against reference::reduce: Sum, Mean, Max and
-// Min over every subset of the axes of tensors of rank 1 to 5 (size-1 dims, lengths off the
-// vector width, batches), with positive and negative axes, keepdims 0 and 1, contiguous,
-// channels_last and a dense permutation; which of them it must take; NaN; its declines; and that
-// Reduce* nodes run it.
+// native::reduce (src/kernels/native/reduce.cpp) against reference::reduce: Sum, Mean, Max, Min,
+// L1, L2, SumSquare (and LogSum of positive data) over every subset of the axes of tensors of rank
+// 1 to 5 (size-1 dims, lengths off the vector width, batches), with positive and negative axes,
+// keepdims 0 and 1, contiguous, channels_last and a dense permutation; which of them it must take;
+// NaN; its declines; and that Reduce* nodes run it.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -77,7 +77,8 @@ TEST_F(NativeReduce, EveryAxisSetMatchesTheReference) {
         axes.push_back(mask % 3 == 0 ? d - rank : d);  // negative axes for every third set
       }
       for (const auto& [layout, input, suggests] : inputs) {
-        for (const ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min}) {
+        for (const ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min,
+                                  ReduceOp::L1, ReduceOp::L2, ReduceOp::SumSquare}) {
           for (const bool keepdims : {true, false}) {
             SCOPED_TRACE(fmt::format("{} [{}] {} axes [{}] keepdims {}", reference::reduce_name(op),
                                      fmt::join(sizes, ", "), layout, fmt::join(axes, ", "),
@@ -113,7 +114,7 @@ TEST_F(NativeReduce, LargeTensorsOnTwoThreads) {
   const std::vector<std::vector<std::int64_t>> axes_sets = {{3}, {2, 3}, {0}, {0, 1}, {1, 2}};
   for (const auto& [layout, input, suggests] : reduce_layouts(x)) {
     for (const std::vector<std::int64_t>& axes : axes_sets) {
-      for (const ReduceOp op : {ReduceOp::Mean, ReduceOp::Max}) {
+      for (const ReduceOp op : {ReduceOp::Mean, ReduceOp::Max, ReduceOp::L2}) {
         std::string declined;
         const Tensor y = native::reduce(input, axes, true, op, &declined);
         if (!y.defined()) continue;  // a form this layout does not take (tested above)
@@ -121,6 +122,19 @@ TEST_F(NativeReduce, LargeTensorsOnTwoThreads) {
             << layout << " axes " << fmt::format("{}", fmt::join(axes, ", "));
       }
     }
+  }
+}
+
+// LogSum is the log of the sum: positive data, rows and columns.
+TEST_F(NativeReduce, LogSumOfPositiveData) {
+  std::vector<float> v(4 * 19 * 10);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.5f + static_cast<float>(i % 37) / 16.0f;
+  const Tensor x = values(v, {4, 19, 10});
+  for (const std::vector<std::int64_t>& axes : {std::vector<std::int64_t>{2}, {1}, {0, 1}}) {
+    const Tensor y = native::reduce(x, axes, false, ReduceOp::LogSum, nullptr);
+    ASSERT_TRUE(y.defined());
+    EXPECT_TRUE(
+        all_close(y, reference::reduce(x, axes, false, ReduceOp::LogSum), Tolerance::op_f32()));
   }
 }
 
@@ -147,7 +161,8 @@ TEST_F(NativeReduce, DeclinesWhatItDoesNotTake) {
     EXPECT_FALSE(native::reduce(input, axes, true, op, &declined).defined());
     return declined;
   };
-  EXPECT_EQ(reason(x, {1}, ReduceOp::Prod), "only Sum, Mean, Max and Min have a native kernel");
+  EXPECT_EQ(reason(x, {1}, ReduceOp::Prod), "Prod and LogSumExp have no native kernel");
+  EXPECT_EQ(reason(x, {1}, ReduceOp::LogSumExp), "Prod and LogSumExp have no native kernel");
   EXPECT_EQ(reason(x.to(DType::BFloat16), {1}, ReduceOp::Sum), "X is not float32");
   EXPECT_EQ(reason(every_other_element(x), {1}, ReduceOp::Sum), "X is not dense (a strided view)");
   EXPECT_EQ(reason(x, {1, 3}, ReduceOp::Sum), "the reduced axes are not one block in memory");

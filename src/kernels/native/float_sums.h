@@ -15,9 +15,16 @@ double sum(const float* x, std::int64_t n);
 // Σ (x[i] − mean)², i < n: the second pass of a two-pass variance.
 double squared_deviation_sum(const float* x, std::int64_t n, double mean);
 
+// Σ |x[i]|, i < n.
+double abs_sum(const float* x, std::int64_t n);
+
 // acc[j] += Σ_r x[r·row_stride + j], j < width, r < rows.
 void add_columns(const float* x, std::int64_t rows, std::int64_t width, std::int64_t row_stride,
                  double* acc);
+
+// acc[j] += Σ_r |x[r·row_stride + j]|.
+void add_abs_columns(const float* x, std::int64_t rows, std::int64_t width, std::int64_t row_stride,
+                     double* acc);
 
 // acc[j] += Σ_r (x[r·row_stride + j] − center[j])².
 void add_squared_deviation_columns(const float* x, std::int64_t rows, std::int64_t width,

@@ -63,6 +63,23 @@ REFOLD_TARGET_AVX2 void column_extremes(const float* x, std::int64_t rows, std::
   }
 }
 
+// The sum a reduction accumulates: Σx (Sum, Mean, LogSum), Σx² (L2, SumSquare) or Σ|x| (L1).
+double row_sum(ReduceOp op, const float* x, std::int64_t n) {
+  if (op == ReduceOp::L2 || op == ReduceOp::SumSquare) return squared_deviation_sum(x, n, 0.0);
+  return op == ReduceOp::L1 ? abs_sum(x, n) : sum(x, n);
+}
+
+void add_column_sums(ReduceOp op, const float* x, std::int64_t rows, std::int64_t width,
+                     std::int64_t row_stride, double* acc) {
+  static constexpr double kZeros[kColumnsPerJob] = {};
+  if (op == ReduceOp::L2 || op == ReduceOp::SumSquare)
+    add_squared_deviation_columns(x, rows, width, row_stride, kZeros, acc);
+  else if (op == ReduceOp::L1)
+    add_abs_columns(x, rows, width, row_stride, acc);
+  else
+    add_columns(x, rows, width, row_stride, acc);
+}
+
 // [outer][count] rows, one output each: y[o] = ⊕_k x[o][k].
 void reduce_rows(const float* in, float* out, const Blocks& b, ReduceOp op, int threads) {
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && b.outer > 1)
@@ -75,11 +92,8 @@ void reduce_rows(const float* in, float* out, const Blocks& b, ReduceOp op, int 
       case ReduceOp::Min:
         out[o] = row_extreme<false>(x, b.count);
         break;
-      default: {
-        const double total = sum(x, b.count);
-        out[o] =
-            static_cast<float>(op == ReduceOp::Mean ? total / static_cast<double>(b.count) : total);
-      }
+      default:
+        out[o] = static_cast<float>(reference::reduce_finish(op, row_sum(op, x, b.count), b.count));
     }
   }
 }
@@ -102,9 +116,9 @@ void reduce_columns(const float* in, float* out, const Blocks& b, ReduceOp op, i
       (max ? column_extremes<true> : column_extremes<false>)(x, b.count, width, b.inner, y);
     } else {
       double acc[kColumnsPerJob] = {};
-      add_columns(x, b.count, width, b.inner, acc);
-      const double divisor = op == ReduceOp::Mean ? static_cast<double>(b.count) : 1.0;
-      for (std::int64_t j = 0; j < width; ++j) y[j] = static_cast<float>(acc[j] / divisor);
+      add_column_sums(op, x, b.count, width, b.inner, acc);
+      for (std::int64_t j = 0; j < width; ++j)
+        y[j] = static_cast<float>(reference::reduce_finish(op, acc[j], b.count));
     }
   }
 }
@@ -114,8 +128,8 @@ void reduce_columns(const float* in, float* out, const Blocks& b, ReduceOp op, i
 Tensor reduce(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdims, ReduceOp op,
               std::string* declined) {
   const char* name = reference::reduce_name(op);
-  if (op != ReduceOp::Sum && op != ReduceOp::Mean && op != ReduceOp::Max && op != ReduceOp::Min)
-    return decline(name, "only Sum, Mean, Max and Min have a native kernel", declined);
+  if (op == ReduceOp::Prod || op == ReduceOp::LogSumExp)
+    return decline(name, "Prod and LogSumExp have no native kernel", declined);
   if (!cpu_has_avx2_fma()) return decline(name, "the CPU lacks AVX2/FMA", declined);
   if (!x.defined() || x.dtype() != DType::Float32)
     return decline(name, "X is not float32", declined);

@@ -1,6 +1,7 @@
-// ReduceSum, ReduceMean, ReduceMax and ReduceMin of float32 data: the fast path of
-// reference::reduce (sums in double like it, so the same result within Tolerance::op_f32; Max
-// and Min exact, NaN winning; tested against it). In memory order, after dropping size-1 dims
+// ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceL1, ReduceL2, ReduceSumSquare and
+// ReduceLogSum of float32 data: the fast path of reference::reduce (sums of x, x² or |x| in
+// double like it, then reference::reduce_finish, so the same result within Tolerance::op_f32;
+// Max and Min exact, NaN winning; tested against it). In memory order, after dropping size-1 dims
 // and merging neighbours, X must be [kept][reduced][kept] with either kept block possibly
 // empty: contiguous innermost axes (rows summed along), outer axes (rows added up, vectorized
 // along them) and a channels_last tensor's H and W (for each n, the HW rows of C channels added

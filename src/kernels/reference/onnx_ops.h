@@ -87,6 +87,9 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, dou
 // LogSum and LogSumExp −inf. Max/Min propagate NaN.
 enum class ReduceOp { Mean, Sum, Max, Min, Prod, L1, L2, SumSquare, LogSum, LogSumExp };
 const char* reduce_name(ReduceOp op);  // "ReduceMean", …
+// The result from the accumulated value of `count` elements (Σx, Σx², Σ|x|, the extreme):
+// Mean divides, L2 takes the square root, LogSum the log; the others are the value itself.
+double reduce_finish(ReduceOp op, double acc, std::int64_t count);
 Tensor reduce(const Tensor& input, const std::vector<std::int64_t>& axes, bool keepdims,
               ReduceOp op);
 // ONNX ArgMax (max) / ArgMin: int64 indices along `axis`; ties give the first index, or the

@@ -49,7 +49,7 @@ Reduction plan(const Tensor& input, const std::vector<std::int64_t>& axes, bool 
   return r;
 }
 
-// The accumulator's start (the value of a reduction over no elements, before finish()).
+// The accumulator's start (the value of a reduction over no elements, before reduce_finish()).
 double identity(ReduceOp op) {
   switch (op) {
     case ReduceOp::Max:
@@ -82,19 +82,6 @@ double accumulate(ReduceOp op, double acc, double x) {
   }
 }
 
-double finish(ReduceOp op, double acc, std::int64_t count) {
-  switch (op) {
-    case ReduceOp::Mean:
-      return count == 0 ? std::numeric_limits<double>::quiet_NaN() : acc / count;
-    case ReduceOp::L2:
-      return std::sqrt(acc);
-    case ReduceOp::LogSum:
-      return std::log(acc);
-    default:
-      return acc;
-  }
-}
-
 std::int64_t accumulate_int(ReduceOp op, std::int64_t acc, std::int64_t x) {
   const auto ua = static_cast<std::uint64_t>(acc), ux = static_cast<std::uint64_t>(x);
   switch (op) {
@@ -113,6 +100,19 @@ std::int64_t accumulate_int(ReduceOp op, std::int64_t acc, std::int64_t x) {
 
 }  // namespace
 
+double reduce_finish(ReduceOp op, double acc, std::int64_t count) {
+  switch (op) {
+    case ReduceOp::Mean:
+      return count == 0 ? std::numeric_limits<double>::quiet_NaN() : acc / count;
+    case ReduceOp::L2:
+      return std::sqrt(acc);
+    case ReduceOp::LogSum:
+      return std::log(acc);
+    default:
+      return acc;
+  }
+}
+
 const char* reduce_name(ReduceOp op) {
   static constexpr const char* names[] = {
       "ReduceMean", "ReduceSum", "ReduceMax",       "ReduceMin",    "ReduceProd",
@@ -120,7 +120,7 @@ const char* reduce_name(ReduceOp op) {
   return names[static_cast<int>(op)];
 }
 
-// y[i] = finish(⊕_{r ∈ R} x[i ⊕ r]) over the index box R of the reduced axes; the output is
+// y[i] = reduce_finish(⊕_{r ∈ R} x[i ⊕ r]) over the index box R of the reduced axes; the output is
 // contiguous, x's sizes with the reduced axes 1 (keepdims) or dropped. LogSumExp subtracts each
 // output's max first: log Σ e^x = m + log Σ e^(x − m), so no e^x overflows.
 Tensor reduce(const Tensor& input, const std::vector<std::int64_t>& axes, bool keepdims,
@@ -169,7 +169,7 @@ Tensor reduce(const Tensor& input, const std::vector<std::int64_t>& axes, bool k
   }
   void* out = output.data_ptr();
   for (std::size_t o = 0; o < outputs; ++o) {
-    const double y = op == ReduceOp::LogSumExp ? acc[o] : finish(op, acc[o], r.count);
+    const double y = op == ReduceOp::LogSumExp ? acc[o] : reduce_finish(op, acc[o], r.count);
     store_from_float(out, input.dtype(), static_cast<std::int64_t>(o),
                      round_to_dtype(y, input.dtype()));
   }
