@@ -27,8 +27,15 @@ std::vector<Tensor> Gemm::run(const std::vector<Tensor>& in) {
   return {reference::gemm(in[0], in[1], c, a.alpha, a.beta, a.trans_a, a.trans_b)};
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
-  const bool floating = a.dtype() == b.dtype() && is_floating(a.dtype());
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  const bool floating = a_in.dtype() == b_in.dtype() && is_floating(a_in.dtype());
+  // oneDNN reads row-major matrices: an operand laid out otherwise (a channels_last activation;
+  // EfficientFormerV2's attention after its talking-head convs) is copied once here, rather than
+  // every matrix of it declined to the reference.
+  const auto row_major = [&](const Tensor& t) {
+    return !floating || t.is_contiguous() || t.numel() == 0 ? t : t.contiguous();
+  };
+  const Tensor a = row_major(a_in), b = row_major(b_in);
   // [..., K] · [K, N] is linear(a, bᵀ) (the weight read through a transposed view).
   if (a.dim() >= 2 && b.dim() == 2 && floating && a.size(-1) == b.size(0))
     return functional::linear(a, b.permute({1, 0}));

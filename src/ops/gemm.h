@@ -36,8 +36,9 @@ class MatMul : public graph::Op {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
 };
 
-// numpy.matmul, fastest first: [..., K] · [K, N] as functional::linear; batched operands (batch
-// dims broadcast) as one functional::linear per batch; else reference::matmul.
+// numpy.matmul, fastest first (an operand that is not row-major copied once): [..., K] · [K, N]
+// as functional::linear; batched operands (batch dims broadcast) as one functional::linear per
+// batch; else reference::matmul.
 Tensor matmul(const Tensor& a, const Tensor& b);
 
 // Einsum: a contraction of two inputs that is a batched matrix product (no label repeated in a
