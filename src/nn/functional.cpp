@@ -18,6 +18,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/native/activation_pass.h"
 #include "kernels/native/adaptive_pool2d.h"
+#include "kernels/native/broadcast_binary.h"
 #include "kernels/native/channel_binary.h"
 #include "kernels/native/concat.h"
 #include "kernels/native/direct_conv2d.h"
@@ -205,7 +206,9 @@ Tensor hardsigmoid(const Tensor& input) {
 }
 
 // add/mul/sub/div: oneDNN's binary when one operand has the output's shape (the first, for sub
-// and div; kernels/onednn/binary.h), the reference for what it declines.
+// and div; kernels/onednn/binary.h) and oneDNN has more than its reference implementation for
+// it; else refold's broadcast loop (either operand first; kernels/native/broadcast_binary.h);
+// the reference for what both decline.
 // Add and mul by one value per channel of an NHWC tensor: refold's kernel (its threads read what
 // the previous kernel wrote on them, kernels/native/channel_binary.h), else oneDNN's binary.
 Tensor add(const Tensor& a, const Tensor& b) {
@@ -217,6 +220,10 @@ Tensor add(const Tensor& a, const Tensor& b) {
                    {"onednn",
                     [&](std::string* declined) {
                       return onednn::binary(onednn::BinaryOp::Add, a, b, declined);
+                    }},
+                   {"native broadcast",
+                    [&](std::string* declined) {
+                      return native::broadcast_binary(native::BinaryKind::Add, a, b, declined);
                     }}},
                   [&] { return reference::add(a, b); });
 }
@@ -229,6 +236,10 @@ Tensor mul(const Tensor& a, const Tensor& b) {
                    {"onednn",
                     [&](std::string* declined) {
                       return onednn::binary(onednn::BinaryOp::Mul, a, b, declined);
+                    }},
+                   {"native broadcast",
+                    [&](std::string* declined) {
+                      return native::broadcast_binary(native::BinaryKind::Mul, a, b, declined);
                     }}},
                   [&] { return reference::mul(a, b); });
 }
@@ -237,6 +248,10 @@ Tensor sub(const Tensor& a, const Tensor& b) {
                   {{"onednn",
                     [&](std::string* declined) {
                       return onednn::binary(onednn::BinaryOp::Sub, a, b, declined);
+                    }},
+                   {"native broadcast",
+                    [&](std::string* declined) {
+                      return native::broadcast_binary(native::BinaryKind::Sub, a, b, declined);
                     }}},
                   [&] { return reference::arith(a, b, reference::ArithOp::Sub); });
 }
@@ -245,6 +260,10 @@ Tensor div(const Tensor& a, const Tensor& b) {
                   {{"onednn",
                     [&](std::string* declined) {
                       return onednn::binary(onednn::BinaryOp::Div, a, b, declined);
+                    }},
+                   {"native broadcast",
+                    [&](std::string* declined) {
+                      return native::broadcast_binary(native::BinaryKind::Div, a, b, declined);
                     }}},
                   [&] { return reference::arith(a, b, reference::ArithOp::Div); });
 }

@@ -140,11 +140,18 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declin
 
   const std::shared_ptr<Primitive> prim = cache().find_or_make(key, [&] {
     auto made = std::make_shared<Primitive>();
+    std::string impl;
     made->declined = try_build(name, "binary", [&] {
       const dnnl::binary::desc desc(binary_algorithm(op), md0, md1, md0);
-      made->primitive =
-          dnnl::binary(dnnl::binary::primitive_desc(desc, user_scratchpad(), cpu_engine()));
+      const dnnl::binary::primitive_desc pd(desc, user_scratchpad(), cpu_engine());
+      impl = pd.impl_info_str();
+      made->primitive = dnnl::binary(pd);
     });
+    // oneDNN's reference binary (a row-scalar broadcast of a 4-d tensor) ran at 0.1 GB/s;
+    // refold's broadcast loop (native/broadcast_binary.h) takes float32 there.
+    if (made->declined.empty() && dtype == DType::Float32 && impl.rfind("ref", 0) == 0)
+      made->declined =
+          fmt::format("oneDNN has only its reference implementation ({}) for it", impl);
     return made;
   });
   if (!prim->declined.empty()) return decline(name, prim->declined, declined);

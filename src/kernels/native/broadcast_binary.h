@@ -1,0 +1,22 @@
+// Add, Sub, Mul and Div of float32 tensors where one operand broadcasts in a pattern oneDNN's
+// binary primitive has only its reference implementation for (it ran 25 K elements in 1.8 ms,
+// 0.1 GB/s): EfficientViT's linear attention divides each row of [B, heads, N, d] by its own
+// scalar, [B, heads, N, 1]. The operand with the output's shape, x, sets the output's strides
+// (as onednn::binary, kernels/onednn/binary.h); the other, v, may come first in a Sub or Div
+// (y = v − x). In x's memory order the innermost dims merge into rows that v reads either along
+// (its stride 1 there) or as one value (stride 0); each thread takes one contiguous range of
+// rows. 8 lanes (AVX2). Declined (kernels/dispatch.h): not float32, x not dense, neither operand
+// with the output's shape, v read with another stride along the rows, no AVX2/FMA.
+#pragma once
+
+#include <string>
+
+#include "refold/tensor.h"
+
+namespace refold::native {
+
+enum class BinaryKind { Add, Sub, Mul, Div };
+
+Tensor broadcast_binary(BinaryKind op, const Tensor& a, const Tensor& b, std::string* declined);
+
+}  // namespace refold::native

@@ -1,0 +1,142 @@
+// native::broadcast_binary (Add, Sub, Mul, Div where one operand broadcasts) against the
+// reference: broadcasts along rows and across them, scalars, either operand first (a reversed
+// Sub and Div), x contiguous, channels_last and permuted, v a strided slice, tails off the vector
+// width, 1 and 2 threads; what it declines; and functional::div running it where oneDNN has only
+// its reference implementation.
+#include "kernels/native/broadcast_binary.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/native/cpu.h"
+#include "kernels/reference/onnx_ops.h"
+#include "kernels/verbose.h"
+#include "refold/functional.h"
+#include "refold/threads.h"
+#include "testing/compare.h"
+#include "testing/threads.h"
+
+namespace refold {
+namespace {
+
+using native::BinaryKind;
+
+class NativeBroadcastBinary : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!native::cpu_has_avx2_fma()) GTEST_SKIP() << "needs AVX2 and FMA";
+  }
+
+ private:
+  testing::RestoreNumThreads restore_threads_;
+};
+
+Tensor expected(BinaryKind op, const Tensor& a, const Tensor& b) {
+  switch (op) {
+    case BinaryKind::Add:
+      return reference::arith(a, b, reference::ArithOp::Add);
+    case BinaryKind::Sub:
+      return reference::arith(a, b, reference::ArithOp::Sub);
+    case BinaryKind::Mul:
+      return reference::arith(a, b, reference::ArithOp::Mul);
+    case BinaryKind::Div:
+      break;
+  }
+  return reference::arith(a, b, reference::ArithOp::Div);
+}
+
+TEST_F(NativeBroadcastBinary, MatchesTheReferenceExactly) {
+  // x's shape, v's shape: a scalar per row, a row per matrix, per channel, a scalar, leading
+  // dims missing; 19 and 13 leave vector tails; 4 × 64 × 32² runs on two threads.
+  const std::vector<std::pair<Shape, Shape>> cases = {{{1, 8, 196, 16}, {1, 8, 196, 1}},
+                                                      {{2, 3, 7, 19}, {2, 3, 1, 19}},
+                                                      {{2, 13, 5, 3}, {1, 13, 1, 1}},
+                                                      {{3, 19}, {1}},
+                                                      {{4, 5, 13}, {13}},
+                                                      {{4, 64, 32, 32}, {4, 64, 32, 1}},
+                                                      {{2, 6, 4, 4}, {2, 1, 4, 4}}};
+  Generator gen(8);
+  int taken = 0;
+  for (const auto& [xs, vs] : cases) {
+    const Tensor base = randn(xs, {}, gen);
+    // x contiguous, with its first two dims swapped in memory, and channels_last.
+    Shape perm = {1, 0};
+    for (std::int64_t d = 2; d < base.dim(); ++d) perm.push_back(d);
+    const Tensor swapped = base.permute(perm).contiguous().permute(perm);
+    const Tensor nhwc = xs.size() == 4 ? base.contiguous(MemoryFormat::ChannelsLast) : base;
+    // v as itself and as a slice of a wider tensor (out[..., -1:] of a linear attention).
+    Shape wide = vs;
+    wide.back() += 3;
+    const Tensor v_dense = functional::add(rand(vs, {}, gen), full(vs, 0.5f));
+    const Tensor wide_v = functional::add(rand(wide, {}, gen), full(wide, 0.5f));
+    const Tensor v_slice = wide_v.as_strided(vs, wide_v.strides(), 3);  // [..., 3:]
+    for (const Tensor& x : {base, swapped, nhwc}) {
+      for (const Tensor& v : {v_dense, v_slice}) {
+        for (const BinaryKind op :
+             {BinaryKind::Add, BinaryKind::Sub, BinaryKind::Mul, BinaryKind::Div}) {
+          for (const bool v_first : {false, true}) {
+            for (const int threads : {1, 2}) {
+              set_num_threads(threads);
+              SCOPED_TRACE(fmt::format("op {} x {} v {} v first {} threads {}",
+                                       static_cast<int>(op), x.description(), v.description(),
+                                       v_first, threads));
+              std::string declined;
+              const Tensor y = v_first ? native::broadcast_binary(op, v, x, &declined)
+                                       : native::broadcast_binary(op, x, v, &declined);
+              // Contiguous x reads v along its rows or as one value per row in every case
+              // here; other layouts of x may make v's row stride another number.
+              if (!y.defined() && !x.is_contiguous()) {
+                EXPECT_EQ(declined, "v is read with a stride other than 0 or 1 along the rows");
+                continue;
+              }
+              ASSERT_TRUE(y.defined()) << declined;
+              ++taken;
+              EXPECT_EQ(y.strides(), x.strides());
+              EXPECT_TRUE(testing::all_close(y, v_first ? expected(op, v, x) : expected(op, x, v),
+                                             testing::Tolerance::exact()));
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(taken, 500);
+}
+
+TEST_F(NativeBroadcastBinary, DeclinesWhatItDoesNotTake) {
+  const auto reason = [](const Tensor& a, const Tensor& b) {
+    std::string why;
+    EXPECT_FALSE(native::broadcast_binary(BinaryKind::Div, a, b, &why).defined());
+    return why;
+  };
+  const Tensor x = randn({2, 3, 4});
+  EXPECT_EQ(reason(randn({3, 1}), randn({1, 4})), "neither operand has the output's shape");
+  EXPECT_EQ(reason(x, randn({2, 3, 5})), "shapes that do not broadcast");
+  EXPECT_EQ(reason(x.as_strided({2, 3, 2}, x.strides(), 0), randn({2, 3, 2})), "x is not dense");
+  const Tensor wide = randn({2, 3, 8});
+  EXPECT_EQ(reason(x, wide.as_strided({2, 3, 4}, {24, 8, 2}, 0)),
+            "v is read with a stride other than 0 or 1 along the rows");
+  EXPECT_EQ(reason(x.to(DType::BFloat16), x.to(DType::BFloat16)), "not two float32 operands");
+}
+
+// A linear attention's rows divided by their own scalar: oneDNN has only its reference binary
+// for it, so functional::div runs refold's loop.
+TEST_F(NativeBroadcastBinary, FunctionalDivRunsItWhereOnednnHasOnlyItsReference) {
+  const Tensor a = randn({1, 8, 49, 16});
+  const Tensor b =
+      reference::arith(rand({1, 8, 49, 1}), full({1, 8, 49, 1}, 0.5f), reference::ArithOp::Add);
+  DispatchLog log;
+  const Tensor y = functional::div(a, b);
+  const std::vector<std::string> ran = log.take();
+  ASSERT_EQ(ran.size(), 1u);
+  EXPECT_EQ(ran[0].rfind("div: native broadcast", 0), 0u) << ran[0];
+  EXPECT_TRUE(testing::all_close(y, expected(BinaryKind::Div, a, b), testing::Tolerance::exact()));
+}
+
+}  // namespace
+}  // namespace refold
