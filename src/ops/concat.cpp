@@ -5,8 +5,10 @@
 #include <fmt/ranges.h>
 
 #include "core/check.h"
+#include "kernels/native/concat.h"
 #include "kernels/reference/tensor_ops.h"
 #include "kernels/reference/typed_elements.h"
+#include "kernels/verbose.h"
 #include "ops/op.h"
 #include "ops/reshape.h"
 #include "ops/softmax.h"
@@ -75,9 +77,17 @@ std::vector<Tensor> Split::run(const std::vector<Tensor>& inputs) {
   }
   REFOLD_CHECK(total == size, "Split: split [{}] sums to {}, but axis {} has size {}",
                fmt::join(pieces, ", "), total, axis_, size);
-  // Each piece is Slice's copy, in standard strides of x's format. (A piece that kept its
-  // view's strides — a size-1 batch dim with the whole input's stride — made a later Add of
-  // yolov8n wrong; which kernel mishandles such strides is not yet found.)
+  // Each piece is a copy, in standard strides of x's format: refold's row copy (native::split)
+  // where x is dense, else Slice's reference. (A piece that kept its view's strides — a size-1
+  // batch dim with the whole input's stride — made a later Add of yolov8n wrong; which kernel
+  // mishandles such strides is not yet found.)
+  std::string declined;
+  std::vector<Tensor> fast = native::split(x, static_cast<std::int64_t>(axis), pieces, &declined);
+  if (fast.size() == pieces.size() && (fast.empty() || fast[0].defined())) {
+    log_dispatch("split", "native");
+    return fast;
+  }
+  log_dispatch("split", "reference", fmt::format("native declined: {}", declined));
   std::vector<reference::SliceDim> dims;
   for (std::int64_t size_d : x.sizes()) dims.push_back({0, 1, size_d});
   std::vector<Tensor> outputs;

@@ -14,6 +14,7 @@
 #include "kernels/native/concat.h"
 #include "kernels/reference/tensor_ops.h"
 #include "kernels/verbose.h"
+#include "ops/concat.h"
 #include "refold/error.h"
 #include "refold/functional.h"
 #include "refold/reference.h"
@@ -91,6 +92,57 @@ TEST_F(NativeCat, MatchesTheReferenceExactly) {
       EXPECT_EQ(y.strides(), expected.strides());
       EXPECT_TRUE(testing::all_close(y, expected, testing::Tolerance::exact()));
     }
+  }
+}
+
+// split is cat's inverse: the concatenation of every case cut at the inputs' lengths gives the
+// inputs back, bit for bit, each dense in the concatenation's layout.
+TEST_F(NativeCat, SplitUndoesIt) {
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const CatCase& c : cat_cases()) {
+      Generator gen(6);
+      std::vector<Tensor> inputs;
+      for (const Shape& s : c.inputs)
+        inputs.push_back(testing::laid_out(randn(s, {}, gen), c.format));
+      const Tensor whole = testing::laid_out(reference::cat(inputs, c.dim), c.format);
+      const std::int64_t d = c.dim < 0 ? c.dim + whole.dim() : c.dim;
+      std::vector<std::int64_t> lengths;
+      for (const Tensor& t : inputs) lengths.push_back(t.size(d));
+      SCOPED_TRACE(fmt::format("[{}] dim {} lengths [{}], {} threads",
+                               fmt::join(whole.sizes(), ", "), c.dim, fmt::join(lengths, ", "),
+                               threads));
+      std::string declined;
+      const std::vector<Tensor> pieces = native::split(whole, c.dim, lengths, &declined);
+      ASSERT_EQ(pieces.size(), inputs.size());
+      for (std::size_t k = 0; k < pieces.size(); ++k) {
+        ASSERT_TRUE(pieces[k].defined()) << declined;
+        EXPECT_EQ(pieces[k].sizes(), inputs[k].sizes());
+        const bool nhwc = !whole.is_contiguous();
+        EXPECT_TRUE(
+            pieces[k].is_contiguous(nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous));
+        EXPECT_TRUE(testing::all_close(pieces[k], inputs[k], testing::Tolerance::exact()));
+      }
+    }
+  }
+  std::string declined;
+  const Tensor strided = randn({4, 6}).permute({1, 0});
+  EXPECT_FALSE(native::split(strided, 0, {3, 3}, &declined)[0].defined());
+  EXPECT_EQ(declined, "x is not dense");
+}
+
+// The Split op runs it: a channel split of an NHWC tensor, and the reference's slices where x is
+// not dense.
+TEST_F(NativeCat, SplitNodesRunIt) {
+  ops::Split split(1, 2, std::vector<std::int64_t>{5, 7}, false);
+  const Tensor x = randn({1, 12, 5, 5}).contiguous(MemoryFormat::ChannelsLast);
+  for (const Tensor& input : {x, x.as_strided({1, 12, 5, 4}, x.strides(), 0)}) {
+    DispatchLog log;
+    const std::vector<Tensor> pieces = split.run({input});
+    ASSERT_EQ(pieces.size(), 2u);
+    EXPECT_THAT(log.take(),
+                Contains(input.numel() == x.numel() ? "split: native" : "split: reference"));
+    EXPECT_TRUE(testing::all_close(reference::cat(pieces, 1), input, testing::Tolerance::exact()));
   }
 }
 

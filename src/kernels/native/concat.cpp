@@ -1,4 +1,5 @@
-// native::cat (concat.h): rows of the output in memory order, each the inputs' rows side by side.
+// native::cat and native::split (concat.h): rows in memory order, each the pieces' rows side by
+// side.
 #include "kernels/native/concat.h"
 
 #include <algorithm>
@@ -107,6 +108,60 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* dec
     }
   }
   return output;
+}
+
+std::vector<Tensor> split(const Tensor& x, std::int64_t dim,
+                          const std::vector<std::int64_t>& lengths, std::string* declined) {
+  constexpr std::string_view op = "split";
+  if (!x.defined() || x.dim() == 0 || dim < -x.dim() || dim >= x.dim())
+    return {decline(op, "arguments the caller reports", declined)};
+  const std::int64_t d = dim < 0 ? dim + x.dim() : dim;
+  std::int64_t total = 0;
+  for (const std::int64_t length : lengths) total += length;
+  if (total != x.size(d) ||
+      std::any_of(lengths.begin(), lengths.end(), [](std::int64_t l) { return l < 0; }))
+    return {decline(op, "lengths the caller reports", declined)};
+  const bool nhwc =
+      !x.is_contiguous() && x.dim() == 4 && x.is_contiguous(MemoryFormat::ChannelsLast);
+  if (!x.is_contiguous() && !nhwc) return {decline(op, "x is not dense", declined)};
+  const MemoryFormat format = nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  constexpr std::int64_t kNhwcAxis[] = {0, 3, 1, 2};
+  const std::int64_t q = nhwc ? kNhwcAxis[d] : d;
+  const Shape physical = physical_sizes(x, format);
+  std::int64_t outer = 1, after = 1;  // ∏ physical sizes before q, and after it
+  for (std::int64_t a = 0; a < x.dim(); ++a) {
+    if (a < q) outer *= physical[static_cast<std::size_t>(a)];
+    if (a > q) after *= physical[static_cast<std::size_t>(a)];
+  }
+  std::vector<Tensor> pieces;
+  std::vector<std::byte*> targets;
+  for (const std::int64_t length : lengths) {
+    Shape sizes = x.sizes();
+    sizes[static_cast<std::size_t>(d)] = length;
+    pieces.push_back(empty(sizes, {x.dtype(), format}));
+    targets.push_back(static_cast<std::byte*>(pieces.back().data_ptr()));
+  }
+  if (x.numel() == 0) return pieces;
+  const std::size_t element = x.element_size();
+  const std::size_t row_bytes = static_cast<std::size_t>(x.size(d) * after) * element;
+  const auto* in = static_cast<const std::byte*>(x.data_ptr());
+  constexpr std::int64_t kBlockRows = 256;  // as cat: piece by piece through a block of rows
+  const std::int64_t blocks = (outer + kBlockRows - 1) / kBlockRows;
+  const int threads = row_kernel_threads(x.numel());
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t begin = b * kBlockRows, end = std::min(outer, begin + kBlockRows);
+    std::size_t offset = 0;  // piece k's place in a row of x
+    for (std::size_t k = 0; k < lengths.size(); ++k) {
+      const std::size_t bytes = static_cast<std::size_t>(lengths[k] * after) * element;
+      if (bytes > 0)
+        for (std::int64_t o = begin; o < end; ++o)
+          copy_row(targets[k] + static_cast<std::size_t>(o) * bytes,
+                   in + static_cast<std::size_t>(o) * row_bytes + offset, bytes);
+      offset += bytes;
+    }
+  }
+  return pieces;
 }
 
 }  // namespace refold::native

@@ -23,4 +23,11 @@ namespace refold::native {
 
 Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* declined);
 
+// The inverse: x cut along `dim` into pieces of `lengths`, each dense in x's layout (x
+// contiguous, or 4-d channels_last): x's row o holds piece 0's row o, then piece 1's, … (MixNet's
+// mixed depthwise convs and YOLO's C2f blocks split channels in NHWC). Declined — a vector of
+// one undefined tensor — where x is neither, or the arguments are ones the caller reports.
+std::vector<Tensor> split(const Tensor& x, std::int64_t dim,
+                          const std::vector<std::int64_t>& lengths, std::string* declined);
+
 }  // namespace refold::native
