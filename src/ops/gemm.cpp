@@ -8,9 +8,11 @@
 
 #include "core/check.h"
 #include "core/element_access.h"
+#include "kernels/onednn/matmul.h"
 #include "kernels/reference/onnx_ops.h"
 #include "kernels/reference/tensor_ops.h"
 #include "kernels/reference/typed_elements.h"
+#include "kernels/verbose.h"
 #include "ops/op.h"
 #include "ops/pad.h"
 #include "ops/window.h"
@@ -42,7 +44,14 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   if (a.dim() < 2 || b.dim() < 2 || !floating || a.size(-1) != b.size(-2) || a.numel() == 0 ||
       b.numel() == 0)
     return reference::matmul(a, b);
-  // Batched: out[i..] = a[i..] · b[i..] over the broadcast batch index, one linear each.
+  // Batched: oneDNN's matmul in one call, else out[i..] = a[i..] · b[i..] over the broadcast
+  // batch index, one linear each.
+  std::string declined;
+  if (Tensor y = onednn::matmul(a, b, &declined); y.defined()) {
+    log_dispatch("matmul", "onednn");
+    return y;
+  }
+  log_verbose(fmt::format("matmul: one linear per matrix (onednn declined: {})", declined));
   const std::int64_t m = a.size(-2), n = b.size(-1);
   const Shape a_batch(a.sizes().begin(), a.sizes().end() - 2);
   const Shape b_batch(b.sizes().begin(), b.sizes().end() - 2);

@@ -37,8 +37,8 @@ class MatMul : public graph::Op {
 };
 
 // numpy.matmul, fastest first (an operand that is not row-major copied once): [..., K] · [K, N]
-// as functional::linear; batched operands (batch dims broadcast) as one functional::linear per
-// batch; else reference::matmul.
+// as functional::linear; batched operands (batch dims broadcast) as oneDNN's matmul
+// (kernels/onednn/matmul.h), else one functional::linear per batch; else reference::matmul.
 Tensor matmul(const Tensor& a, const Tensor& b);
 
 // Einsum: a contraction of two inputs that is a batched matrix product (no label repeated in a

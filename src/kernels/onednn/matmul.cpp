@@ -1,0 +1,101 @@
+// oneDNN matmul over broadcast batch dims: src [..., M, K], weights [..., K, N], dst [..., M, N],
+// each row-major with its own (possibly size-1) batch dims.
+#include "kernels/onednn/matmul.h"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+#include "kernels/onednn/engine.h"
+#include "kernels/onednn/primitive_cache.h"
+#include "kernels/onednn/threads.h"
+
+namespace refold::onednn {
+namespace {
+
+struct Primitive {
+  std::string declined;  // non-empty: oneDNN cannot take this problem (cached, not retried)
+  dnnl::matmul primitive;
+  dnnl::memory::desc src, weights, dst;
+};
+
+PrimitiveCache<Primitive, PrimitiveStats>& cache() {
+  static PrimitiveCache<Primitive, PrimitiveStats> c(1024);
+  return c;
+}
+
+// `sizes` with leading 1s up to `rank`.
+dnnl::memory::dims extended(const Shape& sizes, std::size_t rank) {
+  dnnl::memory::dims dims(rank - sizes.size(), 1);
+  dims.insert(dims.end(), sizes.begin(), sizes.end());
+  return dims;
+}
+
+// Row-major strides of `dims`.
+dnnl::memory::dims row_major(const dnnl::memory::dims& dims) {
+  dnnl::memory::dims strides(dims.size(), 1);
+  for (std::size_t d = dims.size() - 1; d-- > 0;) strides[d] = strides[d + 1] * dims[d + 1];
+  return strides;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, std::string* declined) {
+  constexpr std::string_view op = "matmul";
+  if (!a.defined() || !b.defined() || a.dtype() != DType::Float32 || b.dtype() != DType::Float32)
+    return decline(op, "oneDNN matmul runs float32 only", declined);
+  const std::size_t rank = static_cast<std::size_t>(std::max(a.dim(), b.dim()));
+  if (a.dim() < 2 || b.dim() < 2 || rank < 3 || rank > DNNL_MAX_NDIMS)
+    return decline(op, "not batched matrices of 3 to 12 dims", declined);
+  if (a.numel() == 0 || b.numel() == 0) return decline(op, "a zero-sized dimension", declined);
+  if (!a.is_contiguous() || !b.is_contiguous())
+    return decline(op, "an operand is not contiguous", declined);
+  const dnnl::memory::dims ad = extended(a.sizes(), rank), bd = extended(b.sizes(), rank);
+  if (ad[rank - 1] != bd[rank - 2]) return decline(op, "inner dims the caller reports", declined);
+  dnnl::memory::dims dd(rank);
+  for (std::size_t d = 0; d + 2 < rank; ++d) {
+    if (ad[d] != bd[d] && ad[d] != 1 && bd[d] != 1)
+      return decline(op, "batch dims the caller reports", declined);
+    dd[d] = std::max(ad[d], bd[d]);
+  }
+  dd[rank - 2] = ad[rank - 2];
+  dd[rank - 1] = bd[rank - 1];
+  const int threads = apply_num_threads();
+
+  CacheKey key(ad.begin(), ad.end());
+  key.insert(key.end(), bd.begin(), bd.end());
+  key.push_back(threads);
+  const std::shared_ptr<Primitive> prim = cache().find_or_make(key, [&] {
+    auto made = std::make_shared<Primitive>();
+    made->declined = try_build(op, "matmul", [&] {
+      using dt = dnnl::memory::data_type;
+      made->src = dnnl::memory::desc(ad, dt::f32, row_major(ad));
+      made->weights = dnnl::memory::desc(bd, dt::f32, row_major(bd));
+      made->dst = dnnl::memory::desc(dd, dt::f32, row_major(dd));
+      const dnnl::matmul::desc desc(made->src, made->weights, made->dst);
+      made->primitive =
+          dnnl::matmul(dnnl::matmul::primitive_desc(desc, user_scratchpad(), cpu_engine()));
+    });
+    return made;
+  });
+  if (!prim->declined.empty()) return decline(op, prim->declined, declined);
+
+  Tensor output = empty(Shape(dd.begin(), dd.end()), DType::Float32);
+  cache().execute(op, [&](dnnl::stream& stream) {
+    // oneDNN only reads the operands; const_cast avoids Tensor's writable data_ptr(), which
+    // would bump their versions.
+    const dnnl::memory src(prim->src, cpu_engine(), const_cast<void*>(a.data_ptr()));
+    const dnnl::memory w(prim->weights, cpu_engine(), const_cast<void*>(b.data_ptr()));
+    const dnnl::memory dst(prim->dst, cpu_engine(), output.data_ptr());
+    execute(prim->primitive, stream,
+            {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}});
+  });
+  return output;
+}
+
+PrimitiveStats matmul_stats() { return cache().stats(); }
+
+}  // namespace refold::onednn

@@ -1,0 +1,28 @@
+// oneDNN matmul: a batched numpy.matmul of two float32 operands of rank 3 to 12, in one call
+// (attention's q·kᵀ and attn·v over [batch, heads, tokens, dim]) — instead of one inner product
+// per matrix, whose per-call cost dominated MobileViT's small attention matrices.
+//
+// Contract:
+//   * a [..., M, K] and b [..., K, N], both contiguous (row-major); their batch dims broadcast
+//     (equal, or 1 in one of them; missing leading dims are 1). The output is [batch..., M, N],
+//     contiguous, as the reference's.
+//   * Anything else — another dtype, fewer than 3 dims, strided operands, zero-sized dims,
+//     mismatched sizes — is declined (undefined result, reason in *declined; with declined ==
+//     nullptr a decline throws): the caller's fallback validates and reports invalid calls.
+//   * Primitives are cached (process-wide, thread-safe, least recently used) keyed by both
+//     operands' sizes and the thread count.
+// Precision: float32 with oneDNN's GEMM summation order, within Tolerance::op_f32.
+#pragma once
+
+#include <string>
+
+#include "kernels/onednn/primitive_stats.h"
+#include "refold/tensor.h"
+
+namespace refold::onednn {
+
+Tensor matmul(const Tensor& a, const Tensor& b, std::string* declined = nullptr);
+
+PrimitiveStats matmul_stats();
+
+}  // namespace refold::onednn

@@ -1,0 +1,79 @@
+// onednn::matmul (kernels/onednn/matmul.h) against reference::matmul: batched operands of rank 3
+// and 4 with batch dims that broadcast either way or are missing, sizes off the vector width;
+// its declines; and that a MatMul of two runtime operands runs it in one call.
+#include "kernels/onednn/matmul.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/reference/onnx_ops.h"
+#include "kernels/verbose.h"
+#include "ops/gemm.h"
+#include "refold/threads.h"
+#include "testing/compare.h"
+#include "testing/threads.h"
+
+namespace refold {
+namespace {
+
+class OnednnMatmul : public ::testing::Test {
+ private:
+  testing::RestoreNumThreads restore_threads_;
+};
+
+TEST_F(OnednnMatmul, MatchesTheReference) {
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{2, 5, 7}, {2, 7, 3}},          {{1, 4, 49, 16}, {1, 4, 16, 49}},
+      {{3, 1, 6, 9}, {1, 2, 9, 5}},    {{2, 3, 4, 5}, {5, 6}},
+      {{4, 13, 17}, {17, 19}},         {{6, 2, 11}, {2, 3, 6, 11, 4}},
+      {{1, 8, 196, 16}, {1, 8, 16, 17}}};
+  Generator gen(9);
+  for (const int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const auto& [as, bs] : cases) {
+      SCOPED_TRACE(fmt::format("[{}] x [{}], {} threads", fmt::join(as, ", "),
+                               fmt::join(bs, ", "), threads));
+      const Tensor a = randn(as, {}, gen), b = randn(bs, {}, gen);
+      std::string declined;
+      const Tensor y = onednn::matmul(a, b, &declined);
+      ASSERT_TRUE(y.defined()) << declined;
+      const Tensor expected = reference::matmul(a, b);
+      EXPECT_EQ(y.sizes(), expected.sizes());
+      EXPECT_TRUE(y.is_contiguous());
+      EXPECT_TRUE(testing::all_close(y, expected, testing::Tolerance::op_f32()));
+    }
+  }
+}
+
+TEST_F(OnednnMatmul, DeclinesWhatItDoesNotTake) {
+  const auto reason = [](const Tensor& a, const Tensor& b) {
+    std::string why;
+    EXPECT_FALSE(onednn::matmul(a, b, &why).defined());
+    return why;
+  };
+  EXPECT_EQ(reason(randn({4, 5}), randn({5, 3})), "not batched matrices of 3 to 12 dims");
+  EXPECT_EQ(reason(randn({2, 5, 4}).permute({0, 2, 1}), randn({2, 5, 3})),
+            "an operand is not contiguous");
+  EXPECT_EQ(reason(randn({2, 4, 5}), randn({3, 5, 3})), "batch dims the caller reports");
+  EXPECT_EQ(reason(randn({2, 4, 5}), randn({2, 4, 3})), "inner dims the caller reports");
+  EXPECT_EQ(reason(randn({2, 4, 5}).to(DType::BFloat16), randn({2, 5, 3}).to(DType::BFloat16)),
+            "oneDNN matmul runs float32 only");
+}
+
+// attn · v of a 4-d attention, v laid out channels_last (made row-major first): one call.
+TEST_F(OnednnMatmul, TheMatMulOpRunsItInOneCall) {
+  const Tensor attn = randn({1, 4, 20, 20});
+  const Tensor v = randn({1, 4, 20, 8}).contiguous(MemoryFormat::ChannelsLast);
+  DispatchLog log;
+  const Tensor y = ops::matmul(attn, v);
+  EXPECT_EQ(log.take(), std::vector<std::string>{"matmul: onednn"});
+  EXPECT_TRUE(testing::all_close(y, reference::matmul(attn, v), testing::Tolerance::op_f32()));
+}
+
+}  // namespace
+}  // namespace refold
