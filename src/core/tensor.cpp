@@ -407,12 +407,14 @@ namespace {
 // s_step, d_step) covers the pairs (so + i·s_step, dof + i·d_step), i < count. The dims go in
 // dst's memory order (sorted by dst stride, largest outermost) so that writes stream; dims that
 // are one run in both tensors are merged (a contiguous copy is one run, NHWC rows of pixels
-// one run per row). When the innermost dim is short (under 16) while another reads src
-// contiguously, that one is the run instead; and when that one is the next dim out and dst is
-// dense over both, the two are a small transpose, block(so, dof, rows, cols, s_stride): dst's
-// rows × cols block at dof (row-major) is src's cols × rows block at so (rows contiguous,
-// s_stride apart) transposed — ShuffleNet's channel shuffle in NHWC: per pixel, 2 groups
-// innermost in dst, C/2 channels contiguous in src.
+// one run per row). When dst's innermost dim reads src with a stride while another dim reads
+// it contiguously, and either is 16 or longer, the two are a transpose, block(so, dof, rows,
+// cols, s_stride, d_stride): dst's rows × cols block at dof (rows d_stride apart) is src's
+// cols × rows block at so (rows contiguous, s_stride apart) transposed, which the callers copy
+// in tiles rather than one strided element at a time — ShuffleNet's channel shuffle in NHWC
+// (per pixel, 2 groups innermost in dst, C/2 channels contiguous in src), attention's and
+// MobileViT's [N, C] ↔ [C, N] transposes. Otherwise, when the innermost dim is short (under
+// 16) while another reads src contiguously, that one is the run instead.
 // Calls visit(so, dof) at every index of the dims (size, ss, ds), outermost first.
 template <typename Visit>
 void for_each_offsets(const Shape& size, const Shape& ss, const Shape& ds, Visit&& visit) {
@@ -465,16 +467,25 @@ void for_each_run(const Shape& sizes, const Shape& src_strides, const Shape& dst
     return;
   }
   const std::size_t inner = size.size() - 1;
-  if (size[inner] < 16 && inner > 0 && ds[inner] == 1 && ss[inner - 1] == 1 &&
-      size[inner - 1] >= 16 && ds[inner - 1] == size[inner]) {
-    const std::int64_t rows = size[inner - 1], cols = size[inner], s_stride = ss[inner];
-    size.resize(inner - 1);
-    ss.resize(inner - 1);
-    ds.resize(inner - 1);
+  // Dims j and inner as a block: src's rows along j are contiguous, dst's along inner.
+  const auto blocks = [&](std::size_t j) {
+    const std::int64_t rows = size[j], cols = size[inner], s_stride = ss[inner], d_stride = ds[j];
+    for (const std::size_t d : {inner, j}) {
+      size.erase(size.begin() + static_cast<std::ptrdiff_t>(d));
+      ss.erase(ss.begin() + static_cast<std::ptrdiff_t>(d));
+      ds.erase(ds.begin() + static_cast<std::ptrdiff_t>(d));
+    }
     for_each_offsets(size, ss, ds, [&](std::int64_t so, std::int64_t dof) {
-      block(so, dof, rows, cols, s_stride);
+      block(so, dof, rows, cols, s_stride, d_stride);
     });
-    return;
+  };
+  if (ds[inner] == 1 && ss[inner] != 1) {
+    for (std::size_t j = 0; j < inner; ++j) {
+      if (ss[j] == 1 && (size[j] >= 16 || size[inner] >= 16)) {
+        blocks(j);
+        return;
+      }
+    }
   }
   if (size[inner] < 16) {
     for (std::size_t d = 0; d < inner; ++d) {
@@ -503,9 +514,22 @@ void transpose_rows(const T* s, T* d, std::int64_t rows, Cols cols, std::int64_t
     for (std::int64_t c = 0; c < cols; ++c) d[r * cols + c] = s[c * s_stride + r];
 }
 
+// d[r·d_stride + c] = s[c·s_stride + r]: dense dst rows of a few columns (d_stride = cols)
+// by the loops above, anything larger in 16 × 16 tiles, whose source and destination rows stay
+// in L1 while a tile is copied.
 template <typename T>
-void transpose_block(const T* s, T* d, std::int64_t rows, std::int64_t cols,
-                     std::int64_t s_stride) {
+void transpose_block(const T* s, T* d, std::int64_t rows, std::int64_t cols, std::int64_t s_stride,
+                     std::int64_t d_stride) {
+  if (d_stride != cols || cols >= 16) {
+    constexpr std::int64_t kTile = 16;
+    for (std::int64_t r0 = 0; r0 < rows; r0 += kTile)
+      for (std::int64_t c0 = 0; c0 < cols; c0 += kTile) {
+        const std::int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+        for (std::int64_t c = c0; c < c1; ++c)
+          for (std::int64_t r = r0; r < r1; ++r) d[r * d_stride + c] = s[c * s_stride + r];
+      }
+    return;
+  }
   switch (cols) {
     case 2:
       return transpose_rows(s, d, rows, std::integral_constant<std::int64_t, 2>{}, s_stride);
@@ -546,7 +570,9 @@ void copy_same_dtype(const Tensor& src, Tensor& dst) {
         for (std::int64_t i = 0; i < count; ++i) d[dof + i * d_step] = s[so + i * s_step];
       },
       [&](std::int64_t so, std::int64_t dof, std::int64_t rows, std::int64_t cols,
-          std::int64_t s_stride) { transpose_block(s + so, d + dof, rows, cols, s_stride); });
+          std::int64_t s_stride, std::int64_t d_stride) {
+        transpose_block(s + so, d + dof, rows, cols, s_stride, d_stride);
+      });
 }
 
 // Copies every element of src into dst (same sizes), converting dtype.
@@ -583,10 +609,10 @@ void copy_elements(const Tensor& src, Tensor& dst) {
           store_from_float(d, dd, dof + i * d_step, load_as_float(s, sd, so + i * s_step));
       },
       [&](std::int64_t so, std::int64_t dof, std::int64_t rows, std::int64_t cols,
-          std::int64_t s_stride) {
+          std::int64_t s_stride, std::int64_t d_stride) {
         for (std::int64_t r = 0; r < rows; ++r)
           for (std::int64_t c = 0; c < cols; ++c)
-            store_from_float(d, dd, dof + r * cols + c,
+            store_from_float(d, dd, dof + r * d_stride + c,
                              load_as_float(s, sd, so + c * s_stride + r));
       });
 }

@@ -270,6 +270,48 @@ TEST(Tensor, VersionChangesOnEveryWriteThroughAnyView) {
 // A channel shuffle in NHWC memory: per pixel, [groups, C/groups] channels read as [C/groups,
 // groups] (the copy's small-transpose blocks, one per pixel), for group counts with and without
 // a dedicated loop, in every dtype and converting into bfloat16.
+// Transposes with both dims 16 or longer go in tiles: every element lands where its logical
+// index says, for float32, bfloat16 and a channels_last destination.
+TEST(Tensor, CopyOfALargeTransposeKeepsLogicalValues) {
+  const std::vector<std::pair<Shape, Shape>> cases = {{{2, 37, 45}, {0, 2, 1}},
+                                                      {{1, 4, 33, 20}, {0, 3, 2, 1}},
+                                                      {{3, 18, 5, 40}, {0, 3, 1, 2}},
+                                                      {{2, 16, 16, 3}, {0, 2, 1, 3}}};
+  for (const auto& [sizes, perm] : cases) {
+    const Tensor base = randn(sizes);
+    const Tensor view = base.permute(perm);
+    const Tensor f32 = view.contiguous();
+    Tensor bf_copy = empty(view.sizes(), DType::BFloat16);
+    bf_copy.copy_(view);
+    const Tensor& bf = bf_copy;
+    const Tensor nhwc = view.dim() == 4 ? view.contiguous(MemoryFormat::ChannelsLast) : f32;
+    // The element at a logical index, read through the tensor's strides.
+    const auto element = [](const Tensor& t, const Shape& index) {
+      std::int64_t offset = 0;
+      for (std::size_t d = 0; d < index.size(); ++d)
+        offset += index[d] * t.stride(static_cast<std::int64_t>(d));
+      return t.dtype() == DType::BFloat16
+                 ? static_cast<float>(static_cast<const BFloat16*>(t.data_ptr())[offset])
+                 : static_cast<const float*>(t.data_ptr())[offset];
+    };
+    for (const Tensor* copy_of : {&f32, &bf, &nhwc}) {
+      const Tensor& copy = *copy_of;
+      SCOPED_TRACE(copy.description());
+      Shape index(static_cast<std::size_t>(view.dim()), 0);
+      for (std::int64_t k = 0; k < view.numel(); ++k) {
+        for (std::int64_t d = view.dim() - 1, rest = k; d >= 0; --d) {
+          index[static_cast<std::size_t>(d)] = rest % view.size(d);
+          rest /= view.size(d);
+        }
+        const float expected = element(view, index);
+        ASSERT_EQ(element(copy, index), copy.dtype() == DType::BFloat16
+                                            ? static_cast<float>(BFloat16(expected))
+                                            : expected);
+      }
+    }
+  }
+}
+
 TEST(Tensor, CopyOfAChannelShuffleKeepsLogicalValues) {
   for (std::int64_t groups : {2, 3, 4, 5, 15}) {
     for (std::int64_t per_group : {16, 19}) {
