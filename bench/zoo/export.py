@@ -4,6 +4,8 @@
     python=$(bench/zoo/setup.sh)                     # once: the venv (torch, timm, ultralytics…)
     $python bench/zoo/export.py                      # the whole zoo → bench/zoo/models/
     $python bench/zoo/export.py --only resnet18,yolov8n --out /tmp/zoo
+    $python bench/zoo/export.py --extra --out /tmp/extra   # 23 other families (EXTRA below)
+    $python bench/zoo/run.py --models /tmp/extra --time     # run.py takes either folder
 
 For every model (built without pretrained weights; none can be downloaded here):
   * eval mode, a fixed seed, and every BatchNorm's running mean/var, weight and bias randomized
@@ -67,6 +69,24 @@ ZOO = {
     "deeplabv3_mobilenet_v3_large": ("torchvision_segmentation", 256),
 }
 DYNAMIC = {"resnet18", "mobilenet_v2", "repvgg_a0"}  # also exported with dynamic N, H, W
+
+# A second set (--extra), of families refold was not tuned on, to check that its mechanisms are
+# general: re-parameterized heads (RepViT), attention hybrids (EfficientFormerV2, EfficientViT,
+# MobileViT, EdgeNeXt), GRN (ConvNeXtV2), mixed kernels (MixNet), NAS and mobile nets, Inception,
+# SqueezeNet, DLA, VoVNet and two newer YOLOs. Session 34's numbers are in bench/RESULTS.md.
+EXTRA = {
+    "repvit_m0_9": ("timm", 224), "mobilenetv4_conv_small": ("timm", 224),
+    "mixnet_s": ("timm", 224), "tf_efficientnet_lite0": ("timm", 224),
+    "regnety_002": ("timm", 224), "lcnet_050": ("timm", 224), "rexnet_100": ("timm", 224),
+    "ese_vovnet19b_dw": ("timm", 224), "efficientvit_b0": ("timm", 224),
+    "ghostnetv2_100": ("timm", 224), "convnextv2_atto": ("timm", 224),
+    "edgenext_xx_small": ("timm", 224), "mobilevit_xxs": ("timm", 256),
+    "resnet34d": ("timm", 224), "dla34": ("timm", 224), "efficientformerv2_s0": ("timm", 224),
+    "tinynet_e": ("timm", 106), "squeezenet1_1": ("torchvision", 224),
+    "googlenet": ("torchvision", 224), "mnasnet0_5": ("torchvision", 224),
+    "regnet_y_400mf": ("torchvision", 224), "yolo11n": ("ultralytics", 320),
+    "yolov10n": ("ultralytics", 320),
+}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -335,7 +355,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", help="comma-separated model names (default: the whole zoo)")
     parser.add_argument("--out", default=str(HERE / "models"), help="output folder")
+    parser.add_argument("--extra", action="store_true",
+                        help="export the EXTRA set instead of the zoo (e.g. --out /tmp/extra)")
     args = parser.parse_args()
+    if args.extra:
+        ZOO.clear()
+        ZOO.update(EXTRA)
     names = list(ZOO) if not args.only else [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in ZOO]
     if unknown:
