@@ -9,8 +9,8 @@
 //   keepdims (default 1) keeps each reduced axis as size 1, else drops it.
 // The mean over H and W of a 4-d input, kept (a squeeze-excite block's pooling), runs as the
 // global average pool it is (functional::adaptive_avg_pool2d, native where it can); a float32
-// reduction but Prod and LogSumExp over axes that form one block in memory (innermost, outermost, or a
-// channels_last tensor's H and W — GlobalMaxPool's too) runs native::reduce; the rest the
+// reduction but Prod and LogSumExp over axes that form one block in memory (innermost, outermost,
+// or a channels_last tensor's H and W — GlobalMaxPool's too) runs native::reduce; the rest the
 // reference kernel. Layout: the result is new and contiguous (Fresh).
 #include <algorithm>
 

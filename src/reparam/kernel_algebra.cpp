@@ -253,16 +253,27 @@ ConvTransposeKernel fold_affine_into_conv_transpose(const ConvTransposeKernel& c
 
 // The features run along dim `feature_axis` of the 2-d weight: W'[.., n] = W[.., n]·a[n] (or
 // W'[n, ..] for axis 0), b'[n] = b[n]·a[n] + t[n].
-LinearKernel fold_affine_into_linear(const LinearKernel& linear, const ChannelAffine& affine) {
-  constexpr std::string_view op = "fold_affine_into_linear";
+namespace {
+
+// A 2-d float weight, features on axis 0 or 1, and a bias of one value per feature if any.
+void check_linear(std::string_view op, const LinearKernel& linear) {
   check_float_tensor(op, "weight", linear.weight);
   REFOLD_CHECK(linear.weight.dim() == 2, "{}: weight must be 2-d, got {}", op,
                linear.weight.description());
   REFOLD_CHECK(linear.feature_axis == 0 || linear.feature_axis == 1,
                "{}: feature_axis ({}) must be 0 or 1", op, linear.feature_axis);
+  if (linear.bias.defined())
+    check_vector(op, "bias", linear.bias, linear.weight.size(linear.feature_axis),
+                 linear.weight.dtype());
+}
+
+}  // namespace
+
+LinearKernel fold_affine_into_linear(const LinearKernel& linear, const ChannelAffine& affine) {
+  constexpr std::string_view op = "fold_affine_into_linear";
+  check_linear(op, linear);
   const DType dtype = linear.weight.dtype();
   const std::int64_t n = linear.weight.size(linear.feature_axis);
-  if (linear.bias.defined()) check_vector(op, "bias", linear.bias, n, dtype);
   const ChannelAffine a = per_channel(op, affine, n);
   std::vector<double> w = values_of(linear.weight);
   const auto cols = idx(linear.weight.size(1));
@@ -276,15 +287,10 @@ LinearKernel fold_affine_into_linear(const LinearKernel& linear, const ChannelAf
 // feature axis 0), b'[n] = b[n] + Σ_k t[k]·W[k, n].
 LinearKernel fold_affine_before_linear(const LinearKernel& linear, const ChannelAffine& affine) {
   constexpr std::string_view op = "fold_affine_before_linear";
-  check_float_tensor(op, "weight", linear.weight);
-  REFOLD_CHECK(linear.weight.dim() == 2, "{}: weight must be 2-d, got {}", op,
-               linear.weight.description());
-  REFOLD_CHECK(linear.feature_axis == 0 || linear.feature_axis == 1,
-               "{}: feature_axis ({}) must be 0 or 1", op, linear.feature_axis);
+  check_linear(op, linear);
   const DType dtype = linear.weight.dtype();
   const std::int64_t n = linear.weight.size(linear.feature_axis);
   const std::int64_t k = linear.weight.size(1 - linear.feature_axis);
-  if (linear.bias.defined()) check_vector(op, "bias", linear.bias, n, dtype);
   const ChannelAffine a = per_channel(op, affine, k);
   std::vector<double> w = values_of(linear.weight);
   std::vector<double> b = bias_or_zero(linear.bias, n);

@@ -28,16 +28,16 @@ class OnednnMatmul : public ::testing::Test {
 
 TEST_F(OnednnMatmul, MatchesTheReference) {
   const std::vector<std::pair<Shape, Shape>> cases = {
-      {{2, 5, 7}, {2, 7, 3}},          {{1, 4, 49, 16}, {1, 4, 16, 49}},
-      {{3, 1, 6, 9}, {1, 2, 9, 5}},    {{2, 3, 4, 5}, {5, 6}},
-      {{4, 13, 17}, {17, 19}},         {{6, 2, 11}, {2, 3, 6, 11, 4}},
+      {{2, 5, 7}, {2, 7, 3}},           {{1, 4, 49, 16}, {1, 4, 16, 49}},
+      {{3, 1, 6, 9}, {1, 2, 9, 5}},     {{2, 3, 4, 5}, {5, 6}},
+      {{4, 13, 17}, {17, 19}},          {{6, 2, 11}, {2, 3, 6, 11, 4}},
       {{1, 8, 196, 16}, {1, 8, 16, 17}}};
   Generator gen(9);
   for (const int threads : {1, 2}) {
     set_num_threads(threads);
     for (const auto& [as, bs] : cases) {
-      SCOPED_TRACE(fmt::format("[{}] x [{}], {} threads", fmt::join(as, ", "),
-                               fmt::join(bs, ", "), threads));
+      SCOPED_TRACE(fmt::format("[{}] x [{}], {} threads", fmt::join(as, ", "), fmt::join(bs, ", "),
+                               threads));
       const Tensor a = randn(as, {}, gen), b = randn(bs, {}, gen);
       std::string declined;
       const Tensor y = onednn::matmul(a, b, &declined);
