@@ -536,7 +536,7 @@ NB_MODULE(_refold, m) {
       "cores).\ninput_shapes: {name: shape} for verify's inputs where dims are symbolic; a "
       "model with symbolic dims runs at any size.\ndisable: pass names to skip "
       "(constant-folding, simplify, canonicalize, pad-folding, dead-code, dead-taps, "
-      "linear-merging, bn-folding, "
+      "linear-merging, group-merging, bn-folding, "
       "reparameterize, "
       "activation-fusion, layout).")
       .def(nb::init<nb::handle, bool, bool, std::optional<int>, const std::optional<nb::dict>&,

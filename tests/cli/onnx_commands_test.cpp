@@ -278,6 +278,28 @@ TEST(CliBench, VariantTimesOnlyTheOnesNamed) {
       << run.output;
 }
 
+// --disable: the optimized variants skip those passes (the RepVGG block keeps its 6 convs);
+// an unknown name fails with the valid ones.
+TEST(CliBench, DisableLeavesPassesOutOfTheOptimizedVariants) {
+  const fs::path profile = scratch("bench_disable") / "profile.json";
+  const auto convs = [&](const std::string& flags) {
+    const CliRun run =
+        run_cli("bench " + kRepVGG + "/model.onnx --runs 1 --warmup 0 " +
+                "--variant optimized-nhwc --profile-json " + profile.string() + flags);
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    std::ifstream in(profile);
+    const auto j = nlohmann::json::parse(in);
+    int count = 0;
+    for (const auto& node : j["nodes"]) count += node["op_type"] == "Conv" ? 1 : 0;
+    return count;
+  };
+  EXPECT_EQ(convs(" --disable reparameterize,bn-folding"), 6);
+  EXPECT_LT(convs(""), 6);
+  const CliRun bad = run_cli("bench " + kRepVGG + "/model.onnx --runs 1 --disable nope");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("group-merging"), std::string::npos) << bad.output;
+}
+
 // --profile: every node of the optimized model with its time, layout and the implementation
 // its kernels chose; per op type the sum; the same as JSON, and the op types in the plot.
 TEST(CliBench, ProfilesTheOptimizedModelNodeByNode) {

@@ -22,6 +22,7 @@ using testing::GraphBuilder;
 //   pad-folding       a zero Pad in front of conv0
 //   dead-code         an Identity nobody reads
 //   linear-merging    the classifier: BN of the pooled features → Gemm
+//   group-merging     Split → two 1×1 convs → Concat after the block (one conv of 2 groups)
 //   bn-folding        conv0 → BN
 //   reparameterize    RepVGG block: BN(conv3×3(h)) + BN(conv1×1(h))
 //   activation-fusion the ReLUs after conv0 and after the block
@@ -42,7 +43,13 @@ GraphBuilder build() {
   const auto b1 = b.bn(b.conv(h, 8, 8, 1, {.name = "one", .bias = false}), 8);
   const auto sum = b.node("Add", {b3, b1}, {}, "sum");
   const auto relu = b.node("Relu", {sum}, {}, "relu");
-  const auto mean = b.node("ReduceMean", {relu},
+  const auto halves =
+      b.node_with_outputs("Split", {relu}, 2, testing::attrs({{"axis", std::int64_t{1}}}), "split");
+  const auto grouped = b.node(
+      "Concat",
+      {b.conv(halves[0], 4, 4, 1, {.name = "g0"}), b.conv(halves[1], 4, 4, 1, {.name = "g1"})},
+      testing::attrs({{"axis", std::int64_t{1}}}), "concat");
+  const auto mean = b.node("ReduceMean", {grouped},
                            testing::attrs({{"axes", std::vector<std::int64_t>{2, 3}}}), "mean");
   const auto features = b.bn(b.node("Flatten", {mean}, {}, "flatten"), 8);
   b.output(b.node("Gemm",
@@ -52,10 +59,11 @@ GraphBuilder build() {
 }
 
 TEST(Pipeline, PassNamesInOrder) {
-  EXPECT_EQ(passes::pass_names(),
-            (std::vector<std::string>{"constant-folding", "simplify", "canonicalize", "pad-folding",
-                                      "dead-code", "dead-taps", "linear-merging", "bn-folding",
-                                      "reparameterize", "activation-fusion", "layout"}));
+  EXPECT_EQ(
+      passes::pass_names(),
+      (std::vector<std::string>{"constant-folding", "simplify", "canonicalize", "pad-folding",
+                                "dead-code", "dead-taps", "linear-merging", "group-merging",
+                                "bn-folding", "reparameterize", "activation-fusion", "layout"}));
 }
 
 TEST(Pipeline, UnknownDisabledNameListsTheValidOnes) {
@@ -69,7 +77,7 @@ TEST(Pipeline, UnknownDisabledNameListsTheValidOnes) {
     const std::string m = e.what();
     EXPECT_NE(m.find("unknown pass 'bn-fold'"), std::string::npos) << m;
     EXPECT_NE(m.find("constant-folding, simplify, canonicalize, pad-folding, dead-code, dead-taps, "
-                     "linear-merging, bn-folding, "
+                     "linear-merging, group-merging, bn-folding, "
                      "reparameterize, activation-fusion, layout"),
               std::string::npos)
         << m;
@@ -91,16 +99,16 @@ TEST(Pipeline, AllPassesShrinkTheGraphAndKeepTheValues) {
   // padding; tests/passes/dead_taps_test.cpp has its own).
   for (const passes::PassReport& p : report.passes)
     EXPECT_EQ(p.changed, p.pass != "dead-taps") << p.pass;
-  EXPECT_EQ(b.count("Conv"), 2) << b.graph().dump();
+  EXPECT_EQ(b.count("Conv"), 3) << b.graph().dump();
   EXPECT_EQ(b.count("BatchNormalization"), 0) << b.graph().dump();
   EXPECT_EQ(b.count("Relu"), 0) << b.graph().dump();
   EXPECT_EQ(b.count("Add"), 0) << b.graph().dump();
-  EXPECT_EQ(report.op_counts_before.at("Conv"), 3);
-  EXPECT_EQ(report.op_counts_after.at("Conv"), 2);
+  EXPECT_EQ(report.op_counts_before.at("Conv"), 5);
+  EXPECT_EQ(report.op_counts_after.at("Conv"), 3);
 
   const std::string line = report.to_string();
   EXPECT_NE(line.find("BatchNormalization 4 → 0"), std::string::npos) << line;
-  EXPECT_NE(line.find("Conv 3 → 2"), std::string::npos) << line;
+  EXPECT_NE(line.find("Conv 5 → 3"), std::string::npos) << line;
   EXPECT_NE(line.find("Add 2 → 0"), std::string::npos) << line;
   // Relu runs inside the convs but is still written to ONNX: its count does not change.
   EXPECT_EQ(line.find("Relu"), std::string::npos) << line;
@@ -161,7 +169,9 @@ TEST(Pipeline, DisablingEachPassLeavesItsWorkUndone) {
     // fast first pass) leaves; without reparameterize, the block stays three convs. The BN
     // before the classifier is linear-merging's alone.
     EXPECT_EQ(b.count("BatchNormalization"), name == "linear-merging" ? 1 : 0);
-    EXPECT_EQ(b.count("Conv"), name == "reparameterize" ? 3 : 2) << b.graph().dump();
+    EXPECT_EQ(b.count("Conv"),
+              3 + (name == "reparameterize" ? 1 : 0) + (name == "group-merging" ? 1 : 0))
+        << b.graph().dump();
     const int relus = name == "activation-fusion" ? 2 : 0;
     EXPECT_EQ(b.count("Relu"), relus) << b.graph().dump();
     bool any_channels_last = false;

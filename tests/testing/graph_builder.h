@@ -94,6 +94,25 @@ class GraphBuilder {
 
   // A node of `op_type` reading `inputs`, built by the importer's registry, named `name` (or
   // "<op_type>_<n>"); returns its output "<name>_out".
+  // A node of `count` outputs (a Split), named <name>_out0, <name>_out1, …
+  std::vector<std::string> node_with_outputs(const std::string& op_type,
+                                             std::vector<std::string> inputs, std::size_t count,
+                                             graph::Attributes attributes = {},
+                                             const std::string& name = "") {
+    graph::Node n;
+    n.name = name.empty() ? next_name(op_type) : name;
+    n.op_type = op_type;
+    n.inputs = std::move(inputs);
+    n.attributes = std::move(attributes);
+    for (std::size_t i = 0; i < count; ++i)
+      n.outputs.push_back(n.name + "_out" + std::to_string(i));
+    n.module = ops::build_module({n, *graph_, opset_});
+    const std::vector<std::string> outs = n.outputs;
+    last_node_ = n.name;
+    graph_->add_node(std::move(n));
+    return outs;
+  }
+
   std::string node(const std::string& op_type, std::vector<std::string> inputs,
                    graph::Attributes attributes = {}, const std::string& name = "") {
     graph::Node n;

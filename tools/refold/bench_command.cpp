@@ -128,6 +128,7 @@ int bench_command(const BenchArgs& args, std::FILE* out) {
       Variant v;
       v.name = k.name;
       v.disabled = k.disabled;
+      v.disabled.insert(args.disable.begin(), args.disable.end());
       variants.push_back(std::move(v));
     }
   }

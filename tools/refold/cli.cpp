@@ -64,6 +64,11 @@ int main(int argc, char** argv) {
   bench->add_option("--runs", bench_args.runs, "Timed runs per variant (default 20)");
   bench->add_option("--warmup", bench_args.warmup, "Untimed runs first (default 3)");
   bench->add_flag("--json", bench_args.json, "Print the results as JSON");
+  bench
+      ->add_option("--disable", bench_args.disable,
+                   fmt::format("Passes the optimized variants skip: {}",
+                               fmt::join(passes::pass_names(), ", ")))
+      ->delimiter(',');
   bench->add_option("--variant", bench_args.variants,
                     "Time only these: imported-nchw, imported-nhwc, optimized-nchw, "
                     "optimized-nhwc (repeatable; default all four, interleaved; one alone runs "

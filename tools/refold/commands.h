@@ -66,6 +66,9 @@ struct BenchArgs {
   // "optimized-nhwc"); empty: all four, interleaved. One alone runs back to back, as a server
   // (and a peer runtime's benchmark) runs one model.
   std::vector<std::string> variants;
+  // --disable: passes the optimized variants skip too (what one pass is worth, side by side
+  // with a run without the flag).
+  std::vector<std::string> disable;
 };
 // `refold bench MODEL.onnx`: as imported vs optimized, NCHW vs planned NHWC.
 int bench_command(const BenchArgs& args, std::FILE* out);
