@@ -168,7 +168,10 @@ class Merger {
         std::unique(products.begin(), products.end(),
                     [](const Product& x, const Product& y) { return x.index == y.index; }),
         products.end());
-    const auto rank = detail::known_rank(g_, shapes_, an.inputs[0]);
+    // The rank of the value the affine maps (not of its constant, which may come first).
+    const bool constant_first =
+        an.inputs.size() == 2 && detail::constant_value(g_, an.inputs[0]).has_value();
+    const auto rank = detail::known_rank(g_, shapes_, an.inputs[constant_first ? 1 : 0]);
     if (!rank) return std::nullopt;
     auto read = detail::axis_affine(g_, an, 1, *rank);  // the input features: the last axis
     if (std::holds_alternative<std::string>(read)) return std::nullopt;

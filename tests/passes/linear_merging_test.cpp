@@ -142,6 +142,13 @@ TEST(LinearMerging, LeavesWhatIsNotExactAlone) {
     b.output(linear(b, b.mul(x, random_constant(b, {3, 1})), 8, 5));
     expect_unchanged(b);
   }
+  {  // a constant, first, of a higher rank than the value: it broadcasts the value up
+    GraphBuilder b(12);
+    const std::string x = b.input("x", {3, 8});
+    b.output(
+        b.node("MatMul", {b.mul(random_constant(b, {1, 1, 8}), x), random_constant(b, {8, 4})}));
+    expect_unchanged(b);
+  }
   {  // a weight computed at run time, and transA
     GraphBuilder b(10);
     const std::string x = b.input("x", {3, 8});
