@@ -447,12 +447,7 @@ PassReport fold_batch_norms(graph::Graph& graph) {
     report.notes.push_back(f.note);
     // The folded nodes take the layer's place: what they read is written before it, and every
     // reader of what they write comes after it (a Shape of the layer's output may sit between).
-    graph::Node last = std::move(f.nodes.back());
-    f.nodes.pop_back();
-    const std::size_t layer = *std::min_element(f.erase.begin(), f.erase.end());
-    std::size_t at = detail::replace_nodes(graph, f.erase, layer, std::move(last));
-    for (graph::Node& n : f.nodes) graph.insert_node(at++, std::move(n));
-    a = at;
+    a = detail::replace_nodes_at_first(graph, f.erase, std::move(f.nodes));
     report.changed = true;
   }
   graph.verify();

@@ -396,4 +396,14 @@ std::size_t replace_nodes(graph::Graph& graph, std::vector<std::size_t> erase, s
   return at;
 }
 
+std::size_t replace_nodes_at_first(graph::Graph& graph, const std::vector<std::size_t>& erase,
+                                   std::vector<graph::Node> nodes) {
+  graph::Node last = std::move(nodes.back());
+  nodes.pop_back();
+  const std::size_t first = *std::min_element(erase.begin(), erase.end());
+  std::size_t at = replace_nodes(graph, erase, first, std::move(last));
+  for (graph::Node& n : nodes) graph.insert_node(at++, std::move(n));
+  return at;
+}
+
 }  // namespace refold::passes::detail

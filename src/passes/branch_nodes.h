@@ -131,4 +131,11 @@ std::vector<std::string> add_parameter_constants(graph::Graph& graph, const std:
 std::size_t replace_nodes(graph::Graph& graph, std::vector<std::size_t> erase, std::size_t anchor,
                           graph::Node node);
 
+// Replaces the nodes `erase` by `nodes`, in their order, placed where the first erased node was
+// (replace_nodes, the last of `nodes` at the anchor and the others before it): right where the
+// new nodes read only what that node read, or each other, and every reader of what they write
+// comes after it. Returns the last new node's index.
+std::size_t replace_nodes_at_first(graph::Graph& graph, const std::vector<std::size_t>& erase,
+                                   std::vector<graph::Node> nodes);
+
 }  // namespace refold::passes::detail

@@ -16,10 +16,10 @@
 // Cost: the merged conv multiplies the padded zeros too. It is made only where its multiply-adds
 // are at most kMaxGrowth times the pieces' (measured on MixNet-S, bench/RESULTS.md session 34).
 //
-// Preconditions (docs/reliability.md F24): the Split's lengths are known (attribute, constant
-// input, or an even split), it has no other reader than the convs, each conv's output is read by
-// the Concat alone, nothing is a graph output; plain Convs with constant weights (no fused
-// post-ops). Otherwise the nodes stay as they are.
+// Preconditions (docs/reliability.md F24): Split and Concat along the channels, the Split's
+// output i read by Conv_i alone (its size is then that conv's input channels), each conv's
+// output read by the Concat alone, in order, nothing a graph output; plain Convs with constant
+// weights (no fused post-ops). Otherwise the nodes stay as they are.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -90,6 +90,7 @@ std::optional<graph::Node> merge_at(graph::Graph& g, std::size_t c, std::vector<
   const std::int64_t o_per = first.out_channels() / first.groups();
   Size2d kernel{1, 1};
   double macs = 0;
+  std::int64_t in_channels = 0, out_channels = 0, groups = 0;
   for (const Piece& p : pieces) {
     const nn::Conv2dOptions& o = p.module->options();
     if (o.in_channels() / o.groups() != c_per || o.out_channels() / o.groups() != o_per ||
@@ -100,12 +101,21 @@ std::optional<graph::Node> merge_at(graph::Graph& g, std::size_t c, std::vector<
     }
     kernel = {std::max(kernel.h, o.kernel_size().h), std::max(kernel.w, o.kernel_size().w)};
     macs += static_cast<double>(o.out_channels() * o.kernel_size().h * o.kernel_size().w);
+    in_channels += o.in_channels();
+    out_channels += o.out_channels();
+    groups += o.groups();
+  }
+  const double merged_macs = static_cast<double>(out_channels * kernel.h * kernel.w);
+  if (merged_macs > kMaxGrowth * macs) {
+    note = fmt::format("kept {}: one conv of {}x{} kernels would do {:.2f}x the multiply-adds",
+                       describe(concat), kernel.h, kernel.w, merged_macs / macs);
+    return std::nullopt;
   }
   // The padding every piece needs once its kernel is centered in K.
   const Size2d d = first.dilation();
   std::optional<Pads2d> common;
-  std::int64_t in_channels = 0, out_channels = 0, groups = 0;
-  std::vector<reparam::ConvKernel> kernels;
+  std::vector<Tensor> weights, biases;  // the pieces' kernels, padded, stacked below
+  bool any_bias = false;
   for (const Piece& p : pieces) {
     const nn::Conv2dOptions& o = p.module->options();
     const Size2d k = o.kernel_size();
@@ -117,26 +127,13 @@ std::optional<graph::Node> merge_at(graph::Graph& g, std::size_t c, std::vector<
       return std::nullopt;
     }
     common = need;
-    kernels.push_back(reparam::pad_kernel_to(reparam::kernel_of(*p.module), kernel));
-    in_channels += o.in_channels();
-    out_channels += o.out_channels();
-    groups += o.groups();
-  }
-  const double merged_macs = static_cast<double>(out_channels * kernel.h * kernel.w);
-  if (merged_macs > kMaxGrowth * macs) {
-    note = fmt::format("kept {}: one conv of {}x{} kernels would do {:.2f}x the multiply-adds",
-                       describe(concat), kernel.h, kernel.w, merged_macs / macs);
-    return std::nullopt;
+    const reparam::ConvKernel padded =
+        reparam::pad_kernel_to(reparam::kernel_of(*p.module), kernel);
+    weights.push_back(padded.weight.contiguous());
+    biases.push_back(padded.bias.defined() ? padded.bias : zeros({padded.weight.size(0)}));
+    any_bias = any_bias || padded.bias.defined();
   }
   // W and b: the pieces' stacked along the output channels.
-  std::vector<Tensor> weights, biases;
-  bool any_bias = false;
-  for (const reparam::ConvKernel& k : kernels) {
-    weights.push_back(k.weight.contiguous());
-    any_bias = any_bias || k.bias.defined();
-  }
-  for (const reparam::ConvKernel& k : kernels)
-    biases.push_back(k.bias.defined() ? k.bias : zeros({k.weight.size(0)}));
   const reparam::ConvKernel merged{reference::cat(weights, 0),
                                    any_bias ? reference::cat(biases, 0) : Tensor(), groups};
   const auto geometry =

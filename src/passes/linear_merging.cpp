@@ -162,12 +162,6 @@ class Merger {
         return std::nullopt;
       products.push_back(std::move(*p));
     }
-    std::sort(products.begin(), products.end(),
-              [](const Product& x, const Product& y) { return x.index < y.index; });
-    products.erase(
-        std::unique(products.begin(), products.end(),
-                    [](const Product& x, const Product& y) { return x.index == y.index; }),
-        products.end());
     // The rank of the value the affine maps (not of its constant, which may come first).
     const bool constant_first =
         an.inputs.size() == 2 && detail::constant_value(g_, an.inputs[0]).has_value();
@@ -176,20 +170,22 @@ class Merger {
     auto read = detail::axis_affine(g_, an, 1, *rank);  // the input features: the last axis
     if (std::holds_alternative<std::string>(read)) return std::nullopt;
     const detail::AxisAffine& affine = std::get<detail::AxisAffine>(read);
+    // Every fold first: a declined one leaves the graph without a constant made for the others.
+    std::vector<LinearKernel> folded;
+    try {
+      for (const Product& p : products)
+        folded.push_back(reparam::fold_affine_before_linear(p.kernel, affine.affine));
+    } catch (const Error&) {
+      return std::nullopt;  // 1 or K values do not match the weight: not this axis
+    }
     Merge m;
     m.erase = {a};
-    for (const Product& p : products) {
-      const graph::Node& n = g_.nodes()[p.index];
-      LinearKernel folded;
-      try {
-        folded = reparam::fold_affine_before_linear(p.kernel, affine.affine);
-      } catch (const Error&) {
-        return std::nullopt;  // 1 or K values do not match the weight: not this axis
-      }
-      for (graph::Node& node : product_nodes(g_, n, affine.operand, folded, n.outputs[0],
+    for (std::size_t k = 0; k < products.size(); ++k) {
+      const graph::Node& n = g_.nodes()[products[k].index];
+      for (graph::Node& node : product_nodes(g_, n, affine.operand, folded[k], n.outputs[0],
                                              fmt::format("{} + {}", an.name, n.name)))
         m.nodes.push_back(std::move(node));
-      m.erase.push_back(p.index);
+      m.erase.push_back(products[k].index);
     }
     m.note = fmt::format("folded {} into the {} product{} reading it", describe(an),
                          products.size(), products.size() == 1 ? "" : "s");
@@ -250,12 +246,8 @@ PassReport merge_linear_layers(graph::Graph& graph) {
       report.notes.push_back(m->note);
       // The new nodes read only what the first erased node read (or each other), so they go where
       // it was: every reader of what they write came after it.
-      graph::Node last = std::move(m->nodes.back());
-      m->nodes.pop_back();
-      const std::size_t first = *std::min_element(m->erase.begin(), m->erase.end());
-      std::size_t at = detail::replace_nodes(graph, m->erase, first, std::move(last));
-      for (graph::Node& n : m->nodes) graph.insert_node(at++, std::move(n));
-      i = at;  // the merged node may be summed again further on
+      i = detail::replace_nodes_at_first(graph, m->erase, std::move(m->nodes));
+      // (the merged node may be summed again further on)
       report.changed = merged = true;
     }
   }
