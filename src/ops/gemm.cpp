@@ -37,10 +37,11 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   const auto row_major = [&](const Tensor& t) {
     return !floating || t.is_contiguous() || t.numel() == 0 ? t : t.contiguous();
   };
-  const Tensor a = row_major(a_in), b = row_major(b_in);
-  // [..., K] · [K, N] is linear(a, bᵀ) (the weight read through a transposed view).
-  if (a.dim() >= 2 && b.dim() == 2 && floating && a.size(-1) == b.size(0))
-    return functional::linear(a, b.permute({1, 0}));
+  const Tensor a = row_major(a_in);
+  // [..., K] · [K, N] is linear(a, bᵀ) (the weight read through a transposed view, any strides).
+  if (a.dim() >= 2 && b_in.dim() == 2 && floating && a.size(-1) == b_in.size(0))
+    return functional::linear(a, b_in.permute({1, 0}));
+  const Tensor b = row_major(b_in);
   if (a.dim() < 2 || b.dim() < 2 || !floating || a.size(-1) != b.size(-2) || a.numel() == 0 ||
       b.numel() == 0)
     return reference::matmul(a, b);

@@ -44,6 +44,33 @@ inline void copy_row(std::byte* dst, const std::byte* src, std::size_t bytes) {
   }
 }
 
+// The physical axis of logical dim d: channels_last's memory order is N, H, W, C.
+std::int64_t physical_axis(std::int64_t d, MemoryFormat format) {
+  constexpr std::int64_t kNhwcAxis[] = {0, 3, 1, 2};
+  return format == MemoryFormat::ChannelsLast ? kNhwcAxis[d] : d;
+}
+
+// Rows o < outer of the whole tensor, each holding piece k's row of piece_bytes[k] at the offset
+// of the pieces before it: copy(o, k, offset) moves one piece row. Rows go in blocks, each block
+// piece by piece: the row size stays the same through a block's inner loop (copy_row's branch
+// settles), and each piece is read or written as one stream.
+template <typename Copy>
+void for_each_piece_row(std::int64_t outer, const std::vector<std::size_t>& piece_bytes,
+                        int threads, Copy&& copy) {
+  constexpr std::int64_t kBlockRows = 256;
+  const std::int64_t blocks = (outer + kBlockRows - 1) / kBlockRows;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t begin = b * kBlockRows, end = std::min(outer, begin + kBlockRows);
+    std::size_t offset = 0;  // piece k's place in a row of the whole
+    for (std::size_t k = 0; k < piece_bytes.size(); ++k) {
+      if (piece_bytes[k] > 0)
+        for (std::int64_t o = begin; o < end; ++o) copy(o, k, offset);
+      offset += piece_bytes[k];
+    }
+  }
+}
+
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* declined) {
@@ -55,9 +82,7 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* dec
   if (dim < -rank || dim >= rank) return decline(op, "a dim the reference reports", declined);
   const std::int64_t d = dim < 0 ? dim + rank : dim;
   const MemoryFormat format = reference::cat_output_format(inputs);
-  // The physical axis of d: channels_last's memory order is N, H, W, C.
-  constexpr std::int64_t kNhwcAxis[] = {0, 3, 1, 2};
-  const std::int64_t q = format == MemoryFormat::ChannelsLast ? kNhwcAxis[d] : d;
+  const std::int64_t q = physical_axis(d, format);
 
   Shape out_sizes = first.sizes();
   out_sizes[static_cast<std::size_t>(d)] = 0;
@@ -84,29 +109,19 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* dec
   if (output.numel() == 0) return output;
 
   const std::size_t element = first.element_size();
-  const std::int64_t row = output.numel() / outer;  // Σ inner_k
+  const std::size_t row_bytes = static_cast<std::size_t>(output.numel() / outer) * element;
   std::vector<const std::byte*> sources(inputs.size());
-  for (std::size_t k = 0; k < inputs.size(); ++k)
+  std::vector<std::size_t> bytes(inputs.size());
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
     sources[k] = static_cast<const std::byte*>(inputs[k].data_ptr());
-  auto* out = static_cast<std::byte*>(output.data_ptr());
-  // Rows in blocks, each block input by input: the row size stays the same through a block's
-  // inner loop (copy_row's branch settles), and each input is read as one stream.
-  constexpr std::int64_t kBlockRows = 256;
-  const std::int64_t blocks = (outer + kBlockRows - 1) / kBlockRows;
-  const std::size_t row_bytes = static_cast<std::size_t>(row) * element;
-  const int threads = row_kernel_threads(output.numel());
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    const std::int64_t begin = b * kBlockRows, end = std::min(outer, begin + kBlockRows);
-    std::size_t offset = 0;  // input k's place in an output row
-    for (std::size_t k = 0; k < inputs.size(); ++k) {
-      const std::size_t bytes = static_cast<std::size_t>(inner[k]) * element;
-      for (std::int64_t o = begin; o < end; ++o)
-        copy_row(out + static_cast<std::size_t>(o) * row_bytes + offset,
-                 sources[k] + static_cast<std::size_t>(o) * bytes, bytes);
-      offset += bytes;
-    }
+    bytes[k] = static_cast<std::size_t>(inner[k]) * element;
   }
+  auto* out = static_cast<std::byte*>(output.data_ptr());
+  for_each_piece_row(outer, bytes, row_kernel_threads(output.numel()),
+                     [&](std::int64_t o, std::size_t k, std::size_t offset) {
+                       const auto r = static_cast<std::size_t>(o);
+                       copy_row(out + r * row_bytes + offset, sources[k] + r * bytes[k], bytes[k]);
+                     });
   return output;
 }
 
@@ -125,42 +140,32 @@ std::vector<Tensor> split(const Tensor& x, std::int64_t dim,
       !x.is_contiguous() && x.dim() == 4 && x.is_contiguous(MemoryFormat::ChannelsLast);
   if (!x.is_contiguous() && !nhwc) return {decline(op, "x is not dense", declined)};
   const MemoryFormat format = nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
-  constexpr std::int64_t kNhwcAxis[] = {0, 3, 1, 2};
-  const std::int64_t q = nhwc ? kNhwcAxis[d] : d;
+  const std::int64_t q = physical_axis(d, format);
   const Shape physical = physical_sizes(x, format);
   std::int64_t outer = 1, after = 1;  // ∏ physical sizes before q, and after it
   for (std::int64_t a = 0; a < x.dim(); ++a) {
     if (a < q) outer *= physical[static_cast<std::size_t>(a)];
     if (a > q) after *= physical[static_cast<std::size_t>(a)];
   }
+  const std::size_t element = x.element_size();
   std::vector<Tensor> pieces;
   std::vector<std::byte*> targets;
+  std::vector<std::size_t> bytes;
   for (const std::int64_t length : lengths) {
     Shape sizes = x.sizes();
     sizes[static_cast<std::size_t>(d)] = length;
     pieces.push_back(empty(sizes, {x.dtype(), format}));
     targets.push_back(static_cast<std::byte*>(pieces.back().data_ptr()));
+    bytes.push_back(static_cast<std::size_t>(length * after) * element);
   }
   if (x.numel() == 0) return pieces;
-  const std::size_t element = x.element_size();
   const std::size_t row_bytes = static_cast<std::size_t>(x.size(d) * after) * element;
   const auto* in = static_cast<const std::byte*>(x.data_ptr());
-  constexpr std::int64_t kBlockRows = 256;  // as cat: piece by piece through a block of rows
-  const std::int64_t blocks = (outer + kBlockRows - 1) / kBlockRows;
-  const int threads = row_kernel_threads(x.numel());
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    const std::int64_t begin = b * kBlockRows, end = std::min(outer, begin + kBlockRows);
-    std::size_t offset = 0;  // piece k's place in a row of x
-    for (std::size_t k = 0; k < lengths.size(); ++k) {
-      const std::size_t bytes = static_cast<std::size_t>(lengths[k] * after) * element;
-      if (bytes > 0)
-        for (std::int64_t o = begin; o < end; ++o)
-          copy_row(targets[k] + static_cast<std::size_t>(o) * bytes,
-                   in + static_cast<std::size_t>(o) * row_bytes + offset, bytes);
-      offset += bytes;
-    }
-  }
+  for_each_piece_row(outer, bytes, row_kernel_threads(x.numel()),
+                     [&](std::int64_t o, std::size_t k, std::size_t offset) {
+                       const auto r = static_cast<std::size_t>(o);
+                       copy_row(targets[k] + r * bytes[k], in + r * row_bytes + offset, bytes[k]);
+                     });
   return pieces;
 }
 
