@@ -53,6 +53,11 @@ Tensor max_pool2d(const Tensor& input, const MaxPool2dOptions& options);
 Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options);
 Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size);
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
+// y = post.activation(linear(input, weight, bias) + post.residual), in one oneDNN inner product
+// where oneDNN runs it (a transformer's MatMul → Add(bias) → GELU, or x + proj(y)). The residual
+// must have the output's sizes and dtype; post.then must be empty (its steps are per channel of
+// NCHW, not per feature).
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, const PostOps& post);
 Tensor flatten(const Tensor& input, std::int64_t start_dim = 1, std::int64_t end_dim = -1);
 Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim = 0);
 Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float value = 0.0f);

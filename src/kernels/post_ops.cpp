@@ -41,15 +41,6 @@ std::string activation_description(Activation activation, double negative_slope)
   return s;
 }
 
-void check_activation(std::string_view op, Activation activation, double negative_slope) {
-  const auto a = static_cast<int>(activation);
-  REFOLD_CHECK(a >= 0 && a <= static_cast<int>(kLastActivation),
-               "{}: unknown post-op activation ({})", op, a);
-  if (activation == Activation::LeakyReLU)
-    REFOLD_CHECK(std::isfinite(negative_slope), "{}: leaky_relu negative_slope ({}) must be finite",
-                 op, negative_slope);
-}
-
 // A step's scale or shift: 1 value or one per channel, all finite.
 void check_step_values(std::string_view op, std::size_t step, const char* what,
                        const std::vector<float>& values, std::int64_t channels) {
@@ -63,6 +54,15 @@ void check_step_values(std::string_view op, std::size_t step, const char* what,
 }
 
 }  // namespace
+
+void check_activation(std::string_view op, Activation activation, double negative_slope) {
+  const auto a = static_cast<int>(activation);
+  REFOLD_CHECK(a >= 0 && a <= static_cast<int>(kLastActivation), "{}: unknown activation ({})",
+               op, a);
+  if (activation == Activation::LeakyReLU)
+    REFOLD_CHECK(std::isfinite(negative_slope), "{}: leaky_relu negative_slope ({}) must be finite",
+                 op, negative_slope);
+}
 
 bool PostOps::residual_in_steps() const {
   return std::any_of(then.begin(), then.end(), [](const PostStep& s) { return s.add_residual; });

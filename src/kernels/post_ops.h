@@ -21,6 +21,10 @@
 
 namespace refold {
 
+// A known activation, with a finite slope for LeakyReLU; errors start with `op`:
+//   Conv2d: unknown activation (42)
+void check_activation(std::string_view op, Activation activation, double negative_slope);
+
 // Validates `post` for an op whose output has `output_sizes` and `dtype`; errors start with `op`:
 //   conv2d: residual must have the output's sizes [1, 8, 4, 4], got float32[1, 8, 4, 5]
 void check_post_ops(std::string_view op, const PostOps& post, const Shape& output_sizes,

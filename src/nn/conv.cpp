@@ -89,11 +89,7 @@ Tensor Conv2d::forward_with_residual(const Tensor& input, const Tensor& residual
 }
 
 void Conv2d::set_activation(Activation activation, double negative_slope) {
-  const auto a = static_cast<int>(activation);
-  REFOLD_CHECK(a >= 0 && a <= static_cast<int>(kLastActivation), "{}: unknown activation ({})",
-               type_name(), a);
-  REFOLD_CHECK(activation != Activation::LeakyReLU || std::isfinite(negative_slope),
-               "{}: leaky_relu negative_slope ({}) must be finite", type_name(), negative_slope);
+  check_activation(type_name(), activation, negative_slope);
   post_.activation = activation;
   post_.negative_slope = negative_slope;
 }

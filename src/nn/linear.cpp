@@ -1,6 +1,8 @@
 #include "refold/nn/linear.h"
 
 #include "core/check.h"
+#include "kernels/post_ops.h"
+#include "refold/error.h"
 #include "nn/init.h"
 #include "refold/functional.h"
 
@@ -21,6 +23,26 @@ Linear::Linear(const LinearOptions& options, Tensor weight, Tensor bias)
   if (bias.defined()) bias_ = register_parameter("bias", bias);
 }
 
-Tensor Linear::forward(const Tensor& input) { return functional::linear(input, weight_, bias_); }
+Tensor Linear::forward(const Tensor& input) {
+  return functional::linear(input, weight_, bias_, post_);
+}
+
+Tensor Linear::forward_with_residual(const Tensor& input, const Tensor& residual) {
+  REFOLD_CHECK(residual.defined(), "{}: forward_with_residual given an undefined residual",
+               type_name());
+  PostOps post = post_;
+  post.residual = residual;
+  try {
+    return functional::linear(input, weight_, bias_, post);
+  } catch (const Error& e) {
+    throw e.with_context(type_name());  // called directly, not through Module::operator()
+  }
+}
+
+void Linear::set_activation(Activation activation, double negative_slope) {
+  check_activation(type_name(), activation, negative_slope);
+  post_.activation = activation;
+  post_.negative_slope = negative_slope;
+}
 
 }  // namespace refold::nn

@@ -19,7 +19,8 @@
 // Add by a constant right after the conv is normally folded into its weights before this pass
 // (reparameterize); one left there is a step.
 // The conv is a plain nn::Conv2d (constant weights; ConvTranspose2d has no fused post-ops)
-// with no post-ops yet.
+// with no post-ops yet. A linear product (MatMul by a constant matrix, a Gemm that is a Linear)
+// takes its bias Add, a residual Add and an activation the same way (LinearChain, below).
 //
 // Apply: one node named as the conv (its weights keep their names), op_type "Conv", writing
 // the last part's output (the surviving output name), inputs = the conv's inputs, or
@@ -44,10 +45,12 @@
 #include "passes/branch_nodes.h"
 #include "passes/fused_chain.h"
 #include "passes/fused_conv.h"
+#include "passes/fused_linear.h"
 #include "passes/known_values.h"
 #include "passes/node_module.h"
 #include "passes/passes.h"
 #include "refold/nn/conv.h"
+#include "refold/nn/linear.h"
 
 namespace refold::passes {
 namespace {
@@ -433,6 +436,217 @@ bool fuse_chain_at(graph::Graph& graph, std::size_t index, detail::StaticShapes&
   return true;
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// Linear products: MatMul(x, W) of a computed x by a constant float32 W [K, N], or a Gemm run
+// by nn::Linear, and the nodes after it that oneDNN's inner product applies before it writes:
+//   the bias       Add of a constant per feature (1 or N values on the last axis, not enlarging
+//                  the product: [N], [1, 1, N], …) while the product has none — PyTorch exports
+//                  a Linear on a 3-d input as MatMul + Add
+//   the residual   Add of a computed value, once: a transformer's x + proj(y)
+//   an activation  as for a conv (GELU, SiLU's pair, …); it ends the chain
+// taken in that order while each value has one reader and is not a graph output. The node
+// becomes one op_type MatMul (or Gemm) node named as the product, inputs [x, W, B, r] (B: the
+// Gemm's C or the bias Add's constant, "" when none; r only with a residual), parts = the
+// replaced nodes. Module: the nn::Linear with the bias and activation, or FusedLinearAdd
+// around it when there is a residual.
+struct LinearChain {
+  std::vector<std::size_t> parts;  // the product's node, then each node taken, in graph order
+  std::string out;                 // the value the last part writes
+  std::int64_t features = 0;       // N
+  bool has_bias = false;           // the product's own (Gemm's C) or the Add's
+  std::string bias_constant;       // the bias Add's constant, "" when none was taken
+  std::vector<double> bias;        // its 1 or N values
+  std::string residual;            // the residual Add's other operand, "" when none
+  bool linear_first = true;        // Add(product, r) rather than Add(r, product)
+  Activation activation = Activation::None;
+  double negative_slope = 0.01;
+};
+
+// The chain's head when node `n` is a linear product (see above), else nullopt.
+std::optional<LinearChain> linear_head(const graph::Graph& graph, const graph::Node& n) {
+  if (!n.parts.empty() || n.outputs.size() != 1 || n.outputs[0].empty() || n.inputs.empty())
+    return std::nullopt;
+  LinearChain c;
+  c.out = n.outputs[0];
+  if (is_op(n, "MatMul")) {
+    if (n.inputs.size() != 2 || n.inputs[0].empty() || graph.is_constant(n.inputs[0]) ||
+        !graph.is_constant(n.inputs[1]))
+      return std::nullopt;
+    const Tensor& w = graph.constant(n.inputs[1]);
+    if (w.dim() != 2 || w.dtype() != DType::Float32 || w.numel() == 0) return std::nullopt;
+    c.features = w.size(1);
+    return c;
+  }
+  if (!is_op(n, "Gemm")) return std::nullopt;
+  auto linear = std::dynamic_pointer_cast<nn::Linear>(n.module);
+  if (!linear || linear->activation() != Activation::None) return std::nullopt;
+  c.features = linear->options().out_features();
+  c.has_bias = linear->has_bias();
+  return c;
+}
+
+// Takes node `n`, which reads c.out, into the chain when the product can apply it (the bias,
+// the residual or an activation, see above). `rank`: the product's rank, for the bias's
+// broadcast check (the replay passes a rank that allows any). False with `why` set when it is a
+// candidate that cannot join.
+bool linear_take_node(const graph::Graph& graph, std::int64_t rank, LinearChain& c,
+                      const graph::Node& n, std::string& why) {
+  if (n.outputs.size() != 1 || n.outputs[0].empty()) return false;
+  if (c.activation != Activation::None) return false;  // an activation ends the chain
+  if (activation_reader(n) != nullptr) {  // a Gelu canonicalize fused from its nodes too
+    if (n.inputs.empty() || n.inputs[0] != c.out) return false;
+    ActivationMatch m;
+    match_single(graph, n, m);
+    if (!m.problem.empty()) {
+      why = m.problem;
+      return false;
+    }
+    c.activation = m.activation;
+    c.negative_slope = m.negative_slope;
+    c.out = m.output;
+    return true;
+  }
+  if (!n.parts.empty() || !is_op(n, "Add") || n.inputs.size() != 2 || n.inputs[0] == n.inputs[1])
+    return false;
+  const bool first = n.inputs[0] == c.out;
+  const std::string& other = first ? n.inputs[1] : n.inputs[0];
+  if (other.empty() || !c.residual.empty()) return false;
+  if (!graph.is_constant(other)) {
+    c.residual = other;
+    c.linear_first = first;
+  } else {
+    if (c.has_bias) return false;
+    const auto values = detail::axis_values(graph.constant(other), 1, rank);
+    if (!values || (values->size() != 1 && static_cast<std::int64_t>(values->size()) != c.features)) {
+      why = fmt::format("{}: its constant is not one value per feature of the {} the product has",
+                        describe(n), c.features);
+      return false;
+    }
+    c.has_bias = true;
+    c.bias_constant = other;
+    c.bias = *values;
+  }
+  c.out = n.outputs[0];
+  return true;
+}
+
+// Takes the one node (or SiLU's pair) that reads c.out when the product can apply it.
+bool linear_take_next(const graph::Graph& graph, std::int64_t rank, LinearChain& c,
+                      std::string& why) {
+  if (graph.is_graph_output(c.out) || c.activation != Activation::None) return false;
+  if (auto m = match_activation(graph, c.out)) {
+    if (!m->problem.empty()) {
+      why = m->problem;
+      return false;
+    }
+    c.activation = m->activation;
+    c.negative_slope = m->negative_slope;
+    c.parts.insert(c.parts.end(), m->nodes.begin(), m->nodes.end());
+    c.out = m->output;
+    return true;
+  }
+  const std::vector<std::size_t> readers = graph.consumers(c.out);
+  if (readers.size() != 1) return false;
+  if (!linear_take_node(graph, rank, c, graph.nodes()[readers[0]], why)) return false;
+  c.parts.push_back(readers[0]);
+  return true;
+}
+
+// Tries the linear chain at node `index`. Returns true when it fused (the graph changed).
+bool fuse_linear_at(graph::Graph& graph, std::size_t index, detail::StaticShapes& shapes,
+                    PassReport& report) {
+  const graph::Node& head = graph.nodes()[index];
+  std::optional<LinearChain> chain = linear_head(graph, head);
+  if (!chain) return false;
+  // Without the product's rank only a bias of rank 1 (or a scalar) surely does not enlarge it.
+  const auto shape = shapes.shape(chain->out);
+  const std::int64_t rank = shape ? static_cast<std::int64_t>(shape->size()) : 1;
+  chain->parts = {index};
+  std::string why;
+  while (linear_take_next(graph, rank, *chain, why)) {
+  }
+  if (chain->parts.size() == 1) {
+    if (!why.empty()) report.notes.push_back(fmt::format("kept {}: {}", describe(head), why));
+    return false;
+  }
+  graph::Node fused;
+  fused.name = head.name;
+  fused.op_type = head.op_type;
+  fused.attributes = head.attributes;
+  fused.inputs = head.inputs;
+  if (!chain->bias_constant.empty()) {
+    fused.inputs.resize(2);  // x, W (a Gemm that takes the Add's bias has no C)
+    fused.inputs.push_back(chain->bias_constant);
+  }
+  if (!chain->residual.empty()) {
+    fused.inputs.resize(3);
+    fused.inputs.push_back(chain->residual);
+  }
+  fused.outputs = {chain->out};
+  fused.origin = origin_of(graph, chain->parts);
+  std::vector<std::string> what;
+  if (!chain->bias_constant.empty()) what.emplace_back("bias");
+  if (!chain->residual.empty()) what.emplace_back("sum");
+  if (chain->activation != Activation::None)
+    what.emplace_back(activation_name(chain->activation));
+  report.notes.push_back(fmt::format("fused {} into {} ({}: {})", describe(head), fused.origin,
+                                     chain->out, fmt::join(what, "+")));
+  replace_with_fused(graph, chain->parts, std::move(fused));  // its module: fused_module
+  return true;
+}
+
+// The module of a fused node whose first part is a linear product: its parts replayed through
+// linear_take_node.
+nn::ModulePtr fused_linear_module(const graph::Graph& graph, const graph::Node& node) {
+  const std::vector<graph::Node>& parts = node.parts;
+  const graph::Node& head = parts[0];
+  std::optional<LinearChain> chain = linear_head(graph, head);
+  REFOLD_CHECK(chain.has_value(), "{}: its part {} is not a product by a constant matrix",
+               describe(node), describe(head));
+  // Gemm: the module its data makes; MatMul(x, W): y = x·W = linear(x, Wᵀ).
+  std::shared_ptr<nn::Linear> linear;
+  if (is_op(head, "Gemm")) {
+    linear = std::dynamic_pointer_cast<nn::Linear>(module_for(graph, head));
+    REFOLD_CHECK(linear != nullptr, "{}: its Gemm part is not a linear layer", describe(node));
+  }
+  constexpr std::int64_t kAnyRank = 64;  // the pass checked the bias's rank against the product's
+  for (std::size_t k = 1; k < parts.size(); ++k) {
+    const graph::Node& n = parts[k];
+    if (is_op(n, "Sigmoid") && n.inputs.size() == 1 && n.inputs[0] == chain->out &&
+        n.outputs.size() == 1 && k + 1 < parts.size() &&
+        is_silu_mul(parts[k + 1], chain->out, n.outputs[0])) {
+      chain->activation = Activation::SiLU;
+      chain->out = parts[++k].outputs[0];
+      continue;
+    }
+    std::string why;
+    REFOLD_CHECK(linear_take_node(graph, kAnyRank, *chain, n, why),
+                 "{}: its part {} does not continue the chain after '{}'{}", describe(node),
+                 describe(n), chain->out, why.empty() ? "" : ": " + why);
+  }
+  REFOLD_CHECK(chain->out == node.outputs[0], "{}: its parts end at '{}', not at its output '{}'",
+               describe(node), chain->out, node.outputs[0]);
+  const std::int64_t n_features = chain->features;
+  if (!linear || !chain->bias.empty()) {
+    Tensor bias;
+    if (!chain->bias.empty()) {
+      bias = empty({n_features}, DType::Float32);
+      float* b = bias.data<float>();
+      for (std::int64_t i = 0; i < n_features; ++i)
+        b[i] = static_cast<float>(chain->bias.size() == 1 ? chain->bias[0] : chain->bias[i]);
+    } else if (linear) {
+      bias = linear->bias();
+    }
+    const Tensor weight = linear ? linear->weight() : graph.constant(head.inputs[1]).permute({1, 0});
+    linear = std::make_shared<nn::Linear>(
+        nn::LinearOptions(weight.size(1), n_features).bias(bias.defined()), weight, bias);
+  }
+  linear->set_activation(chain->activation, chain->negative_slope);
+  if (chain->residual.empty()) return linear;
+  return std::make_shared<FusedLinearAdd>(linear, chain->linear_first);
+}
+
 }  // namespace
 
 nn::ModulePtr fused_module(const graph::Graph& graph, const graph::Node& node) {
@@ -440,6 +654,7 @@ nn::ModulePtr fused_module(const graph::Graph& graph, const graph::Node& node) {
   REFOLD_CHECK(!parts.empty() && node.outputs.size() == 1 && !node.inputs.empty(),
                "{}: not a fused chain ({} parts, {} inputs, {} outputs)", describe(node),
                parts.size(), node.inputs.size(), node.outputs.size());
+  if (linear_head(graph, parts[0])) return fused_linear_module(graph, node);
   // The head: the conv's own module (from its part's data), or the chain's input x.
   std::shared_ptr<nn::Conv2d> conv;
   PostChain chain;
@@ -502,18 +717,20 @@ PassReport fuse_activations(graph::Graph& graph) {
       report.notes.push_back(fmt::format("kept {}: {}", describe(graph.nodes()[i]), e.what()));
     }
   }
-  // Then the chains no conv heads. A fused chain lands at or after `i`, the nodes it passed
-  // over move to `i` onwards: look at `i` again.
+  // Then the linear products, then the chains no conv or product heads. A fused node lands at
+  // or after `i`, the nodes it passed over move to `i` onwards: look at `i` again.
   detail::StaticShapes shapes(graph);
-  for (std::size_t i = 0; i < graph.nodes().size();) {
-    bool fused = false;
-    try {
-      fused = fuse_chain_at(graph, i, shapes, report);
-    } catch (const std::exception& e) {
-      report.notes.push_back(fmt::format("kept {}: {}", describe(graph.nodes()[i]), e.what()));
+  for (const auto fuse : {fuse_linear_at, fuse_chain_at}) {
+    for (std::size_t i = 0; i < graph.nodes().size();) {
+      bool fused = false;
+      try {
+        fused = fuse(graph, i, shapes, report);
+      } catch (const std::exception& e) {
+        report.notes.push_back(fmt::format("kept {}: {}", describe(graph.nodes()[i]), e.what()));
+      }
+      report.changed = report.changed || fused;
+      if (!fused) ++i;
     }
-    report.changed = report.changed || fused;
-    if (!fused) ++i;
   }
   return report;
 }

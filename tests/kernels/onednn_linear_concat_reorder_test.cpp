@@ -40,13 +40,13 @@ TEST_P(OnednnNewOps, LinearMatchesReference) {
     const Tensor w = randn({13, 37}, {}, gen);
     const Tensor b = randn({13}, {}, gen);
     std::string declined;
-    const Tensor y = onednn::linear(x, w, b, &declined);
+    const Tensor y = onednn::linear(x, w, b, {}, &declined);
     ASSERT_TRUE(y.defined()) << declined;
     EXPECT_TRUE(y.is_contiguous());
     EXPECT_TRUE(testing::all_close(y, reference::linear(x, w, b), Tolerance::op_f32()));
     // No bias; a transposed (column-major) weight view.
     const Tensor wt = randn({37, 13}, {}, gen).permute({1, 0});
-    const Tensor y2 = onednn::linear(x, wt, {}, &declined);
+    const Tensor y2 = onednn::linear(x, wt, {}, {}, &declined);
     ASSERT_TRUE(y2.defined()) << declined;
     EXPECT_TRUE(testing::all_close(y2, reference::linear(x, wt), Tolerance::op_f32()));
   }
@@ -58,23 +58,23 @@ TEST_P(OnednnNewOps, LinearDeclinesWhatItCannotTakeAndFunctionalFallsBack) {
   std::string declined;
   // Non-contiguous input: declined, functional:: still right through the reference.
   const Tensor xt = randn({9, 4}).permute({1, 0});
-  EXPECT_FALSE(onednn::linear(xt, w, {}, &declined).defined());
+  EXPECT_FALSE(onednn::linear(xt, w, {}, {}, &declined).defined());
   EXPECT_NE(declined.find("not contiguous"), std::string::npos);
   EXPECT_TRUE(
       testing::all_close(functional::linear(xt, w), reference::linear(xt, w), Tolerance::op_f32()));
   // bfloat16: the float32 primitive between a widening and a rounding (bfloat16_boundary.h).
-  const Tensor y16 = onednn::linear(x.to(DType::BFloat16), w.to(DType::BFloat16), {}, &declined);
+  const Tensor y16 = onednn::linear(x.to(DType::BFloat16), w.to(DType::BFloat16), {}, {}, &declined);
   ASSERT_TRUE(y16.defined()) << declined;
   EXPECT_EQ(y16.dtype(), DType::BFloat16);
   EXPECT_TRUE(testing::all_close(y16, reference::linear(x, w), Tolerance::bf16()));
   // Invalid arguments: declined, and functional:: fails with the reference's message.
-  EXPECT_FALSE(onednn::linear(x, randn({5, 8}), {}, &declined).defined());
+  EXPECT_FALSE(onednn::linear(x, randn({5, 8}), {}, {}, &declined).defined());
   EXPECT_TRUE(throws_error(
       [&] {
         functional::linear(x, randn({5, 8}));
       },
       "linear: input has 9 features"));
-  EXPECT_TRUE(throws_error([&] { onednn::linear(x, randn({5, 8}), {}); }, "oneDNN declined"));
+  EXPECT_TRUE(throws_error([&] { onednn::linear(x, randn({5, 8}), {}, {}); }, "oneDNN declined"));
   // Runs on oneDNN through functional::.
   const auto runs = onednn::inner_product_stats().runs;
   EXPECT_TRUE(

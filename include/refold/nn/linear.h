@@ -5,6 +5,11 @@
 // Parameters "weight" [out_features, in_features] and "bias" [out_features], initialized as
 // PyTorch's reset_parameters(): U(−1/√in_features, 1/√in_features) from default_generator().
 //
+// Fused activation (not in PyTorch's Linear; refold/post_ops.h): set_activation(GELU) makes
+// forward() compute gelu(x·weightᵀ + bias) in one oneDNN inner product, and
+// forward_with_residual(x, r) computes act(x·weightᵀ + bias + r) — a transformer's MLP and its
+// x + proj(y) without a pass over memory each.
+//
 // Memory format: Linear keeps the default accepts_channels_last() == true. Its input is
 // [..., in_features] (in a CNN, the 2-d output of Flatten), which has no channels_last layout,
 // and the kernel reads any strides, so declaring it incompatible would change nothing.
@@ -13,6 +18,7 @@
 #include <cstdint>
 
 #include "refold/nn/module.h"
+#include "refold/post_ops.h"
 
 namespace refold::nn {
 
@@ -45,6 +51,15 @@ class Linear : public Module {
   Linear(const LinearOptions& options, Tensor weight, Tensor bias);
 
   Tensor forward(const Tensor& input) override;
+  // activation(x·weightᵀ + bias + residual) in one primitive; `residual` must have the output's
+  // sizes and dtype.
+  Tensor forward_with_residual(const Tensor& input, const Tensor& residual);
+
+  // The activation applied to forward()'s result (None by default); negative_slope is
+  // LeakyReLU's and must be finite. Throws refold::Error for an unknown activation.
+  void set_activation(Activation activation, double negative_slope = 0.01);
+  Activation activation() const { return post_.activation; }
+  double negative_slope() const { return post_.negative_slope; }
 
   const LinearOptions& options() const { return options_; }
   Tensor weight() const { return weight_; }
@@ -55,6 +70,7 @@ class Linear : public Module {
   LinearOptions options_;
   Tensor weight_;
   Tensor bias_;
+  PostOps post_;  // the activation only; the residual is per call
 };
 
 }  // namespace refold::nn

@@ -15,6 +15,7 @@
 #include "core/check.h"
 #include "core/held_weights.h"
 #include "kernels/lru_cache.h"
+#include "kernels/onednn/activation_eltwise.h"
 #include "kernels/onednn/conv2d.h"
 #include "kernels/onednn/engine.h"
 #include "kernels/onednn/threads.h"
@@ -94,32 +95,8 @@ struct ChainEntry {
 
 // The activation as eltwise entries (oneDNN applies them in f32 to the accumulator).
 void add_activation(std::vector<ChainEntry>& chain, Activation activation, double negative_slope) {
-  using alg = dnnl::algorithm;
-  auto eltwise = [&](alg a, float alpha, float beta) {
-    chain.push_back({ChainEntry::Kind::Eltwise, a, alpha, beta, nullptr});
-  };
-  switch (activation) {
-    case Activation::None:
-      return;
-    case Activation::ReLU:
-      return eltwise(alg::eltwise_relu, 0.f, 0.f);
-    case Activation::ReLU6:  // clip_v2(x, 0, 6) = min(max(x, 0), 6)
-      return eltwise(alg::eltwise_clip_v2, 0.f, 6.f);
-    case Activation::LeakyReLU:  // oneDNN's relu with alpha is leaky: x > 0 ? x : alpha·x
-      return eltwise(alg::eltwise_relu, static_cast<float>(negative_slope), 0.f);
-    case Activation::Sigmoid:
-      return eltwise(alg::eltwise_logistic, 0.f, 0.f);
-    case Activation::SiLU:  // swish(x) = x·sigmoid(alpha·x), alpha = 1
-      return eltwise(alg::eltwise_swish, 1.f, 0.f);
-    case Activation::HardSwish:  // oneDNN 2.6: x·relu6(x + 3)/6, alpha and beta ignored
-      return eltwise(alg::eltwise_hardswish, 0.f, 0.f);
-    case Activation::HardSigmoid:
-      // oneDNN 2.6 has no eltwise_hardsigmoid: relu6(x + 3)/6 = clip(x/6 + 1/2, 0, 1).
-      eltwise(alg::eltwise_linear, 1.f / 6.f, 0.5f);
-      return eltwise(alg::eltwise_clip_v2, 0.f, 1.f);
-    case Activation::GELU:
-      return eltwise(alg::eltwise_gelu_erf, 0.f, 0.f);
-  }
+  for (const EltwiseOp& op : activation_eltwise(activation, negative_slope))
+    chain.push_back({ChainEntry::Kind::Eltwise, op.alg, op.alpha, op.beta, nullptr});
 }
 
 // Whether the problem is a 1×1 convolution (every kernel dim 1; not a deconvolution).
