@@ -57,8 +57,8 @@ void check_step_values(std::string_view op, std::size_t step, const char* what,
 
 void check_activation(std::string_view op, Activation activation, double negative_slope) {
   const auto a = static_cast<int>(activation);
-  REFOLD_CHECK(a >= 0 && a <= static_cast<int>(kLastActivation), "{}: unknown activation ({})",
-               op, a);
+  REFOLD_CHECK(a >= 0 && a <= static_cast<int>(kLastActivation), "{}: unknown activation ({})", op,
+               a);
   if (activation == Activation::LeakyReLU)
     REFOLD_CHECK(std::isfinite(negative_slope), "{}: leaky_relu negative_slope ({}) must be finite",
                  op, negative_slope);

@@ -294,22 +294,26 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size) {
                   [&] { return reference::adaptive_avg_pool2d(input, output_size); });
 }
 
-// linear: oneDNN's inner product for float32 with a contiguous input, its post-ops fused
+// linear: oneDNN's inner product for float32, its post-ops fused
 // (kernels/onednn/inner_product.h); it declines invalid arguments, so the reference rejects them.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, const PostOps& post) {
   REFOLD_CHECK(post.then.empty(),
                "linear: post-op steps ({}) are not supported, only an activation and a residual",
                post.description());
-  return dispatch(
-      "linear",
-      {{"onednn",
-        [&](std::string* declined) {
-          return onednn::linear(input, weight, bias, post, declined);
-        }}},
-      [&] {
-        const Tensor y = reference::linear(input, weight, bias);
-        return post.empty() ? y : reference::apply_post_ops(y, post);
-      });
+  return dispatch("linear",
+                  {{"onednn",
+                    [&](std::string* declined) {
+                      // oneDNN reads a row-major input: another layout (a channels_last
+                      // activation) is copied once, not sent to the reference.
+                      const bool copy = input.defined() && input.numel() > 0 &&
+                                        !input.is_contiguous() && is_floating(input.dtype());
+                      return onednn::linear(copy ? input.contiguous() : input, weight, bias, post,
+                                            declined);
+                    }}},
+                  [&] {
+                    const Tensor y = reference::linear(input, weight, bias);
+                    return post.empty() ? y : reference::apply_post_ops(y, post);
+                  });
 }
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   return linear(input, weight, bias, PostOps{});

@@ -2,8 +2,8 @@
 
 #include "core/check.h"
 #include "kernels/post_ops.h"
-#include "refold/error.h"
 #include "nn/init.h"
+#include "refold/error.h"
 #include "refold/functional.h"
 
 namespace refold::nn {

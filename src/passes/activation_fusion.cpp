@@ -436,7 +436,6 @@ bool fuse_chain_at(graph::Graph& graph, std::size_t index, detail::StaticShapes&
   return true;
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Linear products: MatMul(x, W) of a computed x by a constant float32 W [K, N], or a Gemm run
 // by nn::Linear, and the nodes after it that oneDNN's inner product applies before it writes:
@@ -518,7 +517,8 @@ bool linear_take_node(const graph::Graph& graph, std::int64_t rank, LinearChain&
   } else {
     if (c.has_bias) return false;
     const auto values = detail::axis_values(graph.constant(other), 1, rank);
-    if (!values || (values->size() != 1 && static_cast<std::int64_t>(values->size()) != c.features)) {
+    if (!values ||
+        (values->size() != 1 && static_cast<std::int64_t>(values->size()) != c.features)) {
       why = fmt::format("{}: its constant is not one value per feature of the {} the product has",
                         describe(n), c.features);
       return false;
@@ -588,8 +588,7 @@ bool fuse_linear_at(graph::Graph& graph, std::size_t index, detail::StaticShapes
   std::vector<std::string> what;
   if (!chain->bias_constant.empty()) what.emplace_back("bias");
   if (!chain->residual.empty()) what.emplace_back("sum");
-  if (chain->activation != Activation::None)
-    what.emplace_back(activation_name(chain->activation));
+  if (chain->activation != Activation::None) what.emplace_back(activation_name(chain->activation));
   report.notes.push_back(fmt::format("fused {} into {} ({}: {})", describe(head), fused.origin,
                                      chain->out, fmt::join(what, "+")));
   replace_with_fused(graph, chain->parts, std::move(fused));  // its module: fused_module
@@ -638,7 +637,8 @@ nn::ModulePtr fused_linear_module(const graph::Graph& graph, const graph::Node& 
     } else if (linear) {
       bias = linear->bias();
     }
-    const Tensor weight = linear ? linear->weight() : graph.constant(head.inputs[1]).permute({1, 0});
+    const Tensor weight =
+        linear ? linear->weight() : graph.constant(head.inputs[1]).permute({1, 0});
     linear = std::make_shared<nn::Linear>(
         nn::LinearOptions(weight.size(1), n_features).bias(bias.defined()), weight, bias);
   }

@@ -28,7 +28,8 @@ std::vector<Tensor> FusedLinearAdd::run(const std::vector<Tensor>& inputs) {
   // operand order, the activation).
   const Tensor y = functional::linear(x, linear.weight(), linear.bias());
   ops::Binary add(reference::ArithOp::Add);
-  const Tensor sum = add.run(linear_first_ ? std::vector<Tensor>{y, r} : std::vector<Tensor>{r, y})[0];
+  const Tensor sum =
+      add.run(linear_first_ ? std::vector<Tensor>{y, r} : std::vector<Tensor>{r, y})[0];
   return {reference::apply_activation(sum, linear.activation(), linear.negative_slope())};
 }
 

@@ -9,6 +9,7 @@
 
 #include "kernels/onednn/inner_product.h"
 #include "kernels/onednn/reorder.h"
+#include "kernels/post_ops.h"
 #include "nn/nn_test_helpers.h"
 #include "refold/functional.h"
 #include "refold/reference.h"
@@ -56,14 +57,17 @@ TEST_P(OnednnNewOps, LinearDeclinesWhatItCannotTakeAndFunctionalFallsBack) {
   const Tensor x = randn({4, 9});
   const Tensor w = randn({5, 9});
   std::string declined;
-  // Non-contiguous input: declined, functional:: still right through the reference.
+  // Non-contiguous input: declined; functional:: copies it once and runs oneDNN.
   const Tensor xt = randn({9, 4}).permute({1, 0});
   EXPECT_FALSE(onednn::linear(xt, w, {}, {}, &declined).defined());
   EXPECT_NE(declined.find("not contiguous"), std::string::npos);
+  const auto before = onednn::inner_product_stats().runs;
   EXPECT_TRUE(
       testing::all_close(functional::linear(xt, w), reference::linear(xt, w), Tolerance::op_f32()));
+  EXPECT_EQ(onednn::inner_product_stats().runs, before + 1);
   // bfloat16: the float32 primitive between a widening and a rounding (bfloat16_boundary.h).
-  const Tensor y16 = onednn::linear(x.to(DType::BFloat16), w.to(DType::BFloat16), {}, {}, &declined);
+  const Tensor y16 =
+      onednn::linear(x.to(DType::BFloat16), w.to(DType::BFloat16), {}, {}, &declined);
   ASSERT_TRUE(y16.defined()) << declined;
   EXPECT_EQ(y16.dtype(), DType::BFloat16);
   EXPECT_TRUE(testing::all_close(y16, reference::linear(x, w), Tolerance::bf16()));
@@ -80,6 +84,52 @@ TEST_P(OnednnNewOps, LinearDeclinesWhatItCannotTakeAndFunctionalFallsBack) {
   EXPECT_TRUE(
       testing::all_close(functional::linear(x, w), reference::linear(x, w), Tolerance::op_f32()));
   EXPECT_EQ(onednn::inner_product_stats().runs, runs + 1);
+}
+
+// y = act(x·Wᵀ + b + r) in one primitive: each activation, with and without the residual,
+// against the reference's unfused steps.
+TEST_P(OnednnNewOps, LinearFusesItsActivationAndResidual) {
+  Generator gen(17);
+  const Tensor x = randn({2, 6, 19}, {}, gen);
+  const Tensor w = randn({11, 19}, {}, gen);
+  const Tensor b = randn({11}, {}, gen);
+  const Tensor r = randn({2, 6, 11}, {}, gen);
+  for (int a = 0; a <= static_cast<int>(kLastActivation); ++a) {
+    for (bool residual : {false, true}) {
+      PostOps post;
+      post.activation = static_cast<Activation>(a);
+      post.negative_slope = 0.2;
+      if (residual) post.residual = r;
+      SCOPED_TRACE(post.description());
+      std::string declined;
+      const Tensor y = onednn::linear(x, w, b, post, &declined);
+      ASSERT_TRUE(y.defined()) << declined;
+      const Tensor expected = reference::apply_post_ops(reference::linear(x, w, b), post);
+      EXPECT_TRUE(testing::all_close(y, expected, Tolerance::op_f32()));
+      EXPECT_TRUE(
+          testing::all_close(functional::linear(x, w, b, post), expected, Tolerance::op_f32()));
+    }
+  }
+  // Steps are per channel of NCHW: declined here, refused by functional::.
+  PostOps steps;
+  steps.then.push_back({.scale = {2.f}});
+  std::string declined;
+  EXPECT_FALSE(onednn::linear(x, w, b, steps, &declined).defined());
+  EXPECT_TRUE(throws_error([&] { functional::linear(x, w, b, steps); },
+                           "linear: post-op steps (mul[1]) are not supported"));
+  // A residual of other sizes: declined, and the reference says which.
+  PostOps wrong;
+  wrong.residual = randn({2, 6, 10});
+  EXPECT_FALSE(onednn::linear(x, w, b, wrong, &declined).defined());
+  EXPECT_TRUE(throws_error([&] { functional::linear(x, w, b, wrong); }, "residual"));
+  // A non-contiguous residual: declined; the reference adds it.
+  PostOps strided;
+  strided.residual = randn({11, 6, 2}).permute({2, 1, 0});
+  EXPECT_FALSE(onednn::linear(x, w, b, strided, &declined).defined());
+  EXPECT_NE(declined.find("residual"), std::string::npos);
+  EXPECT_TRUE(testing::all_close(functional::linear(x, w, b, strided),
+                                 reference::add(reference::linear(x, w, b), strided.residual),
+                                 Tolerance::op_f32()));
 }
 
 TEST_P(OnednnNewOps, ReorderIsContiguousInTheOtherLayout) {

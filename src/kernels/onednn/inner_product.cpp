@@ -129,7 +129,8 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, con
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
     if (bias.defined())
-      args[DNNL_ARG_BIAS] = dnnl::memory(prim->bias, cpu_engine(), const_cast<void*>(bias.data_ptr()));
+      args[DNNL_ARG_BIAS] =
+          dnnl::memory(prim->bias, cpu_engine(), const_cast<void*>(bias.data_ptr()));
     if (residual)  // post-op 0: the binary_add
       args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
           dnnl::memory(prim->dst, cpu_engine(), const_cast<void*>(post.residual.data_ptr()));
