@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "refold/error.h"
+#include "testing/builders.h"
 #include "testing/compare.h"
 
 namespace refold {
@@ -310,6 +311,47 @@ TEST(Tensor, CopyOfALargeTransposeKeepsLogicalValues) {
       }
     }
   }
+}
+
+// Short runs contiguous in both tensors (8 or 16 bytes) are copied as one wider element: every
+// value lands where it belongs, for each dtype, and where the run's size does not divide the
+// other strides (no widening) too.
+TEST(Tensor, CopyOfShortContiguousRunsKeepsLogicalValues) {
+  struct Permute {
+    Shape sizes, perm;
+  };
+  const std::vector<Permute> cases = {{{6, 2, 17, 2}, {0, 2, 1, 3}},  // MobileViT's 2 × 2 patches
+                                      {{6, 17, 2, 2}, {0, 2, 1, 3}},
+                                      {{5, 3, 4}, {1, 0, 2}},
+                                      {{3, 4, 5, 8}, {0, 2, 1, 3}},
+                                      {{2, 3, 16}, {1, 0, 2}}};
+  for (const Permute& c : cases) {
+    for (DType dtype : {DType::Float32, DType::BFloat16, DType::Int64}) {
+      // 0, 1, 2, … 250, 0, … in memory order: exact in every dtype.
+      Tensor base = empty(c.sizes, dtype);
+      for (std::int64_t k = 0; k < base.numel(); ++k) {
+        const auto value = k % 251;
+        if (dtype == DType::Int64) {
+          base.data<std::int64_t>()[k] = value;
+        } else if (dtype == DType::BFloat16) {
+          base.data<BFloat16>()[k] = BFloat16(static_cast<float>(value));
+        } else {
+          base.data<float>()[k] = static_cast<float>(value);
+        }
+      }
+      const Tensor view = base.permute(c.perm);
+      SCOPED_TRACE(view.description());
+      const Tensor copy = view.contiguous();
+      ASSERT_TRUE(copy.is_contiguous());
+      EXPECT_EQ(copy.to_vector(), view.to_vector());
+    }
+  }
+  // A run of 2 whose size does not divide the other stride (5): copied element by element.
+  const Tensor base = randn({4, 5});
+  const Tensor odd = base.as_strided({3, 2}, {5, 1}, 1);
+  const Tensor copy = odd.contiguous();
+  for (std::int64_t i = 0; i < 3; ++i)
+    for (std::int64_t j = 0; j < 2; ++j) EXPECT_EQ(copy.at({i, j}), base.at({i, j + 1}));
 }
 
 TEST(Tensor, CopyOfAChannelShuffleKeepsLogicalValues) {
