@@ -277,7 +277,11 @@ TEST(Tensor, CopyOfALargeTransposeKeepsLogicalValues) {
   const std::vector<std::pair<Shape, Shape>> cases = {{{2, 37, 45}, {0, 2, 1}},
                                                       {{1, 4, 33, 20}, {0, 3, 2, 1}},
                                                       {{3, 18, 5, 40}, {0, 3, 1, 2}},
-                                                      {{2, 16, 16, 3}, {0, 2, 1, 3}}};
+                                                      {{2, 16, 16, 3}, {0, 2, 1, 3}},
+                                                      // a middle dim continues dst's rows
+                                                      {{1, 4, 40, 64}, {0, 3, 2, 1}},
+                                                      // dst rows 4 KiB apart: 8 × 8 tiles
+                                                      {{1, 32, 32, 128}, {0, 3, 1, 2}}};
   for (const auto& [sizes, perm] : cases) {
     const Tensor base = randn(sizes);
     const Tensor view = base.permute(perm);
