@@ -11,6 +11,9 @@
 //   Reshape(Reshape(x, s1), s2)          → Reshape(x, s2)  s2 constant, no 0 that copies a dim
 //   Pad(x, pads) with every pad 0        → Identity(x)
 //   Slice(x, …) with positive steps whose output has x's static shape → Identity(x)
+//   op(Expand(v, s), w), op(w, Expand(v, s)) for op Add/Sub/Mul/Div, where op(v, w) has the
+//                                        same static shape → op reads v (F.normalize's
+//                                        x / norm.expand_as(x): the op broadcasts v itself)
 // A rewritten node keeps its name and output; it becomes an Identity reading x (or, for the
 // Reshape pair, the outer Reshape reads x). The dead-code pass right after rewires every
 // reader of an Identity to x and drops what no longer feeds anything: the inner Transpose or
@@ -27,6 +30,8 @@
 //     of a zero (1/y, atan2, copysign) makes of them. (refold runs Sub as x + (−1·c): the same
 //     cases. It sets no flush-to-zero mode, so x + 0 keeps subnormals.)
 //   - Dropout at inference is the identity on its data output (ONNX Dropout-12 spec).
+//   - Expand repeats v along the dims it enlarges; a broadcasting op repeats v along the same
+//     dims when the result's shape is the same, so every output element reads the same v.
 //   - Slice: see match_full_slice. GhostNet's cat(x1, x2)[:, :oup] is such a Slice whenever
 //     oup is even.
 //   - Transpose: output dim i is input dim p[i], so the pair moves dim p1[p2[i]] to i.
@@ -116,12 +121,13 @@ std::string broadcast_problem(const graph::Graph& graph, const std::string& x, c
   return {};
 }
 
-// A rewrite found for a node: it becomes Identity(source), or (Reshape pair) its first input
-// becomes source.
+// A rewrite found for a node: it becomes Identity(source), or (a Reshape pair, an expanded
+// operand) one of its inputs becomes source.
 struct NoOp {
   std::string source;
   std::string what;  // for the note and the node's origin: "x + 0", …
   bool to_identity = true;
+  std::size_t input = 0;  // without to_identity: the input that becomes source
 };
 // Not a candidate / a candidate declined (the reason) / a rewrite.
 using Candidate = std::variant<std::monostate, std::string, NoOp>;
@@ -269,6 +275,41 @@ Candidate match_full_slice(const graph::Graph& graph, const graph::Node& node,
   return NoOp{node.inputs[0], "Slice of every element"};
 }
 
+// The shape two shapes broadcast to (ONNX multidirectional broadcasting), or nullopt.
+std::optional<Shape> broadcast_of(const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()), 1);
+  for (std::size_t k = 1; k <= out.size(); ++k) {
+    const std::int64_t da = k <= a.size() ? a[a.size() - k] : 1;
+    const std::int64_t db = k <= b.size() ? b[b.size() - k] : 1;
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[out.size() - k] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// An arithmetic op reading an Expand whose enlargement it would make itself.
+Candidate match_expanded_operand(const graph::Graph& graph, const graph::Node& node,
+                                 detail::StaticShapes& shapes) {
+  const bool arithmetic =
+      is_op(node, "Add") || is_op(node, "Sub") || is_op(node, "Mul") || is_op(node, "Div");
+  if (!arithmetic || node.inputs.size() != 2 || node.outputs.size() != 1) return {};
+  for (std::size_t k = 0; k < 2; ++k) {
+    const auto producer = graph.producer(node.inputs[k]);
+    if (!producer) continue;
+    const graph::Node& expand = graph.nodes()[*producer];
+    if (!is_op(expand, "Expand") || !expand.parts.empty() || expand.inputs.empty() ||
+        expand.inputs[0].empty())
+      continue;
+    const std::string& v = expand.inputs[0];
+    const auto vs = shapes.shape(v);
+    const auto ws = shapes.shape(node.inputs[1 - k]);
+    const auto ys = shapes.shape(node.outputs[0]);
+    if (!vs || !ws || !ys || broadcast_of(*vs, *ws) != ys) continue;
+    return NoOp{v, "the op broadcasts the Expand's input itself", false, k};
+  }
+  return {};
+}
+
 Candidate match_no_op(const graph::Graph& graph, const graph::Node& node,
                       detail::StaticShapes& shapes) {
   if (!node.parts.empty() || node.outputs.empty() || node.outputs[0].empty()) return {};
@@ -279,7 +320,9 @@ Candidate match_no_op(const graph::Graph& graph, const graph::Node& node,
     Candidate c = match(graph, node);
     if (!std::holds_alternative<std::monostate>(c)) return c;
   }
-  return match_full_slice(graph, node, shapes);
+  Candidate c = match_full_slice(graph, node, shapes);
+  if (!std::holds_alternative<std::monostate>(c)) return c;
+  return match_expanded_operand(graph, node, shapes);
 }
 
 void apply_no_op(graph::Graph& graph, std::size_t index, const NoOp& no_op) {
@@ -287,7 +330,7 @@ void apply_no_op(graph::Graph& graph, std::size_t index, const NoOp& no_op) {
   node.origin = fmt::format("{} ({})", describe(node), no_op.what);
   node.source = -1;  // no longer the imported node: export writes it anew
   if (!no_op.to_identity) {
-    node.inputs[0] = no_op.source;
+    node.inputs[no_op.input] = no_op.source;
     return;
   }
   node.op_type = "Identity";

@@ -481,5 +481,36 @@ TEST(SimplifyPipeline, BnFoldingNeedsSimplifyWithoutReparameterize) {
   }
 }
 
+// F.normalize as exported: x / ReduceL2(x).expand_as(x). The Div broadcasts the norm itself;
+// the Expand goes. An Expand whose shape the op would not reach by itself stays.
+TEST(Simplify, AnOpReadsWhatItsExpandedOperandExpands) {
+  GraphBuilder b;
+  const std::string x = b.input("x", {1, 4, 6, 32});
+  const std::string norm = b.node("ReduceL2", {x}, attrs({{"axes", std::vector<std::int64_t>{-1}}}),
+                                  "norm");  // keepdims: [1, 4, 6, 1]
+  const std::string shape = b.constant("shape", int64s({1, 4, 6, 32}));
+  const std::string e = b.node("Expand", {norm, shape}, {}, "expand");
+  const std::string y = b.node("Div", {x, e}, {}, "div");
+  // Mul(expanded, [1, 1, 1, 1]): without the Expand the product would be [1, 4, 6, 1].
+  const std::string one = b.constant("one", full({1, 1, 1, 1}, 2.f));
+  b.output(b.node("Add", {y, b.node("Mul", {e, one}, {}, "scaled")}, {}, "sum"));
+  const passes::PassReport r = simplify_exactly(b);
+  EXPECT_TRUE(r.changed);
+  EXPECT_TRUE(has_note(r,
+                       "simplified Div 'div' (the op broadcasts the Expand's input itself) "
+                       "now reads 'norm"))
+      << notes_of(r);
+  EXPECT_FALSE(has_note(r, "Mul 'scaled'")) << notes_of(r);
+  for (const graph::Node& n : b.graph().nodes()) {
+    if (n.name == "div") {
+      EXPECT_EQ(n.inputs[1], norm);
+    }
+    if (n.name == "scaled") {
+      EXPECT_EQ(n.inputs[0], e);
+    }
+  }
+  EXPECT_EQ(b.count("Expand"), 1);
+}
+
 }  // namespace
 }  // namespace refold
