@@ -37,11 +37,27 @@ REFOLD_TARGET_AVX2 inline __m256 apply(__m256 x, __m256 v) {
   return _mm256_div_ps(l, r);
 }
 
-// y[i] = x[i] ∘ v[i·step], i < n, step 0 or 1.
+// y[i] = x[i] ∘ v[i·step], i < n: step 0 (one value), 1 (a row) or any other (a gather —
+// MobileViTv2's NHWC value times its per-channel context vector read across an NCHW operand).
 template <BinaryKind Op, bool reversed>
 REFOLD_TARGET_AVX2 void row(const float* x, const float* v, std::int64_t step, float* y,
                             std::int64_t n) {
   std::int64_t i = 0;
+  if (step != 0 && step != 1) {
+    const auto s = static_cast<int>(step);
+    const __m256i lanes =
+        _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(s));
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(y + i, apply<Op, reversed>(_mm256_loadu_ps(x + i),
+                                                  _mm256_i32gather_ps(v + i * step, lanes, 4)));
+    if (i < n) {
+      const __m256i m = tail_mask(n - i);
+      const __m256 g = _mm256_mask_i32gather_ps(_mm256_setzero_ps(), v + i * step, lanes,
+                                                _mm256_castsi256_ps(m), 4);
+      _mm256_maskstore_ps(y + i, m, apply<Op, reversed>(_mm256_maskload_ps(x + i, m), g));
+    }
+    return;
+  }
   if (step == 0) {
     const __m256 s = _mm256_set1_ps(*v);
     for (; i + 8 <= n; i += 8)
@@ -160,8 +176,10 @@ Tensor broadcast_binary(BinaryKind op, const Tensor& a, const Tensor& b, std::st
   }
   const Dim inner = merged.empty() ? Dim{1, 1, 0} : merged.back();
   if (!merged.empty()) merged.pop_back();
-  if (inner.x_stride != 1 || (inner.v_stride != 0 && inner.v_stride != 1))
-    return decline(name, "v is read with a stride other than 0 or 1 along the rows", declined);
+  if (inner.x_stride != 1) return decline(name, "x's rows are not contiguous", declined);
+  // A gather's lane offsets, 8 of them, are int32.
+  if (inner.v_stride < 0 || inner.v_stride > (std::int64_t{1} << 27))
+    return decline(name, "v is read with a stride a gather cannot take along the rows", declined);
 #if REFOLD_HAVE_X86_KERNELS
   Tensor y = empty_strided(x.sizes(), x.strides(), DType::Float32);
   const bool reversed = !a_full;

@@ -3,10 +3,11 @@
 // 0.1 GB/s): EfficientViT's linear attention divides each row of [B, heads, N, d] by its own
 // scalar, [B, heads, N, 1]. The operand with the output's shape, x, sets the output's strides
 // (as onednn::binary, kernels/onednn/binary.h); the other, v, may come first in a Sub or Div
-// (y = v − x). In x's memory order the innermost dims merge into rows that v reads either along
-// (its stride 1 there) or as one value (stride 0); each thread takes one contiguous range of
-// rows. 8 lanes (AVX2). Declined (kernels/dispatch.h): not float32, x not dense, neither operand
-// with the output's shape, v read with another stride along the rows, no AVX2/FMA.
+// (y = v − x). In x's memory order the innermost dims merge into rows that v reads along (its
+// stride 1 there), as one value (stride 0) or gathered (any other stride: an NHWC x times an
+// NCHW per-channel-and-row v); each thread takes one contiguous range of rows. 8 lanes (AVX2).
+// Declined (kernels/dispatch.h): not float32, x not dense, neither operand with the output's
+// shape, a negative or huge stride of v along the rows, no AVX2/FMA.
 #pragma once
 
 #include <string>
