@@ -1,16 +1,20 @@
-// native::activation_pass (sigmoid and SiLU in place over a dense tensor) against the reference
-// over the whole float range, in each vector width the CPU has, 1 and 2 threads; its decline
-// rules; and the conv dispatch running oneDNN's conv and then the pass where the rules take it.
+// native::activation_pass (sigmoid, SiLU and GELU in place over a dense tensor) against the
+// reference over the whole float range, in each vector width the CPU has, 1 and 2 threads; its
+// decline rules; and the conv dispatch running oneDNN's conv and then the pass where the rules take
+// it.
 #include "kernels/native/activation_pass.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "kernels/native/cpu.h"
+#include "kernels/native/vector_math.h"
 #include "kernels/verbose.h"
 #include "native_conv_testing.h"
 #include "refold/conv_algorithm.h"
@@ -57,7 +61,7 @@ Tensor whole_range(std::int64_t repeats) {
 TEST_F(NativeActivationPass, MatchesTheReferenceOverTheWholeRange) {
   for (const std::int64_t repeats : {1, 40}) {  // one thread's worth, and a parallel pass
     const Tensor x = whole_range(repeats);
-    for (const Activation a : {Activation::Sigmoid, Activation::SiLU}) {
+    for (const Activation a : {Activation::Sigmoid, Activation::SiLU, Activation::GELU}) {
       PostOps post;
       post.activation = a;
       const Tensor expected = reference::apply_post_ops(x, post);
@@ -85,7 +89,7 @@ TEST_F(NativeActivationPass, DeclinesWhatItDoesNotFinish) {
   PostOps relu = silu;
   relu.activation = Activation::ReLU;
   EXPECT_EQ(native::activation_pass_decline(relu, DType::Float32, large),
-            "the activation is not sigmoid or SiLU");
+            "the activation is not sigmoid, SiLU or GELU");
   PostOps stepped = silu;
   stepped.then.push_back({.scale = {2.0f}});
   EXPECT_EQ(native::activation_pass_decline(stepped, DType::Float32, large),
@@ -96,6 +100,9 @@ TEST_F(NativeActivationPass, DeclinesWhatItDoesNotFinish) {
     EXPECT_EQ(native::activation_pass_decline(silu, DType::Float32, large),
               "conv algorithm is 'direct'");
   }
+  PostOps gelu = silu;
+  gelu.activation = Activation::GELU;  // oneDNN's gelu_erf is slower at every size
+  EXPECT_EQ(native::activation_pass_decline(gelu, DType::Float32, 1), "");
   const std::string small = native::activation_pass_decline(silu, DType::Float32, large - 1);
   if (native::onednn_has_avx512_convs()) {
     EXPECT_THAT(small, HasSubstr("oneDNN's AVX-512 post-op is as fast"));
@@ -117,6 +124,59 @@ TEST_F(NativeActivationPass, TheConvDispatchRunsItAfterOneDnnsConv) {
   const Tensor expected = reference::apply_post_ops(reference::conv2d(x, w, b, {}), post);
   DispatchLog log;
   const Tensor y = functional::conv2d(x, w, b, {}, post);
+  EXPECT_THAT(log.take(), ::testing::ElementsAre(HasSubstr("conv2d: onednn + native activation")));
+  EXPECT_TRUE(testing::all_close(y, expected, Tolerance::op_f32()));
+}
+
+REFOLD_TARGET_AVX2 void vector_erf(const float* x, float* y, std::size_t n) {
+  for (std::size_t i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, native::erf(_mm256_loadu_ps(x + i)));
+}
+
+REFOLD_TARGET_AVX512 void vector_erf16(const float* x, float* y, std::size_t n) {
+  for (std::size_t i = 0; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, native::erf(_mm512_loadu_ps(x + i)));
+}
+
+// vector_math.h's erf: within 4e−7 of erf (in double) over [−12, 12], in both widths; NaN
+// stays NaN.
+TEST_F(NativeActivationPass, VectorErfIsWithin4e7OfErf) {
+  std::vector<float> x;
+  for (double v = -12.0; v <= 12.0; v += 1.0 / 4096) x.push_back(static_cast<float>(v));
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  x.resize(x.size() / 16 * 16 + 16, std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> y(x.size());
+  std::vector<bool> widths = {false};
+  if (native::cpu_has_avx512()) widths.push_back(true);
+  for (const bool wide : widths) {
+    SCOPED_TRACE(wide ? "16 lanes" : "8 lanes");
+    (wide ? vector_erf16 : vector_erf)(x.data(), y.data(), x.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(y[i])) << i;
+        continue;
+      }
+      worst = std::max(worst, std::abs(y[i] - std::erf(static_cast<double>(x[i]))));
+    }
+    EXPECT_LT(worst, 4e-7);
+  }
+}
+
+// A depthwise conv with GELU, small (EfficientFormerV2's last stage): oneDNN's conv, then the pass.
+TEST_F(NativeActivationPass, TheConvDispatchFinishesGeluAtAnySize) {
+  Generator gen(6);
+  const Tensor x = randn({1, 96, 7, 7}, {}, gen).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor w = randn({96, 1, 3, 3}, {}, gen);
+  const Tensor b = randn({96}, {}, gen);
+  Conv2dOptions options;
+  options.padding = 1;
+  options.groups = 96;
+  PostOps post;
+  post.activation = Activation::GELU;
+  const Tensor expected = reference::apply_post_ops(reference::conv2d(x, w, b, options), post);
+  DispatchLog log;
+  const Tensor y = functional::conv2d(x, w, b, options, post);
   EXPECT_THAT(log.take(), ::testing::ElementsAre(HasSubstr("conv2d: onednn + native activation")));
   EXPECT_TRUE(testing::all_close(y, expected, Tolerance::op_f32()));
 }

@@ -25,8 +25,10 @@ constexpr std::int64_t kParallelFrom = 16384;
 
 #if REFOLD_HAVE_X86_KERNELS
 
-// sigmoid(x), or x·sigmoid(x), over 16 lanes.
-REFOLD_TARGET_AVX512 inline __m512 activate16(__m512 x, bool silu) {
+// sigmoid(x), x·sigmoid(x) or GELU(x) over 16 lanes.
+REFOLD_TARGET_AVX512 inline __m512 activate16(__m512 x, Activation activation) {
+  if (activation == Activation::GELU) return gelu(x);
+  const bool silu = activation == Activation::SiLU;
   const __m512 one = _mm512_set1_ps(1.0f);
   const __m512 d = _mm512_add_ps(one, exp(_mm512_sub_ps(_mm512_setzero_ps(), x)));
   __m512 r = _mm512_maskz_rcp14_ps(0xFFFF, d);             // the masked form: see exp(__m512)
@@ -35,13 +37,13 @@ REFOLD_TARGET_AVX512 inline __m512 activate16(__m512 x, bool silu) {
   return silu ? _mm512_mul_ps(x, r) : r;
 }
 
-REFOLD_TARGET_AVX512 void run_avx512(float* y, std::int64_t count, bool silu) {
+REFOLD_TARGET_AVX512 void run_avx512(float* y, std::int64_t count, Activation activation) {
   std::int64_t i = 0;
   for (; i + 16 <= count; i += 16)
-    _mm512_storeu_ps(y + i, activate16(_mm512_loadu_ps(y + i), silu));
+    _mm512_storeu_ps(y + i, activate16(_mm512_loadu_ps(y + i), activation));
   if (i < count) {
     const __mmask16 tail = static_cast<__mmask16>((1u << (count - i)) - 1);
-    _mm512_mask_storeu_ps(y + i, tail, activate16(_mm512_maskz_loadu_ps(tail, y + i), silu));
+    _mm512_mask_storeu_ps(y + i, tail, activate16(_mm512_maskz_loadu_ps(tail, y + i), activation));
   }
 }
 
@@ -51,38 +53,41 @@ REFOLD_TARGET_AVX2 void run_avx2(float* y, std::int64_t count, Activation activa
 
 #endif
 
+bool passes_activation(Activation a) {
+  return a == Activation::Sigmoid || a == Activation::SiLU || a == Activation::GELU;
+}
+
 }  // namespace
 
 std::string activation_pass_decline(const PostOps& post, DType dtype, std::int64_t elements) {
-  if (post.activation != Activation::SiLU && post.activation != Activation::Sigmoid)
-    return "the activation is not sigmoid or SiLU";
+  if (!passes_activation(post.activation)) return "the activation is not sigmoid, SiLU or GELU";
   if (!post.then.empty()) return "steps after the activation";
   if (dtype != DType::Float32) return "float32 only";
   if (get_conv_algorithm() == ConvAlgorithm::Direct) return "conv algorithm is 'direct'";
   if (!cpu_has_avx2_fma()) return "needs AVX2 and FMA";
-  if (onednn_has_avx512_convs() && elements < kAvx512MinElements)
+  if (onednn_has_avx512_convs() && post.activation != Activation::GELU &&
+      elements < kAvx512MinElements)
     return fmt::format("{} output elements: oneDNN's AVX-512 post-op is as fast below {}", elements,
                        kAvx512MinElements);
   return {};
 }
 
 void activation_pass(Tensor& y, Activation activation) {
-  REFOLD_CHECK(activation == Activation::SiLU || activation == Activation::Sigmoid,
-               "activation_pass: {} is not sigmoid or SiLU", activation_name(activation));
+  REFOLD_CHECK(passes_activation(activation), "activation_pass: {} is not sigmoid, SiLU or GELU",
+               activation_name(activation));
   REFOLD_CHECK(y.dtype() == DType::Float32 && y.is_non_overlapping_and_dense(),
                "activation_pass: needs a dense float32 tensor, got {}", y.description());
 #if REFOLD_HAVE_X86_KERNELS
   float* data = y.data<float>();
   const std::int64_t count = y.numel();
   const bool wide = cpu_has_avx512() && max_vector_isa() == VectorIsa::Avx512;
-  const bool silu = activation == Activation::SiLU;
   const std::int64_t chunks = (count + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) num_threads(get_num_threads()) if (count >= kParallelFrom)
   for (std::int64_t c = 0; c < chunks; ++c) {
     float* part = data + c * kChunk;
     const std::int64_t n = std::min(kChunk, count - c * kChunk);
     if (wide) {
-      run_avx512(part, n, silu);
+      run_avx512(part, n, activation);
     } else {
       run_avx2(part, n, activation);
     }
