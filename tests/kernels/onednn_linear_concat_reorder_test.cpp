@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "kernels/native/cpu.h"
 #include "kernels/onednn/inner_product.h"
 #include "kernels/onednn/reorder.h"
 #include "kernels/post_ops.h"
+#include "kernels/verbose.h"
 #include "nn/nn_test_helpers.h"
 #include "refold/functional.h"
 #include "refold/reference.h"
@@ -129,6 +131,27 @@ TEST_P(OnednnNewOps, LinearFusesItsActivationAndResidual) {
   EXPECT_NE(declined.find("residual"), std::string::npos);
   EXPECT_TRUE(testing::all_close(functional::linear(x, w, b, strided),
                                  reference::add(reference::linear(x, w, b), strided.residual),
+                                 Tolerance::op_f32()));
+}
+
+// GELU (and a residual before it): the inner product without it, then refold's pass, where the
+// CPU has AVX2 (kernels/native/activation_pass.h); the values are the reference's either way.
+TEST_P(OnednnNewOps, LinearFinishesGeluWithTheNativePass) {
+  Generator gen(19);
+  const Tensor x = randn({1, 49, 24}, {}, gen);
+  const Tensor w = randn({40, 24}, {}, gen);
+  const Tensor b = randn({40}, {}, gen);
+  PostOps post;
+  post.activation = Activation::GELU;
+  post.residual = randn({1, 49, 40}, {}, gen);
+  DispatchLog log;
+  const Tensor y = functional::linear(x, w, b, post);
+  const std::vector<std::string> ran = log.take();
+  ASSERT_EQ(ran.size(), 1u);
+  const bool pass = native::cpu_has_avx2_fma();
+  EXPECT_EQ(ran[0].rfind(pass ? "linear: onednn + native activation" : "linear: onednn", 0), 0u)
+      << ran[0];
+  EXPECT_TRUE(testing::all_close(y, reference::apply_post_ops(reference::linear(x, w, b), post),
                                  Tolerance::op_f32()));
 }
 
