@@ -32,29 +32,34 @@ TEST(OnnxLayerNorm, WorkedExampleAndStatistics) {
 }
 
 // The native row kernel against the reference: every axis of a 4-d tensor, with and without B,
-// scales of the normalized shape's trailing dims; non-contiguous inputs fall back (declined).
+// scales of the normalized shape's trailing dims, rows of whole vectors and with tails (7, 35,
+// 105, 210 values); non-contiguous inputs fall back (declined).
 TEST(OnnxLayerNorm, NativeRowsMatchTheReference) {
   Generator gen(21);
   const Tensor x = uniform({2, 3, 5, 8}, 2.0, gen);
-  for (std::int64_t axis : {-1, -2, 1, 0}) {
-    Shape normalized(x.sizes().begin() + (axis < 0 ? axis + 4 : axis), x.sizes().end());
-    const Tensor scale = uniform(normalized, 1.0, gen);
-    const Tensor bias = uniform(normalized, 1.0, gen);
-    for (const Tensor& b : {bias, Tensor()}) {
-      std::string declined;
-      const Tensor fast = native::layer_norm_rows(x, scale, b, axis, 1e-5, &declined);
-      ASSERT_TRUE(fast.defined()) << declined;
-      EXPECT_TRUE(
-          all_close(fast, reference::layer_norm(x, scale, b, axis, 1e-5).y, Tolerance::op_f32()))
-          << "axis " << axis;
-      // bfloat16: the float32 rows between a widening and a rounding (bfloat16_boundary.h).
-      const auto bf = [](const Tensor& t) { return t.defined() ? t.to(DType::BFloat16) : t; };
-      const Tensor half = native::layer_norm_rows(bf(x), bf(scale), bf(b), axis, 1e-5, &declined);
-      ASSERT_TRUE(half.defined()) << declined;
-      EXPECT_EQ(half.dtype(), DType::BFloat16);
-      EXPECT_TRUE(
-          all_close(half, reference::layer_norm(x, scale, b, axis, 1e-5).y, Tolerance::bf16()))
-          << "axis " << axis;
+  const Tensor x7 = uniform({2, 3, 5, 7}, 2.0, gen);
+  for (const Tensor& in : {x, x7}) {
+    for (std::int64_t axis : {-1, -2, 1, 0}) {
+      Shape normalized(in.sizes().begin() + (axis < 0 ? axis + 4 : axis), in.sizes().end());
+      const Tensor scale = uniform(normalized, 1.0, gen);
+      const Tensor bias = uniform(normalized, 1.0, gen);
+      for (const Tensor& b : {bias, Tensor()}) {
+        std::string declined;
+        const Tensor fast = native::layer_norm_rows(in, scale, b, axis, 1e-5, &declined);
+        ASSERT_TRUE(fast.defined()) << declined;
+        EXPECT_TRUE(
+            all_close(fast, reference::layer_norm(in, scale, b, axis, 1e-5).y, Tolerance::op_f32()))
+            << "axis " << axis;
+        // bfloat16: the float32 rows between a widening and a rounding (bfloat16_boundary.h).
+        const auto bf = [](const Tensor& t) { return t.defined() ? t.to(DType::BFloat16) : t; };
+        const Tensor half =
+            native::layer_norm_rows(bf(in), bf(scale), bf(b), axis, 1e-5, &declined);
+        ASSERT_TRUE(half.defined()) << declined;
+        EXPECT_EQ(half.dtype(), DType::BFloat16);
+        EXPECT_TRUE(
+            all_close(half, reference::layer_norm(in, scale, b, axis, 1e-5).y, Tolerance::bf16()))
+            << "axis " << axis;
+      }
     }
   }
   std::string declined;
