@@ -20,7 +20,8 @@
 // its class alone, 11.6 with up to 2×, 20.4 with any larger block; bench/RESULTS.md). A block
 // goes back to the list of its own class. At most kMaxCachedBytes are kept (beyond it a
 // freed block is released), so memory held but not live is bounded; REFOLD_CACHE_BLOCKS=0 in the
-// environment keeps none. Smaller blocks go straight to the C allocator, which already reuses them.
+// environment keeps none. Smaller blocks go straight to the C allocator, which reuses them from
+// its heap.
 //
 // Blocks of the optimizer's stand-in runs (core/stand_in.h: a StandInRun alive when the block is
 // taken) are never kept: those runs meet each size once, so a kept block would serve nothing,
@@ -36,7 +37,11 @@
 
 namespace refold::detail {
 
-inline constexpr std::size_t kMinCachedBytes = std::size_t{256} << 10;  // 256 KiB
+// glibc's default mmap threshold: a block from it on is pages of their own (mmap'd, faulted in
+// on first write, unmapped when freed) unless cached here. At 256 KiB, MobileViT's 245 KB
+// attention tensors were mapped and unmapped on every run: its 5-d Transposes took 0.18 ms each
+// where the copy takes 0.02 (bench/RESULTS.md, session 35).
+inline constexpr std::size_t kMinCachedBytes = std::size_t{128} << 10;  // 128 KiB
 inline constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;    // 1 GiB
 inline constexpr std::size_t kMinMappedBytes = std::size_t{64} << 10;   // 64 KiB, stand-ins only
 inline constexpr std::size_t kLargestFit = 2;  // a request takes a kept block up to 2× its class

@@ -24,9 +24,10 @@ TEST_F(BlockCache, RoundsLargeBlocksToSizeClassesAndSmallOnesToTheAlignment) {
   constexpr std::size_t KiB = 1024, MiB = 1024 * KiB;
   EXPECT_EQ(detail::block_size(0, 64), 64u);
   EXPECT_EQ(detail::block_size(65, 64), 128u);
-  // Four classes per octave: 256 KiB + 1 byte → 320 KiB; 1 MiB exactly stays; 1 MiB + 1 → 1.25;
+  // Four classes per octave: 128 KiB + 1 byte → 160 KiB; 1 MiB exactly stays; 1 MiB + 1 → 1.25;
   // 1.6 MiB → 1.75; 3 MiB (between 2 and 4) → 3.
-  EXPECT_EQ(detail::block_size(detail::kMinCachedBytes + 1, 64), 320 * KiB);
+  EXPECT_EQ(detail::kMinCachedBytes, 128 * KiB);  // glibc's default mmap threshold
+  EXPECT_EQ(detail::block_size(detail::kMinCachedBytes + 1, 64), 160 * KiB);
   EXPECT_EQ(detail::block_size(MiB, 64), MiB);
   EXPECT_EQ(detail::block_size(MiB + 1, 64), MiB + MiB / 4);
   EXPECT_EQ(detail::block_size(MiB + 6 * MiB / 10, 64), MiB + 3 * MiB / 4);
@@ -48,6 +49,18 @@ TEST_F(BlockCache, ABlockServesTheNextRequestOfItsClass) {
     first = a.data_ptr();
   }
   const Tensor b = empty({1, 152, 56, 56});  // 1.82 MiB: the same class (1.75–2 MiB]
+  EXPECT_EQ(b.data_ptr(), first);
+}
+
+// A block between glibc's mmap threshold and 256 KiB (MobileViT's [4, 64, 240] attention tensors)
+// is kept too: the next tensor of its size gets the same, already resident, memory.
+TEST_F(BlockCache, AMidSizedBlockIsKept) {
+  const void* first = nullptr;
+  {
+    const Tensor a = empty({4, 64, 240});  // 240 KiB
+    first = a.data_ptr();
+  }
+  const Tensor b = empty({3, 4, 4, 64, 20});  // the same 240 KiB, transposed
   EXPECT_EQ(b.data_ptr(), first);
 }
 
