@@ -17,8 +17,11 @@
 
 namespace refold::ops {
 
-Constant::Constant(Tensor value) : Op("Constant"), value_(std::move(value)) {
-  REFOLD_CHECK(value_.defined(), "Constant: value is undefined");
+Constant::Constant(Tensor value) : Op("Constant") {
+  REFOLD_CHECK(value.defined(), "Constant: value is undefined");
+  // A buffer, so that Module::to(dtype) converts it with the graph's constants: a bfloat16 run
+  // of an imported graph otherwise mixed it, float32, into bfloat16 arithmetic (GELU's x / √2).
+  value_ = register_buffer("value", std::move(value));
 }
 
 std::vector<Tensor> Constant::run(const std::vector<Tensor>& inputs) {

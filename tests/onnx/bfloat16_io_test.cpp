@@ -53,7 +53,8 @@ TEST(OnnxBfloat16, Bfloat16InputCastToFloatIsExact) {
 }
 
 // A float32 model run in bfloat16 (Graph::to, what `refold bench --dtype bf16` does): its
-// weights, its constants and its declared inputs and outputs become bfloat16, and it gives the
+// weights, its constants (Constant nodes' values too) and its declared inputs and outputs become
+// bfloat16, and it gives the
 // float32 model's output within the bfloat16 tolerance, optimized or not.
 TEST(OnnxBfloat16, AFloatModelRunsInBfloat16AfterTo) {
   Generator gen(3);
@@ -67,7 +68,10 @@ TEST(OnnxBfloat16, AFloatModelRunsInBfloat16AfterTo) {
   b.node("Mul", {"c", "scale"}, {"m"}, "mul");
   b.node("Add", {"m", "shift"}, {"a"}, "add");
   b.node("Relu", {"a"}, {"r"}, "relu");
-  b.node("GlobalAveragePool", {"r"}, {"y"}, "pool");
+  // A Constant node (a value the loaded graph computes, as an exporter's x / √2 in GELU).
+  b.node("Constant", {}, {"k"}, "k").attr_tensor("value", full({1}, 1.4142135f));
+  b.node("Div", {"r", "k"}, {"d"}, "div");
+  b.node("GlobalAveragePool", {"d"}, {"y"}, "pool");
   TempDir dir;
   const auto path = b.save(dir / "model.onnx");
   const Tensor x = randn({1, 8, 10, 10}, {}, gen);
