@@ -305,13 +305,14 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   REFOLD_CHECK(post.then.empty(),
                "linear: post-op steps ({}) are not supported, only an activation and a residual",
                post.description());
-  // oneDNN reads a row-major input: another layout (a channels_last activation) is copied once,
-  // not sent to the reference.
-  const auto row_major = [&] {
-    const bool copy = input.defined() && input.numel() > 0 && !input.is_contiguous() &&
-                      is_floating(input.dtype());
-    return copy ? input.contiguous() : input;
+  // oneDNN reads a row-major input and residual: another layout (a channels_last activation) is
+  // copied once, not sent to the reference.
+  const auto row_major = [](const Tensor& t) {
+    const bool copy = t.defined() && t.numel() > 0 && !t.is_contiguous() && is_floating(t.dtype());
+    return copy ? t.contiguous() : t;
   };
+  PostOps dense = post;
+  dense.residual = row_major(post.residual);
   const auto then_activation = [&](std::string* declined) -> Tensor {
     const std::int64_t elements =
         input.defined() && weight.defined() && weight.dim() == 2 && input.dim() >= 1
@@ -322,9 +323,9 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, con
       *declined = std::move(why);
       return {};
     }
-    PostOps head = post;
+    PostOps head = dense;
     head.activation = Activation::None;
-    Tensor y = onednn::linear(row_major(), weight, bias, head, declined);
+    Tensor y = onednn::linear(row_major(input), weight, bias, head, declined);
     if (y.defined()) native::activation_pass(y, post.activation);
     return y;
   };
@@ -332,7 +333,7 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, con
                   {{"onednn + native activation", then_activation},
                    {"onednn",
                     [&](std::string* declined) {
-                      return onednn::linear(row_major(), weight, bias, post, declined);
+                      return onednn::linear(row_major(input), weight, bias, dense, declined);
                     }}},
                   [&] {
                     const Tensor y = reference::linear(input, weight, bias);

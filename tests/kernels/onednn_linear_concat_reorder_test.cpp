@@ -124,14 +124,16 @@ TEST_P(OnednnNewOps, LinearFusesItsActivationAndResidual) {
   wrong.residual = randn({2, 6, 10});
   EXPECT_FALSE(onednn::linear(x, w, b, wrong, &declined).defined());
   EXPECT_TRUE(throws_error([&] { functional::linear(x, w, b, wrong); }, "residual"));
-  // A non-contiguous residual: declined; the reference adds it.
+  // A non-contiguous residual: declined here; functional:: copies it once and runs oneDNN.
   PostOps strided;
   strided.residual = randn({11, 6, 2}).permute({2, 1, 0});
   EXPECT_FALSE(onednn::linear(x, w, b, strided, &declined).defined());
   EXPECT_NE(declined.find("residual"), std::string::npos);
+  const auto runs = onednn::inner_product_stats().runs;
   EXPECT_TRUE(testing::all_close(functional::linear(x, w, b, strided),
                                  reference::add(reference::linear(x, w, b), strided.residual),
                                  Tolerance::op_f32()));
+  EXPECT_EQ(onednn::inner_product_stats().runs, runs + 1);
 }
 
 // GELU (and a residual before it): the inner product without it, then refold's pass, where the
