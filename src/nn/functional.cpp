@@ -311,6 +311,7 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, con
     const bool copy = t.defined() && t.numel() > 0 && !t.is_contiguous() && is_floating(t.dtype());
     return copy ? t.contiguous() : t;
   };
+  const Tensor x = row_major(input);  // once, for whichever oneDNN form runs
   PostOps dense = post;
   dense.residual = row_major(post.residual);
   const auto then_activation = [&](std::string* declined) -> Tensor {
@@ -325,20 +326,19 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, con
     }
     PostOps head = dense;
     head.activation = Activation::None;
-    Tensor y = onednn::linear(row_major(input), weight, bias, head, declined);
+    Tensor y = onednn::linear(x, weight, bias, head, declined);
     if (y.defined()) native::activation_pass(y, post.activation);
     return y;
   };
-  return dispatch("linear",
-                  {{"onednn + native activation", then_activation},
-                   {"onednn",
-                    [&](std::string* declined) {
-                      return onednn::linear(row_major(input), weight, bias, dense, declined);
-                    }}},
-                  [&] {
-                    const Tensor y = reference::linear(input, weight, bias);
-                    return post.empty() ? y : reference::apply_post_ops(y, post);
-                  });
+  return dispatch(
+      "linear",
+      {{"onednn + native activation", then_activation},
+       {"onednn",
+        [&](std::string* declined) { return onednn::linear(x, weight, bias, dense, declined); }}},
+      [&] {
+        const Tensor y = reference::linear(input, weight, bias);
+        return post.empty() ? y : reference::apply_post_ops(y, post);
+      });
 }
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   return linear(input, weight, bias, PostOps{});

@@ -100,6 +100,15 @@ bool is_silu_mul(const graph::Node& n, const std::string& v, const std::string& 
          ((n.inputs[0] == v && n.inputs[1] == s) || (n.inputs[0] == s && n.inputs[1] == v));
 }
 
+// In a fused node's parts: parts[k], parts[k + 1] are SiLU's Sigmoid + Mul pair reading `value`
+// (how the replays below recognise what match_activation took as one activation).
+bool silu_parts_at(const std::vector<graph::Node>& parts, std::size_t k, const std::string& value) {
+  const graph::Node& n = parts[k];
+  return is_op(n, "Sigmoid") && n.inputs.size() == 1 && n.inputs[0] == value &&
+         n.outputs.size() == 1 && k + 1 < parts.size() &&
+         is_silu_mul(parts[k + 1], value, n.outputs[0]);
+}
+
 // The activation applied to `value`, if one reads it (nullopt: nothing to fuse, no note).
 std::optional<ActivationMatch> match_activation(const graph::Graph& graph,
                                                 const std::string& value) {
@@ -612,9 +621,7 @@ nn::ModulePtr fused_linear_module(const graph::Graph& graph, const graph::Node& 
   constexpr std::int64_t kAnyRank = 64;  // the pass checked the bias's rank against the product's
   for (std::size_t k = 1; k < parts.size(); ++k) {
     const graph::Node& n = parts[k];
-    if (is_op(n, "Sigmoid") && n.inputs.size() == 1 && n.inputs[0] == chain->out &&
-        n.outputs.size() == 1 && k + 1 < parts.size() &&
-        is_silu_mul(parts[k + 1], chain->out, n.outputs[0])) {
+    if (silu_parts_at(parts, k, chain->out)) {
       chain->activation = Activation::SiLU;
       chain->out = parts[++k].outputs[0];
       continue;
@@ -627,6 +634,7 @@ nn::ModulePtr fused_linear_module(const graph::Graph& graph, const graph::Node& 
   REFOLD_CHECK(chain->out == node.outputs[0], "{}: its parts end at '{}', not at its output '{}'",
                describe(node), chain->out, node.outputs[0]);
   const std::int64_t n_features = chain->features;
+  // A new Linear where the bias comes from the Add (a Gemm's own, when it has one, stays).
   if (!linear || !chain->bias.empty()) {
     Tensor bias;
     if (!chain->bias.empty()) {
@@ -634,8 +642,6 @@ nn::ModulePtr fused_linear_module(const graph::Graph& graph, const graph::Node& 
       float* b = bias.data<float>();
       for (std::int64_t i = 0; i < n_features; ++i)
         b[i] = static_cast<float>(chain->bias.size() == 1 ? chain->bias[0] : chain->bias[i]);
-    } else if (linear) {
-      bias = linear->bias();
     }
     const Tensor weight =
         linear ? linear->weight() : graph.constant(head.inputs[1]).permute({1, 0});
@@ -674,9 +680,7 @@ nn::ModulePtr fused_module(const graph::Graph& graph, const graph::Node& node) {
   const std::int64_t channels = conv ? conv->options().out_channels() : 0;
   for (; k < parts.size(); ++k) {
     const graph::Node& n = parts[k];
-    if (is_op(n, "Sigmoid") && n.inputs.size() == 1 && n.inputs[0] == chain.out &&
-        n.outputs.size() == 1 && k + 1 < parts.size() &&
-        is_silu_mul(parts[k + 1], chain.out, n.outputs[0])) {
+    if (silu_parts_at(parts, k, chain.out)) {
       chain_add_activation(chain, Activation::SiLU, 0.01);
       chain.out = parts[++k].outputs[0];
       continue;

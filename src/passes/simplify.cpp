@@ -65,6 +65,7 @@
 #include <variant>
 #include <vector>
 
+#include "kernels/reference/binary_checks.h"
 #include "passes/branch_nodes.h"
 #include "passes/known_values.h"
 #include "passes/node_module.h"
@@ -275,18 +276,6 @@ Candidate match_full_slice(const graph::Graph& graph, const graph::Node& node,
   return NoOp{node.inputs[0], "Slice of every element"};
 }
 
-// The shape two shapes broadcast to (ONNX multidirectional broadcasting), or nullopt.
-std::optional<Shape> broadcast_of(const Shape& a, const Shape& b) {
-  Shape out(std::max(a.size(), b.size()), 1);
-  for (std::size_t k = 1; k <= out.size(); ++k) {
-    const std::int64_t da = k <= a.size() ? a[a.size() - k] : 1;
-    const std::int64_t db = k <= b.size() ? b[b.size() - k] : 1;
-    if (da != db && da != 1 && db != 1) return std::nullopt;
-    out[out.size() - k] = da == 1 ? db : da;
-  }
-  return out;
-}
-
 // An arithmetic op reading an Expand whose enlargement it would make itself.
 Candidate match_expanded_operand(const graph::Graph& graph, const graph::Node& node,
                                  detail::StaticShapes& shapes) {
@@ -304,7 +293,9 @@ Candidate match_expanded_operand(const graph::Graph& graph, const graph::Node& n
     const auto vs = shapes.shape(v);
     const auto ws = shapes.shape(node.inputs[1 - k]);
     const auto ys = shapes.shape(node.outputs[0]);
-    if (!vs || !ws || !ys || broadcast_of(*vs, *ws) != ys) continue;
+    // v broadcasts to the Expand's output, which broadcasts with w, so v and w broadcast too.
+    if (!vs || !ws || !ys || reference::detail::broadcast_shape(*vs, *ws, "Expand") != *ys)
+      continue;
     return NoOp{v, "the op broadcasts the Expand's input itself", false, k};
   }
   return {};
