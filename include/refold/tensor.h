@@ -89,6 +89,11 @@ class Tensor {
   Tensor permute(const Shape& dims) const;
   Tensor as_strided(const Shape& sizes, const Shape& strides, std::int64_t storage_offset) const;
   Tensor reshape(const Shape& sizes) const;  // a view when contiguous, else a contiguous copy
+  // A view with `sizes` (one may be −1) over the same elements in the same logical order, with
+  // whatever strides express it (PyTorch's view: a permuted or sliced tensor often has them);
+  // an undefined Tensor when none can. Unlike reshape, never copies, and the view may be dense
+  // in no memory format.
+  Tensor view(const Shape& sizes) const;
 
   // --- element access by logical index (bounds-checked; converts to/from float)
   float at(std::initializer_list<std::int64_t> index) const;

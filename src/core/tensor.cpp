@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -759,7 +760,10 @@ Tensor Tensor::permute(const Shape& dims) const {
   return as_strided(new_sizes, new_strides, storage_offset());
 }
 
-Tensor Tensor::reshape(const Shape& new_sizes) const {
+namespace {
+
+// `new_sizes` with its −1 (at most one) resolved so that they hold `numel` elements.
+Shape resolve_reshape(const Shape& sizes, std::int64_t numel, const Shape& new_sizes) {
   Shape resolved = new_sizes;
   std::int64_t known = 1, infer = -1;
   for (std::size_t d = 0; d < resolved.size(); ++d) {
@@ -774,16 +778,66 @@ Tensor Tensor::reshape(const Shape& new_sizes) const {
     }
   }
   if (infer >= 0) {
-    REFOLD_CHECK(known != 0 && numel() % known == 0, "reshape: cannot view [{}] as [{}]",
-                 fmt::join(sizes(), ", "), fmt::join(new_sizes, ", "));
-    resolved[infer] = numel() / known;
+    REFOLD_CHECK(known != 0 && numel % known == 0, "reshape: cannot view [{}] as [{}]",
+                 fmt::join(sizes, ", "), fmt::join(new_sizes, ", "));
+    resolved[infer] = numel / known;
   }
-  REFOLD_CHECK(checked_numel(resolved, "reshape") == numel(),
+  REFOLD_CHECK(checked_numel(resolved, "reshape") == numel,
                "reshape: shape [{}] has {} elements, the tensor [{}] has {}",
                fmt::join(new_sizes, ", "), checked_numel(resolved, "reshape"),
-               fmt::join(sizes(), ", "), numel());
+               fmt::join(sizes, ", "), numel);
+  return resolved;
+}
+
+// The strides of `sizes` viewing the elements of (old_sizes, old_strides) in the same logical
+// order, or nullopt when no strides can (PyTorch's view rule). The old dims fall into chunks,
+// maximal runs in which each dim's stride is the next one's times its size (one arithmetic
+// sequence of addresses); the new dims must cut those chunks at their boundaries, and a new dim
+// inside a chunk gets the chunk's innermost stride times the sizes after it. Walked from the
+// innermost dim; size-1 dims join any chunk.
+std::optional<Shape> view_strides(const Shape& old_sizes, const Shape& old_strides,
+                                  const Shape& sizes) {
+  Shape strides(sizes.size());
+  auto view_d = static_cast<std::int64_t>(sizes.size()) - 1;
+  std::int64_t chunk_stride = old_strides.empty() ? 1 : old_strides.back();
+  std::int64_t old_numel = 1, view_numel = 1;
+  for (auto d = static_cast<std::int64_t>(old_sizes.size()) - 1; d >= 0; --d) {
+    const auto u = static_cast<std::size_t>(d);
+    old_numel *= old_sizes[u];
+    const bool chunk_ends =
+        d == 0 || (old_sizes[u - 1] != 1 && old_strides[u - 1] != old_numel * chunk_stride);
+    if (!chunk_ends) continue;
+    while (view_d >= 0 &&
+           (view_numel < old_numel || sizes[static_cast<std::size_t>(view_d)] == 1)) {
+      strides[static_cast<std::size_t>(view_d)] = view_numel * chunk_stride;
+      view_numel *= sizes[static_cast<std::size_t>(view_d)];
+      --view_d;
+    }
+    if (view_numel != old_numel) return std::nullopt;
+    if (d > 0) {
+      chunk_stride = old_strides[u - 1];
+      old_numel = view_numel = 1;
+    }
+  }
+  if (view_d != -1) return std::nullopt;  // (a 0-d tensor, which view() never asks about)
+  return strides;
+}
+
+}  // namespace
+
+Tensor Tensor::reshape(const Shape& new_sizes) const {
+  const Shape resolved = resolve_reshape(sizes(), numel(), new_sizes);
   const Tensor dense = contiguous();
   return dense.as_strided(resolved, contiguous_strides(resolved), dense.storage_offset());
+}
+
+Tensor Tensor::view(const Shape& new_sizes) const {
+  const Shape resolved = resolve_reshape(sizes(), numel(), new_sizes);
+  if (is_contiguous() || numel() == 0)
+    return as_strided(resolved, contiguous_strides(resolved), storage_offset());
+  const std::optional<Shape> strides = view_strides(sizes(), this->strides(), resolved);
+  if (!strides) return {};
+  return as_strided(resolved, *strides, storage_offset());
 }
 
 // ---------------------------------------------------------------------------------------------

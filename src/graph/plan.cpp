@@ -147,6 +147,21 @@ ExecutionPlan::ExecutionPlan(const Graph& graph) : graph_(graph) {
       steps_[last_reader[s]].last_read_here.push_back(static_cast<int>(s));
   }
 
+  // An output may stay a view dense in no format (Op::run_views) when only ops that read views
+  // read it; a graph output never does.
+  std::vector<bool> view_ok(slot_names_.size(), true);
+  for (int slot : output_slots_) view_ok[slot] = false;
+  for (const Step& step : steps_) {
+    const bool reads_views = step.op != nullptr && step.op->reads_views();
+    for (int slot : step.inputs)
+      if (slot != kAbsent && !reads_views) view_ok[slot] = false;
+  }
+  for (Step& step : steps_) {
+    step.views_out = step.op != nullptr &&
+                     std::all_of(step.outputs.begin(), step.outputs.end(),
+                                 [&](int slot) { return slot == kAbsent || view_ok[slot]; });
+  }
+
   // An activation is handed over to its last reader (Op::run_consuming) at that reader's last
   // operand reading it; a graph input never is (the caller's tensor).
   for (int slot : input_slots_) keep[slot] = true;
@@ -200,8 +215,10 @@ std::vector<Tensor> ExecutionPlan::run(const std::vector<Tensor>& feeds,
         } else {
           t = value(slot);
         }
-        // The memory-format rule of Module::operator(), for every input of an Op.
-        if (!step.op->accepts_channels_last() && t.defined() && !t.is_contiguous()) {
+        // The memory-format rule of Module::operator(), for every input of an Op (one that reads
+        // views takes any strides).
+        if (!step.op->accepts_channels_last() && !step.op->reads_views() && t.defined() &&
+            !t.is_contiguous()) {
           if (observe) read.push_back(t);
           t = functional::to_format(t, MemoryFormat::Contiguous);
         } else if (observe) {
@@ -213,7 +230,7 @@ std::vector<Tensor> ExecutionPlan::run(const std::vector<Tensor>& feeds,
     const std::uint64_t dispatched = dispatch_count();
     try {
       if (step.op != nullptr)
-        results = step.op->run_consuming(args);
+        results = step.views_out ? step.op->run_views(args) : step.op->run_consuming(args);
       else
         results.push_back((*n.module)(value(step.inputs[0])));
     } catch (const Error& e) {

@@ -51,6 +51,8 @@ class ExecutionPlan {
     // By input: the slot is given up to an Op here (moved into its arguments, see
     // Op::run_consuming): its last read, not a graph input, output or constant.
     std::vector<bool> handed_over;
+    // Every reader of every output reads views and none is a graph output: Op::run_views.
+    bool views_out = false;
   };
 
   const Graph& graph_;

@@ -61,7 +61,7 @@ std::vector<std::int64_t> Split::lengths(std::int64_t size, const Tensor& split_
   return std::vector<std::int64_t>(outputs_, size / n);
 }
 
-std::vector<Tensor> Split::run(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> Split::moved(const std::vector<Tensor>& inputs, bool views) const {
   REFOLD_CHECK(!inputs.empty() && inputs.size() <= 2 && inputs[0].defined(),
                "Split: expects input and optional split; got {} inputs", inputs.size());
   const Tensor& x = inputs[0];
@@ -77,10 +77,23 @@ std::vector<Tensor> Split::run(const std::vector<Tensor>& inputs) {
   }
   REFOLD_CHECK(total == size, "Split: split [{}] sums to {}, but axis {} has size {}",
                fmt::join(pieces, ", "), total, axis_, size);
-  // Each piece is a copy, in standard strides of x's format: refold's row copy (native::split)
-  // where x is dense, else Slice's reference. (A piece that kept its view's strides — a size-1
-  // batch dim with the whole input's stride — made a later Add of yolov8n wrong; which kernel
-  // mishandles such strides is not yet found.)
+  std::vector<reference::SliceDim> dims;
+  for (std::int64_t size_d : x.sizes()) dims.push_back({0, 1, size_d});
+  auto each_piece = [&](auto&& slice) {
+    std::vector<Tensor> outputs;
+    std::int64_t start = 0;
+    for (std::int64_t length : pieces) {
+      dims[axis] = {start, 1, length};
+      outputs.push_back(slice(x, dims));
+      start += length;
+    }
+    return outputs;
+  };
+  if (views) return each_piece(reference::slice_view);
+  // Else each piece is a copy, in standard strides of x's format: refold's row copy
+  // (native::split) where x is dense, else Slice's reference. (A piece that kept its view's
+  // strides — a size-1 batch dim with the whole input's stride — made a later Add of yolov8n
+  // wrong; which kernel mishandles such strides is not yet found.)
   std::string declined;
   std::vector<Tensor> fast = native::split(x, static_cast<std::int64_t>(axis), pieces, &declined);
   if (fast.size() == pieces.size() && (fast.empty() || fast[0].defined())) {
@@ -88,16 +101,7 @@ std::vector<Tensor> Split::run(const std::vector<Tensor>& inputs) {
     return fast;
   }
   log_dispatch("split", "reference", fmt::format("native declined: {}", declined));
-  std::vector<reference::SliceDim> dims;
-  for (std::int64_t size_d : x.sizes()) dims.push_back({0, 1, size_d});
-  std::vector<Tensor> outputs;
-  std::int64_t start = 0;
-  for (std::int64_t length : pieces) {
-    dims[axis] = {start, 1, length};
-    outputs.push_back(reference::slice(x, dims));
-    start += length;
-  }
-  return outputs;
+  return each_piece(reference::slice);
 }
 
 nn::ModulePtr build_split(const BuildContext& context) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "ops/view_op.h"
 #include "refold/graph/op.h"
 
 namespace refold::ops {
@@ -29,17 +30,20 @@ class Concat : public graph::Op {
 //   `split` (an attribute before opset 13, an optional int64 input from then on), summing to
 //   the axis' size; else, with num_outputs (opset 18+), ⌈size / n⌉ each and the rest last;
 //   else equal pieces, which must divide the axis exactly.
-class Split : public graph::Op {
+class Split : public ViewOp {
  public:
   // `lengths`: the split attribute, or nullopt (read input 1, else split evenly).
   Split(std::int64_t axis, std::size_t outputs, std::optional<std::vector<std::int64_t>> lengths,
         bool uneven_last)
-      : Op("Split"),
+      : ViewOp("Split"),
         axis_(axis),
         outputs_(outputs),
         lengths_(std::move(lengths)),
         uneven_last_(uneven_last) {}
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+
+ protected:
+  // Copies, or where the executor takes views (ops::ViewOp) a view of each piece.
+  std::vector<Tensor> moved(const std::vector<Tensor>& inputs, bool views) const override;
 
  private:
   std::vector<std::int64_t> lengths(std::int64_t size, const Tensor& split_input) const;

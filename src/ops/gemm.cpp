@@ -31,17 +31,18 @@ std::vector<Tensor> Gemm::run(const std::vector<Tensor>& in) {
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   const bool floating = a_in.dtype() == b_in.dtype() && is_floating(a_in.dtype());
-  // oneDNN reads row-major matrices: an operand laid out otherwise (a channels_last activation;
-  // EfficientFormerV2's attention after its talking-head convs) is copied once here, rather than
-  // every matrix of it declined to the reference.
-  const auto row_major = [&](const Tensor& t) {
-    return !floating || t.is_contiguous() || t.numel() == 0 ? t : t.contiguous();
+  // oneDNN reads row- or column-major matrices through their strides (onednn::matmul_reads: a
+  // view the executor hands MatMul, graph::Op::reads_views). An operand laid out otherwise (a
+  // channels_last activation; EfficientFormerV2's attention after its talking-head convs) is
+  // copied once here, rather than every matrix of it declined to the reference.
+  const auto readable = [&](const Tensor& t) {
+    return !floating || t.numel() == 0 || onednn::matmul_reads(t) ? t : t.contiguous();
   };
-  const Tensor a = row_major(a_in);
+  const Tensor a = readable(a_in);
   // [..., K] · [K, N] is linear(a, bᵀ) (the weight read through a transposed view, any strides).
   if (a.dim() >= 2 && b_in.dim() == 2 && floating && a.size(-1) == b_in.size(0))
     return functional::linear(a, b_in.permute({1, 0}));
-  const Tensor b = row_major(b_in);
+  const Tensor b = readable(b_in);
   if (a.dim() < 2 || b.dim() < 2 || !floating || a.size(-1) != b.size(-2) || a.numel() == 0 ||
       b.numel() == 0)
     return reference::matmul(a, b);

@@ -34,9 +34,11 @@ class MatMul : public graph::Op {
  public:
   MatMul() : Op("MatMul") {}
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+  // matmul() reads row- or column-major matrices through their strides and copies others once.
+  bool reads_views() const override { return true; }
 };
 
-// numpy.matmul, fastest first (an operand that is not row-major copied once): [..., K] · [K, N]
+// numpy.matmul, fastest first (an operand oneDNN does not read copied once): [..., K] · [K, N]
 // as functional::linear; batched operands (batch dims broadcast) as oneDNN's matmul
 // (kernels/onednn/matmul.h), else one functional::linear per batch; else reference::matmul.
 Tensor matmul(const Tensor& a, const Tensor& b);

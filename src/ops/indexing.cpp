@@ -66,7 +66,7 @@ void check_slice_spec(const SliceSpec& spec, std::int64_t rank) {
   }
 }
 
-Tensor slice(const Tensor& data, const SliceSpec& spec) {
+Tensor slice(const Tensor& data, const SliceSpec& spec, bool view) {
   const std::int64_t rank = data.dim();
   check_slice_spec(spec, rank);
   std::vector<reference::SliceDim> dims(static_cast<std::size_t>(rank));
@@ -77,13 +77,16 @@ Tensor slice(const Tensor& data, const SliceSpec& spec) {
     dims[d] = reference::resolve_slice(spec.starts[k], spec.ends[k],
                                        spec.steps.empty() ? 1 : spec.steps[k], data.sizes()[d]);
   }
+  if (view) {
+    if (Tensor v = reference::slice_view(data, dims); v.defined()) return v;
+  }
   return reference::slice(data, dims);
 }
 
-std::vector<Tensor> Slice::run(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> Slice::moved(const std::vector<Tensor>& inputs, bool views) const {
   if (attributes_) {
     expect_inputs(inputs, 1, 1, "Slice");
-    return {slice(inputs[0], *attributes_)};
+    return {slice(inputs[0], *attributes_, views)};
   }
   expect_inputs(inputs, 3, 5, "Slice");
   SliceSpec spec;
@@ -93,7 +96,7 @@ std::vector<Tensor> Slice::run(const std::vector<Tensor>& inputs) {
     spec.axes = int64_vector(inputs[3], "Slice", "axes");
   if (inputs.size() > 4 && inputs[4].defined())
     spec.steps = int64_vector(inputs[4], "Slice", "steps");
-  return {slice(inputs[0], spec)};
+  return {slice(inputs[0], spec, views)};
 }
 
 std::vector<Tensor> Expand::run(const std::vector<Tensor>& inputs) {

@@ -20,6 +20,7 @@
 #include <optional>
 #include <vector>
 
+#include "ops/view_op.h"
 #include "refold/graph/op.h"
 
 namespace refold::ops {
@@ -50,12 +51,15 @@ struct SliceSpec {
   std::vector<std::int64_t> starts, ends, axes, steps;  // axes/steps empty: defaults
 };
 
-class Slice : public graph::Op {
+// A copy, or where the executor takes views (ops::ViewOp) a strided view for positive steps.
+class Slice : public ViewOp {
  public:
   // `attributes`: the opset < 10 form; nullopt reads inputs 1–4.
   explicit Slice(std::optional<SliceSpec> attributes = std::nullopt)
-      : Op("Slice"), attributes_(std::move(attributes)) {}
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+      : ViewOp("Slice"), attributes_(std::move(attributes)) {}
+
+ protected:
+  std::vector<Tensor> moved(const std::vector<Tensor>& inputs, bool views) const override;
 
  private:
   std::optional<SliceSpec> attributes_;
@@ -64,7 +68,8 @@ class Slice : public graph::Op {
 // Validates `spec` against a rank (lengths agree, axes in range and distinct, steps ≠ 0);
 // rank < 0 checks only what needs no rank.
 void check_slice_spec(const SliceSpec& spec, std::int64_t rank);
-Tensor slice(const Tensor& data, const SliceSpec& spec);
+// With `view`, a view of data where the steps allow one (reference::slice_view).
+Tensor slice(const Tensor& data, const SliceSpec& spec, bool view = false);
 
 class Expand : public graph::Op {
  public:

@@ -12,6 +12,7 @@
 #include "ops/tensor_values.h"
 #include "ops/transpose.h"
 #include "ops/window.h"
+#include "refold/functional.h"
 #include "refold/nn/basic.h"
 
 namespace refold::ops {
@@ -57,28 +58,42 @@ Shape reshape_sizes(const Shape& sizes, const std::vector<std::int64_t>& shape, 
   return out;
 }
 
-std::vector<Tensor> Reshape::run(const std::vector<Tensor>& inputs) {
+Tensor with_format_strides(const Tensor& dense) {
+  const Shape strides = dense.is_contiguous() ? contiguous_strides(dense.sizes())
+                                              : channels_last_strides(dense.sizes());
+  return dense.strides() == strides
+             ? dense
+             : dense.as_strided(dense.sizes(), strides, dense.storage_offset());
+}
+
+Tensor reshaped(const Tensor& x, const Shape& sizes, bool views) {
+  if (views) {
+    if (Tensor v = x.view(sizes); v.defined()) return v;
+  }
+  return functional::to_format(x, MemoryFormat::Contiguous).reshape(sizes);
+}
+
+std::vector<Tensor> Reshape::moved(const std::vector<Tensor>& inputs, bool views) const {
   REFOLD_CHECK(inputs.size() == 2, "Reshape: expects 2 inputs (data, shape), got {}",
                inputs.size());
   REFOLD_CHECK(inputs[0].defined(), "Reshape: data is missing");
   const auto shape = int64_vector(inputs[1], "Reshape", "shape");
-  return {inputs[0].reshape(reshape_sizes(inputs[0].sizes(), shape, allowzero_))};
+  return {reshaped(inputs[0], reshape_sizes(inputs[0].sizes(), shape, allowzero_), views)};
 }
 
-Tensor flatten_2d(const Tensor& input, std::int64_t axis) {
-  REFOLD_CHECK(input.defined(), "Flatten: input is missing");
-  const std::int64_t rank = input.dim();
+Shape flattened_sizes(const Shape& sizes, std::int64_t axis) {
+  const auto rank = static_cast<std::int64_t>(sizes.size());
   REFOLD_CHECK(axis >= -rank && axis <= rank, "Flatten: axis {} out of range [{}, {}]", axis, -rank,
                rank);
   const auto a = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
-  const Shape& s = input.sizes();
-  return input.reshape({checked_numel(std::span(s).first(a), "Flatten"),
-                        checked_numel(std::span(s).subspan(a), "Flatten")});
+  return {checked_numel(std::span(sizes).first(a), "Flatten"),
+          checked_numel(std::span(sizes).subspan(a), "Flatten")};
 }
 
-std::vector<Tensor> Flatten::run(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> Flatten::moved(const std::vector<Tensor>& inputs, bool views) const {
   REFOLD_CHECK(inputs.size() == 1, "Flatten: expects 1 input, got {}", inputs.size());
-  return {flatten_2d(inputs[0], axis_)};
+  REFOLD_CHECK(inputs[0].defined(), "Flatten: input is missing");
+  return {reshaped(inputs[0], flattened_sizes(inputs[0].sizes(), axis_), views)};
 }
 
 namespace {
@@ -139,14 +154,14 @@ Shape unsqueeze_sizes(const Shape& sizes, const std::vector<std::int64_t>& axes)
   return out;
 }
 
-std::vector<Tensor> Squeeze::run(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> Squeeze::moved(const std::vector<Tensor>& inputs, bool views) const {
   const auto axes = axes_of(axes_, inputs, "Squeeze", false);
-  return {inputs[0].reshape(squeeze_sizes(inputs[0].sizes(), axes))};
+  return {reshaped(inputs[0], squeeze_sizes(inputs[0].sizes(), axes), views)};
 }
 
-std::vector<Tensor> Unsqueeze::run(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> Unsqueeze::moved(const std::vector<Tensor>& inputs, bool views) const {
   const auto axes = axes_of(axes_, inputs, "Unsqueeze", true);
-  return {inputs[0].reshape(unsqueeze_sizes(inputs[0].sizes(), axes))};
+  return {reshaped(inputs[0], unsqueeze_sizes(inputs[0].sizes(), axes), views)};
 }
 
 // Reshape-5+: (data, shape); allowzero from v14. A constant shape is checked now.

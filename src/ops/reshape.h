@@ -8,16 +8,18 @@
 //              when no axes are given.
 //   Unsqueeze  (data, axes) or the `axes` attribute: inserts size-1 dims at `axes` of the output.
 //
-// The result is a view of the input when the input is contiguous (no copy), as Tensor::reshape.
-// The element order is NCHW's, so all four declare accepts_channels_last() == false: a
-// channels_last activation is made contiguous (one counted permute) before them, where the
-// layout plan can see it.
+// The result is a view of the input when the input is contiguous (no copy), as Tensor::reshape,
+// and, where the executor takes views (ops::ViewOp), whenever the input's strides can express
+// it: NHWC memory [N, H·W, C] viewed as [N, heads, C/heads, H·W] costs nothing. The element
+// order is NCHW's, so all four declare accepts_channels_last() == false: the layout plan counts
+// a channels_last input as the permute it costs at worst (made contiguous, one counted permute).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <vector>
 
+#include "ops/view_op.h"
 #include "refold/graph/op.h"
 
 namespace refold::ops {
@@ -29,13 +31,15 @@ Shape reshape_sizes(const Shape& sizes, const std::vector<std::int64_t>& shape, 
 // The checks of reshape_sizes that need only the target (for a constant shape at build time).
 void check_reshape_target(const std::vector<std::int64_t>& shape, bool allowzero);
 
-class Reshape : public graph::Op {
+class Reshape : public ViewOp {
  public:
-  explicit Reshape(bool allowzero = false) : Op("Reshape"), allowzero_(allowzero) {}
+  explicit Reshape(bool allowzero = false) : ViewOp("Reshape"), allowzero_(allowzero) {}
   // inputs: data, shape (int64 1-d)
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
   bool accepts_channels_last() const override { return false; }
   bool allowzero() const { return allowzero_; }
+
+ protected:
+  std::vector<Tensor> moved(const std::vector<Tensor>& inputs, bool views) const override;
 
  private:
   bool allowzero_;
@@ -43,39 +47,45 @@ class Reshape : public graph::Op {
 
 // ONNX Flatten for any axis, rank and dtype. (The importer uses nn::Flatten — torch's
 // flatten(1) — for axis 1 on float activations, which gives the same result.)
-class Flatten : public graph::Op {
+class Flatten : public ViewOp {
  public:
-  explicit Flatten(std::int64_t axis = 1) : Op("Flatten"), axis_(axis) {}
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+  explicit Flatten(std::int64_t axis = 1) : ViewOp("Flatten"), axis_(axis) {}
   bool accepts_channels_last() const override { return false; }
   std::int64_t axis() const { return axis_; }
+
+ protected:
+  std::vector<Tensor> moved(const std::vector<Tensor>& inputs, bool views) const override;
 
  private:
   std::int64_t axis_;
 };
 
-// [prod(sizes[:axis]), prod(sizes[axis:])], axis ∈ [−rank, rank]; a view when contiguous.
-Tensor flatten_2d(const Tensor& input, std::int64_t axis);
+// Flatten's sizes: [prod(sizes[:axis]), prod(sizes[axis:])], axis ∈ [−rank, rank].
+Shape flattened_sizes(const Shape& sizes, std::int64_t axis);
 
-class Squeeze : public graph::Op {
+class Squeeze : public ViewOp {
  public:
   // `axes`: the attribute (opset < 13); nullopt reads the optional second input instead.
   explicit Squeeze(std::optional<std::vector<std::int64_t>> axes = std::nullopt)
-      : Op("Squeeze"), axes_(std::move(axes)) {}
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+      : ViewOp("Squeeze"), axes_(std::move(axes)) {}
   bool accepts_channels_last() const override { return false; }
+
+ protected:
+  std::vector<Tensor> moved(const std::vector<Tensor>& inputs, bool views) const override;
 
  private:
   std::optional<std::vector<std::int64_t>> axes_;
 };
 
-class Unsqueeze : public graph::Op {
+class Unsqueeze : public ViewOp {
  public:
   // `axes`: the attribute (opset < 13); nullopt reads the second input instead.
   explicit Unsqueeze(std::optional<std::vector<std::int64_t>> axes = std::nullopt)
-      : Op("Unsqueeze"), axes_(std::move(axes)) {}
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+      : ViewOp("Unsqueeze"), axes_(std::move(axes)) {}
   bool accepts_channels_last() const override { return false; }
+
+ protected:
+  std::vector<Tensor> moved(const std::vector<Tensor>& inputs, bool views) const override;
 
  private:
   std::optional<std::vector<std::int64_t>> axes_;

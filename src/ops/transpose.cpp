@@ -26,11 +26,11 @@ void check_perm(const std::vector<std::int64_t>& perm, std::int64_t rank) {
   }
 }
 
-Transpose::Transpose(std::vector<std::int64_t> perm) : Op("Transpose"), perm_(std::move(perm)) {
+Transpose::Transpose(std::vector<std::int64_t> perm) : ViewOp("Transpose"), perm_(std::move(perm)) {
   check_perm(perm_);
 }
 
-std::vector<Tensor> Transpose::run(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> Transpose::moved(const std::vector<Tensor>& inputs, bool views) const {
   REFOLD_CHECK(inputs.size() == 1 && inputs[0].defined(), "Transpose: expects 1 input, got {}",
                inputs.size());
   const Tensor& x = inputs[0];
@@ -41,8 +41,9 @@ std::vector<Tensor> Transpose::run(const std::vector<Tensor>& inputs) {
     std::iota(perm.rbegin(), perm.rend(), 0);  // reverse: [rank − 1, …, 0]
   }
   Tensor view = x.permute(perm);
+  if (views) return {view};
   if (view.is_contiguous() || (view.dim() == 4 && view.is_contiguous(MemoryFormat::ChannelsLast)))
-    return {view};
+    return {with_format_strides(view)};
   return {reference::transpose(x, perm)};
 }
 

@@ -2,7 +2,8 @@
 //
 //   Transpose     out.sizes[k] = in.sizes[perm[k]]; no perm reverses the dimensions. The output
 //                 is the input's view through the perm when that view is dense in NCHW or
-//                 NHWC order, else a contiguous copy. So the two Transposes around a
+//                 NHWC order (or, where the executor takes views, always: ops::ViewOp), else
+//                 a contiguous copy. So the two Transposes around a
 //                 channels-last LayerNorm (ConvNeXt) cost nothing once the layout is NHWC:
 //                 NHWC memory read by [0, 2, 3, 1] is contiguous [N, H, W, C], and contiguous
 //                 [N, H, W, C] read by [0, 3, 1, 2] is NCHW with channels_last strides.
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/view_op.h"
 #include "refold/graph/op.h"
 
 namespace refold::ops {
@@ -30,11 +32,13 @@ void check_perm(const std::vector<std::int64_t>& perm, std::int64_t rank = -1);
 // [0, 3, 1, 2] is channels_last, and any other permutation writes a contiguous copy.
 MemoryFormat transposed_format(const std::vector<std::int64_t>& perm, MemoryFormat input);
 
-class Transpose : public graph::Op {
+class Transpose : public ViewOp {
  public:
   explicit Transpose(std::vector<std::int64_t> perm = {});
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
   const std::vector<std::int64_t>& perm() const { return perm_; }
+
+ protected:
+  std::vector<Tensor> moved(const std::vector<Tensor>& inputs, bool views) const override;
 
  private:
   std::vector<std::int64_t> perm_;

@@ -57,12 +57,37 @@ TEST_F(OnednnMatmul, DeclinesWhatItDoesNotTake) {
     return why;
   };
   EXPECT_EQ(reason(randn({4, 5}), randn({5, 3})), "not batched matrices of 3 to 12 dims");
-  EXPECT_EQ(reason(randn({2, 5, 4}).permute({0, 2, 1}), randn({2, 5, 3})),
-            "an operand is not contiguous");
+  // [2, 3, 4, 5] with strides (60, 1, 15, 3): no unit stride along a matrix's rows or columns.
+  EXPECT_EQ(reason(randn({2, 4, 5, 3}).permute({0, 3, 1, 2}), randn({2, 3, 5, 3})),
+            "an operand's matrices are neither row- nor column-major");
   EXPECT_EQ(reason(randn({2, 4, 5}), randn({3, 5, 3})), "batch dims the caller reports");
   EXPECT_EQ(reason(randn({2, 4, 5}), randn({2, 4, 3})), "inner dims the caller reports");
   EXPECT_EQ(reason(randn({2, 4, 5}).to(DType::BFloat16), randn({2, 5, 3}).to(DType::BFloat16)),
             "oneDNN matmul runs float32 only");
+}
+
+// Attention's operands as the executor hands them (graph::Op::reads_views): q and v slices of
+// a fused qkv [tokens, 3, heads, dim] and kᵀ a transposed slice — read through their strides,
+// no copy, in one call each.
+TEST_F(OnednnMatmul, ReadsTransposedAndSlicedOperandsThroughTheirStrides) {
+  const Tensor qkv = randn({1, 24, 3, 2, 8});               // batch, tokens, q/k/v, heads, dim
+  const Tensor heads_first = qkv.permute({2, 0, 3, 1, 4});  // [3, 1, heads, tokens, dim]
+  auto part = [&](std::int64_t i) {
+    return heads_first.as_strided({1, 2, 24, 8},
+                                  {heads_first.stride(1), heads_first.stride(2),
+                                   heads_first.stride(3), heads_first.stride(4)},
+                                  i * heads_first.stride(0));
+  };
+  const Tensor q = part(0), k_t = part(1).permute({0, 1, 3, 2}), v = part(2);
+  ASSERT_TRUE(onednn::matmul_reads(q) && onednn::matmul_reads(k_t) && onednn::matmul_reads(v));
+  DispatchLog log;
+  const Tensor scores = ops::matmul(q, k_t);
+  const Tensor y = ops::matmul(scores, v);
+  EXPECT_EQ(log.take(), (std::vector<std::string>{"matmul: onednn", "matmul: onednn"}));
+  const Tensor want_scores = reference::matmul(q.contiguous(), k_t.contiguous());
+  EXPECT_TRUE(testing::all_close(scores, want_scores, testing::Tolerance::op_f32()));
+  EXPECT_TRUE(testing::all_close(y, reference::matmul(want_scores, v.contiguous()),
+                                 testing::Tolerance::op_f32()));
 }
 
 // attn · v of a 4-d attention, v laid out channels_last (made row-major first): one call.

@@ -32,6 +32,19 @@ class Op : public nn::Module {
   // residual in place). Afterwards the executor reads only the inputs' sizes and layout. The
   // default runs run(inputs).
   virtual std::vector<Tensor> run_consuming(std::vector<Tensor>& inputs) { return run(inputs); }
+  // Views that are dense in no memory format (a permute, a slice, a reshape of one), passed
+  // between the ops that only move data, so that a chain such as Reshape → Transpose → Slice
+  // copies once, not once per op. An op that reads_views() takes every input with any strides
+  // at no more cost than a dense one (it returns a view of it or copies it once), and the
+  // executor passes inputs to it as they are instead of making them contiguous first (its
+  // accepts_channels_last() still tells the layout plan what the op costs at worst).
+  // run_views() is run_consuming(), except that an output may be such a view; the executor
+  // calls it when every reader of every output reads views and none is a graph output, so no
+  // other op ever sees one. The default runs run_consuming(inputs).
+  virtual bool reads_views() const { return false; }
+  virtual std::vector<Tensor> run_views(std::vector<Tensor>& inputs) {
+    return run_consuming(inputs);
+  }
   // A one-input, one-output use as a plain Module.
   Tensor forward(const Tensor& input) override;
 };

@@ -1,5 +1,5 @@
 // oneDNN matmul over broadcast batch dims: src [..., M, K], weights [..., K, N], dst [..., M, N],
-// each row-major with its own (possibly size-1) batch dims.
+// each with its own (possibly size-1) batch dims; src and weights with their own strides.
 #include "kernels/onednn/matmul.h"
 
 #include <algorithm>
@@ -41,7 +41,27 @@ dnnl::memory::dims row_major(const dnnl::memory::dims& dims) {
   return strides;
 }
 
+// t's strides for `dims` (its sizes with leading 1s): its own where a dim has more than one
+// element, row-major ones where it has one (any stride addresses it; oneDNN gets tidy ones).
+dnnl::memory::dims strides_for(const Tensor& t, const dnnl::memory::dims& dims) {
+  dnnl::memory::dims strides = row_major(dims);
+  const std::size_t lead = dims.size() - static_cast<std::size_t>(t.dim());
+  for (std::size_t d = lead; d < dims.size(); ++d)
+    if (dims[d] > 1) strides[d] = t.strides()[d - lead];
+  return strides;
+}
+
 }  // namespace
+
+bool matmul_reads(const Tensor& t) {
+  if (t.dim() < 2) return false;
+  for (std::int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1 && t.stride(d) <= 0) return false;
+  const std::int64_t rows = t.size(-2), cols = t.size(-1);
+  const bool row_major = cols == 1 || (t.stride(-1) == 1 && (rows == 1 || t.stride(-2) >= cols));
+  const bool col_major = rows == 1 || (t.stride(-2) == 1 && (cols == 1 || t.stride(-1) >= rows));
+  return row_major || col_major;
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b, std::string* declined) {
   constexpr std::string_view op = "matmul";
@@ -51,8 +71,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, std::string* declined) {
   if (a.dim() < 2 || b.dim() < 2 || rank < 3 || rank > DNNL_MAX_NDIMS)
     return decline(op, "not batched matrices of 3 to 12 dims", declined);
   if (a.numel() == 0 || b.numel() == 0) return decline(op, "a zero-sized dimension", declined);
-  if (!a.is_contiguous() || !b.is_contiguous())
-    return decline(op, "an operand is not contiguous", declined);
+  if (!matmul_reads(a) || !matmul_reads(b))
+    return decline(op, "an operand's matrices are neither row- nor column-major", declined);
   const dnnl::memory::dims ad = extended(a.sizes(), rank), bd = extended(b.sizes(), rank);
   if (ad[rank - 1] != bd[rank - 2]) return decline(op, "inner dims the caller reports", declined);
   dnnl::memory::dims dd(rank);
@@ -65,15 +85,16 @@ Tensor matmul(const Tensor& a, const Tensor& b, std::string* declined) {
   dd[rank - 1] = bd[rank - 1];
   const int threads = apply_num_threads();
 
+  const dnnl::memory::dims as = strides_for(a, ad), bs = strides_for(b, bd);
   CacheKey key(ad.begin(), ad.end());
-  key.insert(key.end(), bd.begin(), bd.end());
+  for (const auto* dims : {&as, &bd, &bs}) key.insert(key.end(), dims->begin(), dims->end());
   key.push_back(threads);
   const std::shared_ptr<Primitive> prim = cache().find_or_make(key, [&] {
     auto made = std::make_shared<Primitive>();
     made->declined = try_build(op, "matmul", [&] {
       using dt = dnnl::memory::data_type;
-      made->src = dnnl::memory::desc(ad, dt::f32, row_major(ad));
-      made->weights = dnnl::memory::desc(bd, dt::f32, row_major(bd));
+      made->src = dnnl::memory::desc(ad, dt::f32, as);
+      made->weights = dnnl::memory::desc(bd, dt::f32, bs);
       made->dst = dnnl::memory::desc(dd, dt::f32, row_major(dd));
       const dnnl::matmul::desc desc(made->src, made->weights, made->dst);
       made->primitive =

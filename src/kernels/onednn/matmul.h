@@ -3,14 +3,15 @@
 // per matrix, whose per-call cost dominated MobileViT's small attention matrices.
 //
 // Contract:
-//   * a [..., M, K] and b [..., K, N], both contiguous (row-major); their batch dims broadcast
+//   * a [..., M, K] and b [..., K, N], each read through its strides where matmul_reads() it
+//     (a transposed kᵀ or a slice of a fused qkv needs no copy); their batch dims broadcast
 //     (equal, or 1 in one of them; missing leading dims are 1). The output is [batch..., M, N],
 //     contiguous, as the reference's.
-//   * Anything else — another dtype, fewer than 3 dims, strided operands, zero-sized dims,
-//     mismatched sizes — is declined (undefined result, reason in *declined; with declined ==
+//   * Anything else — another dtype, fewer than 3 dims, operands it does not read, zero-sized
+//     dims, mismatched sizes — is declined (undefined result, reason in *declined; with declined ==
 //     nullptr a decline throws): the caller's fallback validates and reports invalid calls.
 //   * Primitives are cached (process-wide, thread-safe, least recently used) keyed by both
-//     operands' sizes and the thread count.
+//     operands' sizes and strides and the thread count.
 // Precision: float32 with oneDNN's GEMM summation order, within Tolerance::op_f32.
 #pragma once
 
@@ -22,6 +23,11 @@
 namespace refold::onednn {
 
 Tensor matmul(const Tensor& a, const Tensor& b, std::string* declined = nullptr);
+
+// Whether matmul reads t through its strides: every matrix row-major or column-major (unit
+// stride along its rows or its columns, the other stride spanning the unit one), positive
+// strides, batch dims laid out any way.
+bool matmul_reads(const Tensor& t);
 
 PrimitiveStats matmul_stats();
 

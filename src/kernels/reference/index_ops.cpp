@@ -85,12 +85,19 @@ SliceDim resolve_slice(std::int64_t start, std::int64_t end, std::int64_t step, 
   return {start, step, count};
 }
 
-Tensor slice(const Tensor& data, const std::vector<SliceDim>& dims) {
+namespace {
+
+// Where slice() reads: output element idx is data's element base + Σ idx[d]·strides[d].
+struct SliceGeometry {
+  Shape sizes, strides;
+  std::int64_t base = 0;  // from data's first element
+};
+
+SliceGeometry slice_geometry(const Tensor& data, const std::vector<SliceDim>& dims) {
   REFOLD_CHECK(data.defined(), "slice: data is undefined");
   REFOLD_CHECK(static_cast<std::int64_t>(dims.size()) == data.dim(),
                "slice: {} dimensions given for a {}-d input", dims.size(), data.dim());
-  Shape sizes(dims.size()), strides(dims.size());
-  std::int64_t base = 0;
+  SliceGeometry g{Shape(dims.size()), Shape(dims.size()), 0};
   for (std::size_t d = 0; d < dims.size(); ++d) {
     const SliceDim& s = dims[d];
     REFOLD_CHECK(
@@ -99,25 +106,42 @@ Tensor slice(const Tensor& data, const std::vector<SliceDim>& dims) {
                                           s.start + (s.count - 1) * s.step < data.sizes()[d])),
         "slice: start {} step {} count {} outside dimension {} of size {}", s.start, s.step,
         s.count, d, data.sizes()[d]);
-    sizes[d] = s.count;
+    g.sizes[d] = s.count;
     // With one element the step is never taken (and may be huge: no overflow).
-    strides[d] = s.count > 1 ? s.step * data.strides()[d] : 0;
-    if (s.count > 0) base += s.start * data.strides()[d];
+    g.strides[d] = s.count > 1 ? s.step * data.strides()[d] : 0;
+    if (s.count > 0) g.base += s.start * data.strides()[d];
   }
+  return g;
+}
+
+bool steps_positive(const std::vector<SliceDim>& dims) {
+  return std::all_of(dims.begin(), dims.end(), [](const SliceDim& s) { return s.step > 0; });
+}
+
+}  // namespace
+
+Tensor slice_view(const Tensor& data, const std::vector<SliceDim>& dims) {
+  const SliceGeometry g = slice_geometry(data, dims);
+  if (!steps_positive(dims)) return {};
+  return data.as_strided(g.sizes, g.strides, data.storage_offset() + g.base);
+}
+
+Tensor slice(const Tensor& data, const std::vector<SliceDim>& dims) {
+  const SliceGeometry g = slice_geometry(data, dims);
   const bool channels_last =
       data.dim() == 4 && data.suggest_memory_format() == MemoryFormat::ChannelsLast;
-  Tensor output = empty(
-      sizes, {data.dtype(), channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous});
-  if (std::all_of(dims.begin(), dims.end(), [](const SliceDim& s) { return s.step > 0; })) {
+  Tensor output = empty(g.sizes, {data.dtype(), channels_last ? MemoryFormat::ChannelsLast
+                                                              : MemoryFormat::Contiguous});
+  if (steps_positive(dims)) {
     // A strided view of the input (step·stride per dimension), copied.
-    output.copy_(data.as_strided(sizes, strides, data.storage_offset() + base));
+    output.copy_(data.as_strided(g.sizes, g.strides, data.storage_offset() + g.base));
     return output;
   }
   visit_storage_type(data.dtype(), [&]<typename T>(T) {
-    const T* in = static_cast<const T*>(data.data_ptr()) + base;
+    const T* in = static_cast<const T*>(data.data_ptr()) + g.base;
     T* out = static_cast<T*>(output.data_ptr());
-    for_each_index(sizes, [&](const Shape& idx) {
-      out[offset_in(idx, output.strides())] = in[offset_in(idx, strides)];
+    for_each_index(g.sizes, [&](const Shape& idx) {
+      out[offset_in(idx, output.strides())] = in[offset_in(idx, g.strides)];
     });
   });
   return output;

@@ -152,6 +152,9 @@ struct SliceDim {
 SliceDim resolve_slice(std::int64_t start, std::int64_t end, std::int64_t step, std::int64_t size);
 // `dims` has one entry per input dimension.
 Tensor slice(const Tensor& data, const std::vector<SliceDim>& dims);
+// The elements slice() copies, as a view of data (strides step·stride), when every step is
+// positive; undefined otherwise (a view has no negative strides). Same checks as slice().
+Tensor slice_view(const Tensor& data, const std::vector<SliceDim>& dims);
 
 // Broadcasts `input` to broadcast(input.sizes, shape) (ONNX Expand is bidirectional).
 Tensor expand(const Tensor& input, const Shape& shape);

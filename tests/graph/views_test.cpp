@@ -1,0 +1,130 @@
+// Views between the ops that only move data (graph::Op::reads_views, ops::ViewOp): a chain of
+// them copies once, no other op is handed a view dense in no format, and Tensor::view is
+// PyTorch's view rule.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "onnx/ops_tensor_helpers.h"
+#include "ops/indexing.h"
+#include "ops/reshape.h"
+#include "ops/transpose.h"
+#include "refold/error.h"
+#include "refold/functional.h"
+#include "refold/graph/graph.h"
+#include "refold/graph/op.h"
+#include "refold/nn/activation.h"
+#include "testing/compare.h"
+
+namespace refold::graph {
+namespace {
+
+using testing::i64;
+
+bool dense(const Tensor& t) {
+  return t.is_contiguous() || (t.dim() == 4 && t.is_contiguous(MemoryFormat::ChannelsLast));
+}
+
+TEST(TensorView, SplitsAndMergesRunsOfChannelsLastMemory) {
+  // NHWC memory [N, H·W, C] viewed as [N, heads, C / heads, H·W]: C splits, H and W merge.
+  const Tensor x = randn({1, 6, 4, 5}).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor v = x.view({1, 2, 3, 20});
+  ASSERT_TRUE(v.defined());
+  EXPECT_TRUE(v.shares_storage(x));
+  EXPECT_EQ(Shape(v.strides().begin() + 1, v.strides().end()), (Shape{3, 1, 6}));
+  EXPECT_FALSE(dense(v));
+  EXPECT_EQ(v.to_vector(), x.reshape({1, 2, 3, 20}).to_vector());
+  // -1 and size-1 dims, and a view of the view.
+  EXPECT_EQ(x.view({1, 2, 3, 4, -1}).view({2, 3, 20}).to_vector(),
+            x.reshape({2, 3, 20}).to_vector());
+}
+
+TEST(TensorView, IsUndefinedWhereTheStridesCannotExpressIt) {
+  const Tensor x = randn({1, 6, 4, 5}).contiguous(MemoryFormat::ChannelsLast);
+  // Merging C with H: they are not one run of memory in NHWC.
+  EXPECT_FALSE(x.view({1, 24, 5}).defined());
+  // A transposed matrix cannot be flattened, a contiguous one always can.
+  EXPECT_FALSE(randn({3, 4}).permute({1, 0}).view({12}).defined());
+  EXPECT_TRUE(randn({3, 4}).view({2, -1}).defined());
+  EXPECT_THROW(randn({3, 4}).view({5, -1}), Error);
+}
+
+Node make(std::string name, std::string op, std::vector<std::string> in,
+          std::vector<std::string> out, nn::ModulePtr module) {
+  Node n;
+  n.name = std::move(name);
+  n.op_type = std::move(op);
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.module = std::move(module);
+  return n;
+}
+
+// EfficientViT's multi-scale attention entry: an NHWC activation reshaped into heads,
+// transposed to [heads, tokens, dims] and sliced into q and v; q goes through a Relu (an op
+// that does not read views), v to the graph's output.
+std::shared_ptr<Graph> heads_chain() {
+  auto g = std::make_shared<Graph>();
+  g->inputs = {{"x", 1, std::nullopt}};
+  g->outputs = {{"q_act", 1, std::nullopt}, {"v", 1, std::nullopt}};
+  g->set_constant("shape", i64({1, 2, 6, -1}));
+  g->set_constant("q_start", i64({0}));
+  g->set_constant("q_end", i64({3}));
+  g->set_constant("v_start", i64({3}));
+  g->set_constant("v_end", i64({6}));
+  g->set_constant("last", i64({-1}));
+  g->add_node(
+      make("reshape", "Reshape", {"x", "shape"}, {"heads"}, std::make_shared<ops::Reshape>()));
+  g->add_node(make("transpose", "Transpose", {"heads"}, {"tokens"},
+                   std::make_shared<ops::Transpose>(std::vector<std::int64_t>{0, 1, 3, 2})));
+  g->add_node(make("q", "Slice", {"tokens", "q_start", "q_end", "last"}, {"q"},
+                   std::make_shared<ops::Slice>()));
+  g->add_node(make("v", "Slice", {"tokens", "v_start", "v_end", "last"}, {"v"},
+                   std::make_shared<ops::Slice>()));
+  g->add_node(make("relu", "Relu", {"q"}, {"q_act"}, std::make_shared<nn::ReLU>()));
+  return g;
+}
+
+TEST(GraphViews, AChainOfDataMovesCopiesOnceAndHandsOtherOpsDenseTensors) {
+  auto g = heads_chain();
+  const Tensor x = randn({1, 12, 4, 5}).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor tokens = x.reshape({1, 2, 6, 20}).permute({0, 1, 3, 2}).contiguous();
+  const Tensor want_q = functional::relu(tokens.as_strided({1, 2, 20, 3}, tokens.strides(), 0));
+  const Tensor want_v = tokens.as_strided({1, 2, 20, 3}, tokens.strides(), 3).contiguous();
+
+  std::map<std::string, Tensor> seen;  // each node's first input, as the node was handed it
+  const auto out = g->run({x}, [&](const Node& n, const std::vector<Tensor>& in,
+                                   const std::vector<Tensor>&) { seen[n.name] = in[0]; });
+  EXPECT_EQ(out[0].to_vector(), want_q.to_vector());
+  EXPECT_EQ(out[1].to_vector(), want_v.to_vector());
+  // Reshape and Transpose made views of x's memory; the Slices read them.
+  EXPECT_TRUE(seen.at("transpose").shares_storage(x));
+  EXPECT_TRUE(seen.at("q").shares_storage(x));
+  EXPECT_FALSE(dense(seen.at("q")));
+  // The Relu, which does not read views, and the graph's outputs get dense tensors.
+  EXPECT_TRUE(dense(seen.at("relu")));
+  EXPECT_FALSE(seen.at("relu").shares_storage(x));
+  EXPECT_TRUE(dense(out[0]) && dense(out[1]));
+}
+
+TEST(GraphViews, AViewOpWhoseOutputAnotherOpReadsReturnsItDense) {
+  // Transpose → Relu: the permute is copied at the Transpose, as before views.
+  auto g = std::make_shared<Graph>();
+  g->inputs = {{"x", 1, std::nullopt}};
+  g->outputs = {{"y", 1, std::nullopt}};
+  g->add_node(make("transpose", "Transpose", {"x"}, {"t"},
+                   std::make_shared<ops::Transpose>(std::vector<std::int64_t>{1, 0, 2})));
+  g->add_node(make("relu", "Relu", {"t"}, {"y"}, std::make_shared<nn::ReLU>()));
+  const Tensor x = randn({3, 4, 5});
+  Tensor handed;
+  const auto out =
+      g->run({x}, [&](const Node& n, const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+        if (n.name == "relu") handed = in[0];
+      });
+  EXPECT_TRUE(handed.is_contiguous());
+  EXPECT_FALSE(handed.shares_storage(x));
+  EXPECT_EQ(out[0].to_vector(), functional::relu(x.permute({1, 0, 2}).contiguous()).to_vector());
+}
+
+}  // namespace
+}  // namespace refold::graph
