@@ -43,8 +43,15 @@ void ghost_shapes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMicrosecond);
 }
 
+// SqueezeNet's Fire modules and Inception's joins: two halves of 64 to 256 channels.
+void fire_shapes(benchmark::internal::Benchmark* b) {
+  b->Args({64, 55, 55})->Args({128, 27, 27})->Args({256, 13, 13});
+  b->Unit(benchmark::kMicrosecond);
+}
+
 BENCHMARK_CAPTURE(concat, reference_ghost, false, 0)->Apply(ghost_shapes);
 BENCHMARK_CAPTURE(concat, native_ghost, true, 0)->Apply(ghost_shapes);
+BENCHMARK_CAPTURE(concat, native_fire, true, 0)->Apply(fire_shapes);
 // DenseNet: the running features (C) and one layer's 32 new channels.
 BENCHMARK_CAPTURE(concat, reference_dense_plus32, false, 32)
     ->Args({256, 28, 28})
