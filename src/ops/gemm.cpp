@@ -29,7 +29,17 @@ std::vector<Tensor> Gemm::run(const std::vector<Tensor>& in) {
   return {reference::gemm(in[0], in[1], c, a.alpha, a.beta, a.trans_a, a.trans_b)};
 }
 
-Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+namespace {
+
+// y · alpha (one more pass, where the product could not apply alpha itself).
+Tensor scaled(const Tensor& y, float alpha) {
+  if (alpha == 1.0f) return y;
+  return functional::mul(y, full({1}, alpha, y.dtype()));
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in, float alpha) {
   const bool floating = a_in.dtype() == b_in.dtype() && is_floating(a_in.dtype());
   // oneDNN reads row- or column-major matrices through their strides (onednn::matmul_reads: a
   // view the executor hands MatMul, graph::Op::reads_views). An operand laid out otherwise (a
@@ -41,15 +51,15 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   const Tensor a = readable(a_in);
   // [..., K] · [K, N] is linear(a, bᵀ) (the weight read through a transposed view, any strides).
   if (a.dim() >= 2 && b_in.dim() == 2 && floating && a.size(-1) == b_in.size(0))
-    return functional::linear(a, b_in.permute({1, 0}));
+    return scaled(functional::linear(a, b_in.permute({1, 0})), alpha);
   const Tensor b = readable(b_in);
   if (a.dim() < 2 || b.dim() < 2 || !floating || a.size(-1) != b.size(-2) || a.numel() == 0 ||
       b.numel() == 0)
-    return reference::matmul(a, b);
+    return scaled(reference::matmul(a, b), alpha);
   // Batched: oneDNN's matmul in one call, else out[i..] = a[i..] · b[i..] over the broadcast
   // batch index, one linear each.
   std::string declined;
-  if (Tensor y = onednn::matmul(a, b, &declined); y.defined()) {
+  if (Tensor y = onednn::matmul(a, b, alpha, &declined); y.defined()) {
     log_dispatch("matmul", "onednn");
     return y;
   }
@@ -77,13 +87,13 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     const Tensor bt = b.as_strided({n, b.size(-2)}, {b.stride(-1), b.stride(-2)}, bo);
     output.as_strided({m, n}, {os[r], os[r + 1]}, oo).copy_(functional::linear(ai, bt));
   });
-  return output;
+  return scaled(output, alpha);
 }
 
 std::vector<Tensor> MatMul::run(const std::vector<Tensor>& in) {
   REFOLD_CHECK(in.size() == 2 && in[0].defined() && in[1].defined(),
                "MatMul: expects 2 inputs, got {}", in.size());
-  return {matmul(in[0], in[1])};
+  return {matmul(in[0], in[1], alpha_)};
 }
 
 namespace {

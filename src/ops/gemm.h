@@ -30,18 +30,26 @@ class Gemm : public graph::Op {
   GemmAttributes attributes_;
 };
 
+// alpha · numpy.matmul(a, b): alpha = 1 for the ONNX op; canonicalize's ScaledMatMul node (a
+// MatMul with its scalar Mul/Div operands or result folded in, passes/scaled_matmul.h) sets it.
 class MatMul : public graph::Op {
  public:
-  MatMul() : Op("MatMul") {}
+  explicit MatMul(float alpha = 1.0f) : Op("MatMul"), alpha_(alpha) {}
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
   // matmul() reads row- or column-major matrices through their strides and copies others once.
   bool reads_views() const override { return true; }
+  float alpha() const { return alpha_; }
+
+ private:
+  float alpha_;
 };
 
-// numpy.matmul, fastest first (an operand oneDNN does not read copied once): [..., K] · [K, N]
-// as functional::linear; batched operands (batch dims broadcast) as oneDNN's matmul
-// (kernels/onednn/matmul.h), else one functional::linear per batch; else reference::matmul.
-Tensor matmul(const Tensor& a, const Tensor& b);
+// alpha · numpy.matmul(a, b), fastest first (an operand oneDNN does not read copied once):
+// [..., K] · [K, N] as functional::linear; batched operands (batch dims broadcast) as oneDNN's
+// matmul (kernels/onednn/matmul.h, alpha as its output scale), else one functional::linear per
+// batch; else reference::matmul. Where alpha is not applied inside the product, the result is
+// scaled after it.
+Tensor matmul(const Tensor& a, const Tensor& b, float alpha = 1.0f);
 
 // Einsum: a contraction of two inputs that is a batched matrix product (no label repeated in a
 // term, every summed label in both inputs, batch labels of equal sizes: "bhid,bhjd->bhij",

@@ -20,6 +20,8 @@
 //     (one fused node, its parts the three; it keeps x's memory format, the Reshapes did not).
 //   A patch unfold/fold, Reshape → Transpose → Reshape moving only spatial positions, x and y
 //   4-d (passes/patch_shuffle.h)                         → PatchShuffle(x), channels_last kept
+//   A MatMul of two computed operands with Mul/Div by one-element constants on its operands or
+//   result — attention's scale (passes/scaled_matmul.h)  → ScaledMatMul(a, b), alpha = the factors
 //
 // Why exact: a mean over H and W of an NCHW tensor, kept as [N, C, 1, 1], is GlobalAveragePool's
 // definition (max likewise); the GELU forms compute ½x·(1 + erf(x/√2)) with the constants
@@ -41,6 +43,7 @@
 #include "passes/node_module.h"
 #include "passes/passes.h"
 #include "passes/patch_shuffle.h"
+#include "passes/scaled_matmul.h"
 
 namespace refold::passes {
 namespace {
@@ -223,6 +226,9 @@ PassReport canonicalize(graph::Graph& graph) {
       } else if (const auto shuffle = detail::match_patch_shuffle(graph, i, shapes)) {
         next = *std::min_element(shuffle->parts.begin(), shuffle->parts.end());
         note = detail::fuse_patch_shuffle(graph, *shuffle);
+      } else if (const auto product = detail::match_scaled_matmul(graph, i)) {
+        next = *std::min_element(product->parts.begin(), product->parts.end());
+        note = detail::fuse_scaled_matmul(graph, *product);
       }
     }
     i = next;

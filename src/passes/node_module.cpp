@@ -5,6 +5,7 @@
 #include "onnx/opset.h"
 #include "ops/op.h"
 #include "passes/patch_shuffle.h"
+#include "passes/scaled_matmul.h"
 
 namespace refold::passes {
 
@@ -18,6 +19,8 @@ nn::ModulePtr module_for(const graph::Graph& graph, const graph::Node& node) {
     return fused_module(graph, node);
   if (node.domain == "refold" && node.op_type == "PatchShuffle")
     return detail::build_patch_shuffle(node);
+  if (node.domain == "refold" && node.op_type == "ScaledMatMul")
+    return detail::build_scaled_matmul(node);
   return ops::build_module({node, graph, build_opset(graph, node)});
 }
 

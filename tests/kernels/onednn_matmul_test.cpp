@@ -40,7 +40,7 @@ TEST_F(OnednnMatmul, MatchesTheReference) {
                                threads));
       const Tensor a = randn(as, {}, gen), b = randn(bs, {}, gen);
       std::string declined;
-      const Tensor y = onednn::matmul(a, b, &declined);
+      const Tensor y = onednn::matmul(a, b, 1.0f, &declined);
       ASSERT_TRUE(y.defined()) << declined;
       const Tensor expected = reference::matmul(a, b);
       EXPECT_EQ(y.sizes(), expected.sizes());
@@ -53,7 +53,7 @@ TEST_F(OnednnMatmul, MatchesTheReference) {
 TEST_F(OnednnMatmul, DeclinesWhatItDoesNotTake) {
   const auto reason = [](const Tensor& a, const Tensor& b) {
     std::string why;
-    EXPECT_FALSE(onednn::matmul(a, b, &why).defined());
+    EXPECT_FALSE(onednn::matmul(a, b, 1.0f, &why).defined());
     return why;
   };
   EXPECT_EQ(reason(randn({4, 5}), randn({5, 3})), "not batched matrices of 3 to 12 dims");

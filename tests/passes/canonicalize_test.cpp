@@ -468,3 +468,86 @@ TEST(Canonicalize, ReshapeTransposeReshapeThatMergesAxesStays) {
 
 }  // namespace
 }  // namespace refold
+
+namespace refold {
+namespace {
+
+// Attention's scale, written the ways exporters write it, folds into one ScaledMatMul whose
+// alpha is the product of the factors; export writes the parts back.
+TEST(Canonicalize, ScalarFactorsOfAMatMulBecomeItsAlpha) {
+  using testing::GraphBuilder;
+  auto scalar = [](GraphBuilder& b, const std::string& name, float v) {
+    return b.constant(name, testing::values({v}, {}));
+  };
+  struct Case {
+    const char* name;
+    std::function<std::string(GraphBuilder&, const std::string&, const std::string&)> build;
+    float alpha;
+    std::size_t parts;
+  };
+  const std::vector<Case> cases = {
+      {"sdpa: (q·√s)(kᵀ·√s)",
+       [&](GraphBuilder& b, const std::string& q, const std::string& k) {
+         const auto qs = b.node("Mul", {q, scalar(b, "sq", 0.5f)});
+         const auto ks = b.node("Mul", {scalar(b, "sk", 0.25f), k});
+         return b.node("MatMul", {qs, ks}, {}, "scores");
+       },
+       0.125f, 3},
+      {"(q·kᵀ)/√d",
+       [&](GraphBuilder& b, const std::string& q, const std::string& k) {
+         const auto s = b.node("MatMul", {q, k});
+         return b.node("Div", {s, scalar(b, "sqrt_d", 4.0f)}, {}, "scores");
+       },
+       0.25f, 2},
+      {"(q/2)·kᵀ·3",
+       [&](GraphBuilder& b, const std::string& q, const std::string& k) {
+         const auto qs = b.node("Div", {q, scalar(b, "two", 2.0f)});
+         const auto s = b.node("MatMul", {qs, k});
+         return b.node("Mul", {s, scalar(b, "three", 3.0f)}, {}, "scores");
+       },
+       1.5f, 3},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    GraphBuilder b;
+    const auto q = b.input("q", {2, 3, 16, 8});
+    const auto k = b.input("k", {2, 3, 8, 16});
+    const auto y = c.build(b, q, k);
+    b.output(b.node("Softmax", {y}, testing::attrs({{"axis", std::int64_t{-1}}}), "after"));
+    const passes::PassReport r = testing::apply_pass(b, passes::canonicalize);
+    EXPECT_TRUE(r.changed) << testing::notes_of(r);
+    ASSERT_EQ(b.graph().nodes().size(), 2u) << b.graph().dump();
+    const graph::Node& mm = b.graph().nodes()[0];
+    EXPECT_EQ(mm.op_type, "ScaledMatMul");
+    EXPECT_EQ(mm.domain, "refold");
+    EXPECT_EQ(mm.inputs, (std::vector<std::string>{q, k}));
+    EXPECT_EQ(mm.outputs, std::vector<std::string>{y});
+    EXPECT_FLOAT_EQ(mm.attributes.get_float("alpha", 0.0f), c.alpha);
+    EXPECT_EQ(mm.parts.size(), c.parts);
+    EXPECT_FALSE(passes::canonicalize(b.graph()).changed);
+  }
+}
+
+TEST(Canonicalize, FactorsThatAreNotOneConstantValueStay) {
+  using testing::GraphBuilder;
+  {  // A per-head temperature [heads, 1, 1] (EdgeNeXt's) is not one value.
+    GraphBuilder b;
+    const auto q = b.input("q", {1, 2, 4, 8});
+    const auto k = b.input("k", {1, 2, 8, 4});
+    const auto t = b.constant("t", testing::values({0.5f, 2.0f}, {2, 1, 1}));
+    b.output(b.node("Mul", {b.node("MatMul", {q, k}), t}));
+    testing::expect_left_alone(b, passes::canonicalize);
+  }
+  {  // A scaled operand read by another node too.
+    GraphBuilder b;
+    const auto q = b.input("q", {1, 2, 4, 8});
+    const auto k = b.input("k", {1, 2, 8, 4});
+    const auto qs = b.node("Mul", {q, b.constant("s", testing::values({0.5f}, {}))});
+    b.output(b.node("MatMul", {qs, k}));
+    b.output(b.node("Relu", {qs}));
+    testing::expect_left_alone(b, passes::canonicalize);
+  }
+}
+
+}  // namespace
+}  // namespace refold

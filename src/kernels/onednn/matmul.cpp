@@ -3,6 +3,7 @@
 #include "kernels/onednn/matmul.h"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <utility>
 
@@ -63,7 +64,7 @@ bool matmul_reads(const Tensor& t) {
   return row_major || col_major;
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b, std::string* declined) {
+Tensor matmul(const Tensor& a, const Tensor& b, float alpha, std::string* declined) {
   constexpr std::string_view op = "matmul";
   if (!a.defined() || !b.defined() || a.dtype() != DType::Float32 || b.dtype() != DType::Float32)
     return decline(op, "oneDNN matmul runs float32 only", declined);
@@ -89,6 +90,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, std::string* declined) {
   CacheKey key(ad.begin(), ad.end());
   for (const auto* dims : {&as, &bd, &bs}) key.insert(key.end(), dims->begin(), dims->end());
   key.push_back(threads);
+  std::int64_t alpha_bits = 0;
+  std::memcpy(&alpha_bits, &alpha, sizeof alpha);
+  key.push_back(alpha_bits);
   const std::shared_ptr<Primitive> prim = cache().find_or_make(key, [&] {
     auto made = std::make_shared<Primitive>();
     made->declined = try_build(op, "matmul", [&] {
@@ -97,8 +101,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, std::string* declined) {
       made->weights = dnnl::memory::desc(bd, dt::f32, bs);
       made->dst = dnnl::memory::desc(dd, dt::f32, row_major(dd));
       const dnnl::matmul::desc desc(made->src, made->weights, made->dst);
-      made->primitive =
-          dnnl::matmul(dnnl::matmul::primitive_desc(desc, user_scratchpad(), cpu_engine()));
+      dnnl::primitive_attr attr = user_scratchpad();
+      if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+      made->primitive = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, cpu_engine()));
     });
     return made;
   });

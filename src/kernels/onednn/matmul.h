@@ -22,7 +22,9 @@
 
 namespace refold::onednn {
 
-Tensor matmul(const Tensor& a, const Tensor& b, std::string* declined = nullptr);
+// alpha · (a · b), alpha applied as the primitive's output scale.
+Tensor matmul(const Tensor& a, const Tensor& b, float alpha = 1.0f,
+              std::string* declined = nullptr);
 
 // Whether matmul reads t through its strides: every matrix row-major or column-major (unit
 // stride along its rows or its columns, the other stride spanning the unit one), positive

@@ -1,0 +1,102 @@
+// The scaled matrix product (scaled_matmul.h).
+#include "passes/scaled_matmul.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+#include "ops/gemm.h"
+#include "passes/branch_nodes.h"
+
+namespace refold::passes::detail {
+namespace {
+
+// The factor a plain node applies to `value` when it is Mul(value, c), Mul(c, value) or
+// Div(value, c) with c a finite, non-zero one-element float constant; nullopt otherwise.
+std::optional<double> scalar_factor(const graph::Graph& graph, const graph::Node& n,
+                                    const std::string& value) {
+  if (!n.parts.empty() || n.inputs.size() != 2 || n.outputs.size() != 1 ||
+      n.inputs[0] == n.inputs[1])
+    return std::nullopt;
+  const bool mul = is_op(n, "Mul"), div = is_op(n, "Div");
+  if (!mul && !div) return std::nullopt;
+  const bool first = n.inputs[0] == value;
+  if (!first && (div || n.inputs[1] != value)) return std::nullopt;
+  const auto c = constant_value(graph, n.inputs[first ? 1 : 0]);
+  if (!c || c->numel() != 1 || c->dtype() != DType::Float32) return std::nullopt;
+  const double v = c->item();
+  if (!std::isfinite(v) || v == 0.0) return std::nullopt;
+  return div ? 1.0 / v : v;
+}
+
+}  // namespace
+
+std::optional<ScaledMatMulMatch> match_scaled_matmul(const graph::Graph& graph,
+                                                     std::size_t index) {
+  const graph::Node& mm = graph.nodes()[index];
+  if (!is_op(mm, "MatMul") || !mm.parts.empty() || mm.inputs.size() != 2 ||
+      mm.outputs.size() != 1 || mm.inputs[0] == mm.inputs[1])
+    return std::nullopt;
+  ScaledMatMulMatch m{mm.inputs[0], mm.inputs[1], mm.outputs[0], 1.0, {index}};
+  for (std::string* operand : {&m.a, &m.b}) {
+    const auto producer = graph.producer(*operand);
+    if (!producer || !single_use_problem(graph, *operand, index).empty()) continue;
+    const graph::Node& p = graph.nodes()[*producer];
+    for (const std::string& x : p.inputs) {
+      if (graph.is_constant(x)) continue;
+      if (const auto factor = scalar_factor(graph, p, x)) {
+        m.alpha *= *factor;
+        m.parts.push_back(*producer);
+        *operand = x;
+        break;
+      }
+    }
+  }
+  if (graph.is_constant(m.a) || graph.is_constant(m.b) || constant_value(graph, m.a) ||
+      constant_value(graph, m.b))
+    return std::nullopt;
+  const std::vector<std::size_t> readers = graph.consumers(m.y);
+  if (readers.size() == 1 && !graph.is_graph_output(m.y)) {
+    const graph::Node& r = graph.nodes()[readers[0]];
+    if (const auto factor = scalar_factor(graph, r, m.y)) {
+      m.alpha *= *factor;
+      m.parts.push_back(readers[0]);
+      m.y = r.outputs[0];
+    }
+  }
+  if (m.parts.size() == 1) return std::nullopt;
+  return m;
+}
+
+std::string fuse_scaled_matmul(graph::Graph& graph, const ScaledMatMulMatch& m) {
+  const graph::Node& mm = graph.nodes()[m.parts[0]];
+  std::vector<std::size_t> sorted = m.parts;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::string> ops;
+  for (std::size_t p : sorted) ops.push_back(graph.nodes()[p].op_type);
+  graph::Node fused;
+  fused.name = mm.name;
+  fused.op_type = "ScaledMatMul";
+  fused.domain = "refold";
+  fused.inputs = {m.a, m.b};
+  fused.outputs = {m.y};
+  fused.origin = fmt::format("{}", fmt::join(ops, "+"));
+  fused.attributes.set("alpha", static_cast<float>(m.alpha));
+  const std::string note = fmt::format("rewrote {} with {} scalar factors as alpha {:g} · (a · b)",
+                                       describe(mm), m.parts.size() - 1, m.alpha);
+  replace_with_fused(graph, m.parts, std::move(fused));
+  return note;
+}
+
+nn::ModulePtr build_scaled_matmul(const graph::Node& node) {
+  REFOLD_CHECK(node.inputs.size() == 2 && node.outputs.size() == 1 && node.attributes.has("alpha"),
+               "ScaledMatMul '{}': expects 2 inputs, 1 output and an alpha attribute", node.name);
+  const float alpha = node.attributes.get_float("alpha", 1.0f);
+  REFOLD_CHECK(std::isfinite(alpha), "ScaledMatMul '{}': alpha {} is not finite", node.name,
+               alpha);
+  return std::make_shared<ops::MatMul>(alpha);
+}
+
+}  // namespace refold::passes::detail
