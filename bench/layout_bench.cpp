@@ -36,9 +36,10 @@ void BM_Reorder(benchmark::State& state, MemoryFormat from, MemoryFormat to) {
   state.SetBytesProcessed(state.iterations() * x.numel() * 4 * 2);
 }
 
-// {channels, spatial} of RepVGG-A0's stage outputs.
+// {channels, spatial} of a 224² RGB input (what every stem conv reads) and RepVGG-A0's stage
+// outputs.
 void RepVggShapes(benchmark::internal::Benchmark* b) {
-  for (auto [c, hw] : {std::pair{48, 112}, {48, 56}, {96, 28}, {192, 14}, {1280, 7}})
+  for (auto [c, hw] : {std::pair{3, 224}, {48, 112}, {48, 56}, {96, 28}, {192, 14}, {1280, 7}})
     b->Args({c, hw});
 }
 
