@@ -6,15 +6,11 @@
 #include <map>
 
 #include "onnx/ops_tensor_helpers.h"
-#include "ops/indexing.h"
-#include "ops/reshape.h"
-#include "ops/transpose.h"
 #include "refold/error.h"
 #include "refold/functional.h"
 #include "refold/graph/graph.h"
-#include "refold/graph/op.h"
-#include "refold/nn/activation.h"
 #include "testing/compare.h"
+#include "testing/graph_builder.h"
 
 namespace refold::graph {
 namespace {
@@ -49,44 +45,31 @@ TEST(TensorView, IsUndefinedWhereTheStridesCannotExpressIt) {
   EXPECT_THROW(randn({3, 4}).view({5, -1}), Error);
 }
 
-Node make(std::string name, std::string op, std::vector<std::string> in,
-          std::vector<std::string> out, nn::ModulePtr module) {
-  Node n;
-  n.name = std::move(name);
-  n.op_type = std::move(op);
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  n.module = std::move(module);
-  return n;
-}
-
 // EfficientViT's multi-scale attention entry: an NHWC activation reshaped into heads,
 // transposed to [heads, tokens, dims] and sliced into q and v; q goes through a Relu (an op
 // that does not read views), v to the graph's output.
-std::shared_ptr<Graph> heads_chain() {
-  auto g = std::make_shared<Graph>();
-  g->inputs = {{"x", 1, std::nullopt}};
-  g->outputs = {{"q_act", 1, std::nullopt}, {"v", 1, std::nullopt}};
-  g->set_constant("shape", i64({1, 2, 6, -1}));
-  g->set_constant("q_start", i64({0}));
-  g->set_constant("q_end", i64({3}));
-  g->set_constant("v_start", i64({3}));
-  g->set_constant("v_end", i64({6}));
-  g->set_constant("last", i64({-1}));
-  g->add_node(
-      make("reshape", "Reshape", {"x", "shape"}, {"heads"}, std::make_shared<ops::Reshape>()));
-  g->add_node(make("transpose", "Transpose", {"heads"}, {"tokens"},
-                   std::make_shared<ops::Transpose>(std::vector<std::int64_t>{0, 1, 3, 2})));
-  g->add_node(make("q", "Slice", {"tokens", "q_start", "q_end", "last"}, {"q"},
-                   std::make_shared<ops::Slice>()));
-  g->add_node(make("v", "Slice", {"tokens", "v_start", "v_end", "last"}, {"v"},
-                   std::make_shared<ops::Slice>()));
-  g->add_node(make("relu", "Relu", {"q"}, {"q_act"}, std::make_shared<nn::ReLU>()));
-  return g;
+testing::GraphBuilder heads_chain() {
+  testing::GraphBuilder b;
+  const auto x = b.input("x", {1, 12, 4, 5});
+  const auto heads = b.node("Reshape", {x, b.constant("shape", i64({1, 2, 6, -1}))}, {}, "reshape");
+  const auto tokens =
+      b.node("Transpose", {heads},
+             testing::attrs({{"perm", std::vector<std::int64_t>{0, 1, 3, 2}}}), "transpose");
+  const auto last = b.constant("last", i64({-1}));
+  const auto q = b.node(
+      "Slice", {tokens, b.constant("q_start", i64({0})), b.constant("q_end", i64({3})), last}, {},
+      "q");
+  const auto v = b.node(
+      "Slice", {tokens, b.constant("v_start", i64({3})), b.constant("v_end", i64({6})), last}, {},
+      "v");
+  b.output(b.node("Relu", {q}, {}, "relu"));
+  b.output(v);
+  return b;
 }
 
 TEST(GraphViews, AChainOfDataMovesCopiesOnceAndHandsOtherOpsDenseTensors) {
-  auto g = heads_chain();
+  testing::GraphBuilder b = heads_chain();
+  graph::Graph* g = &b.graph();
   const Tensor x = randn({1, 12, 4, 5}).contiguous(MemoryFormat::ChannelsLast);
   const Tensor tokens = x.reshape({1, 2, 6, 20}).permute({0, 1, 3, 2}).contiguous();
   const Tensor want_q = functional::relu(tokens.as_strided({1, 2, 20, 3}, tokens.strides(), 0));
@@ -109,16 +92,14 @@ TEST(GraphViews, AChainOfDataMovesCopiesOnceAndHandsOtherOpsDenseTensors) {
 
 TEST(GraphViews, AViewOpWhoseOutputAnotherOpReadsReturnsItDense) {
   // Transpose → Relu: the permute is copied at the Transpose, as before views.
-  auto g = std::make_shared<Graph>();
-  g->inputs = {{"x", 1, std::nullopt}};
-  g->outputs = {{"y", 1, std::nullopt}};
-  g->add_node(make("transpose", "Transpose", {"x"}, {"t"},
-                   std::make_shared<ops::Transpose>(std::vector<std::int64_t>{1, 0, 2})));
-  g->add_node(make("relu", "Relu", {"t"}, {"y"}, std::make_shared<nn::ReLU>()));
+  testing::GraphBuilder b;
+  const auto t = b.node("Transpose", {b.input("x", {3, 4, 5})},
+                        testing::attrs({{"perm", std::vector<std::int64_t>{1, 0, 2}}}));
+  b.output(b.node("Relu", {t}, {}, "relu"));
   const Tensor x = randn({3, 4, 5});
   Tensor handed;
-  const auto out =
-      g->run({x}, [&](const Node& n, const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+  const auto out = b.graph().run(
+      {x}, [&](const Node& n, const std::vector<Tensor>& in, const std::vector<Tensor>&) {
         if (n.name == "relu") handed = in[0];
       });
   EXPECT_TRUE(handed.is_contiguous());
