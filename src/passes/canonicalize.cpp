@@ -22,6 +22,8 @@
 //   4-d (passes/patch_shuffle.h)                         → PatchShuffle(x), channels_last kept
 //   A MatMul of two computed operands with Mul/Div by one-element constants on its operands or
 //   result — attention's scale (passes/scaled_matmul.h)  → ScaledMatMul(a, b), alpha = the factors
+//   Then a chain of Reshape/Flatten/Squeeze/Unsqueeze with at least two Transposes between,
+//   ending with a reshape (passes/rearrange.h)           → Rearrange(x): one copy, not one each
 //
 // Why exact: a mean over H and W of an NCHW tensor, kept as [N, C, 1, 1], is GlobalAveragePool's
 // definition (max likewise); the GELU forms compute ½x·(1 + erf(x/√2)) with the constants
@@ -43,6 +45,7 @@
 #include "passes/node_module.h"
 #include "passes/passes.h"
 #include "passes/patch_shuffle.h"
+#include "passes/rearrange.h"
 #include "passes/scaled_matmul.h"
 
 namespace refold::passes {
@@ -235,6 +238,14 @@ PassReport canonicalize(graph::Graph& graph) {
     if (note.empty()) continue;
     report.notes.push_back(std::move(note));
     report.changed = true;
+  }
+  // Then the data-movement chains the patterns above left (a fused node ends a chain).
+  for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
+    const auto chain = detail::match_rearrange(graph, i, shapes);
+    if (!chain) continue;
+    report.notes.push_back(detail::fuse_rearrange(graph, *chain));
+    report.changed = true;
+    i = *std::min_element(chain->parts.begin(), chain->parts.end());
   }
   return report;
 }

@@ -22,6 +22,7 @@
 #include "ops/transpose.h"
 #include "passes/fused_conv.h"
 #include "passes/layout_model.h"
+#include "passes/rearrange.h"
 #include "passes/passes.h"
 #include "refold/graph/op.h"
 #include "refold/nn/conv.h"
@@ -54,10 +55,12 @@ enum class Rule {
   Fresh,             // LayoutRule::Fresh
   FirstInput,        // LayoutRule::FirstInput
   Permutation,       // LayoutRule::Permutation (ops::transposed_format)
+  Image,             // a Rearrange: a 4-d output is NHWC unless its input is 4-d NCHW
 };
 
 Rule rule_of(const graph::Node& node) {
   if (conv_weight(node.module).defined()) return Rule::Conv;
+  if (dynamic_cast<const detail::Rearrange*>(node.module.get()) != nullptr) return Rule::Image;
   if (!node.module->accepts_channels_last()) return Rule::NchwOnly;
   const ops::OpDef* def = ops::find_op(node);
   switch (def != nullptr ? def->layout : ops::LayoutRule::FirstInput) {
@@ -323,6 +326,11 @@ class Model {
         case Rule::FirstInput:
           out = of(n.inputs.empty() ? -1 : n.inputs[0]);
           break;
+        case Rule::Image: {
+          const int in = n.inputs.empty() ? -1 : n.inputs[0];
+          out = in < 0 || kind_[in] == Kind::NotFourD || of(in) == kNhwc ? kNhwc : kNchw;
+          break;
+        }
       }
       for (int o : n.outputs) {
         if (o < 0) {

@@ -6,8 +6,8 @@
 //   - a fused node named after its first part (activation-fusion's Conv + post-ops, or a chain
 //     of elementwise ops): the chain its parts compute, replayed part by part (fused_module);
 //   - refold's own ops (domain "refold", made only by passes and exported as their parts):
-//     PatchShuffle (passes/patch_shuffle.h) and ScaledMatMul (passes/scaled_matmul.h), from
-//     their attributes;
+//     PatchShuffle (passes/patch_shuffle.h), ScaledMatMul (passes/scaled_matmul.h) and
+//     Rearrange (passes/rearrange.h), from their attributes;
 //   - any other node, a fused one with an op of its own included (Gelu from its Erf form): the
 //     op's builder (ops::build_module) at build_opset (a node a pass made, exported as its parts
 //     or valid there).

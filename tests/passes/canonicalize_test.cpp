@@ -551,3 +551,94 @@ TEST(Canonicalize, FactorsThatAreNotOneConstantValueStay) {
 
 }  // namespace
 }  // namespace refold
+
+namespace refold {
+namespace {
+
+// MobileViT's patch unfold, [N, C, H, W] → [N·ph·pw, nh·nw, C], as timm writes it: five nodes
+// that copy at each of their three Reshapes.
+std::string mobilevit_unfold(testing::GraphBuilder& b, const std::string& x, const Shape& s) {
+  const std::int64_t n = s[0], c = s[1], h = s[2], w = s[3], p = 2;
+  auto perm = [](std::vector<std::int64_t> v) { return testing::attrs({{"perm", v}}); };
+  auto r = b.node("Reshape", {x, b.constant("s1", testing::int64s({n * c * h / p, p, w / p, p}))});
+  auto t = b.node("Transpose", {r}, perm({0, 2, 1, 3}));
+  r = b.node("Reshape", {t, b.constant("s2", testing::int64s({n, c, h * w / (p * p), p * p}))});
+  t = b.node("Transpose", {r}, perm({0, 3, 2, 1}));
+  return b.node("Reshape", {t, b.constant("s3", testing::int64s({n * p * p, h * w / (p * p), c}))},
+                {}, "unfold");
+}
+
+TEST(Canonicalize, AChainOfReshapesAndTransposesBecomesOneRearrange) {
+  const Shape s = {1, 6, 4, 8};
+  testing::GraphBuilder b;
+  const auto x = b.input("x", s);
+  b.output(b.node("Relu", {mobilevit_unfold(b, x, s)}, {}, "after"));
+  const Tensor in = randn(s);
+  const Tensor before = b.graph().run({in})[0];
+  const passes::PassReport r = testing::apply_pass(b, passes::canonicalize, /*exact=*/true);
+  EXPECT_TRUE(testing::has_note(r, "as one Rearrange")) << testing::notes_of(r);
+  ASSERT_EQ(b.count("Rearrange"), 1) << b.graph().dump();
+  EXPECT_EQ(b.count("Reshape") + b.count("Transpose"), 0) << b.graph().dump();
+  for (const graph::Node& n : b.graph().nodes()) {
+    if (n.op_type == "Rearrange") {
+      EXPECT_EQ(n.domain, "refold");
+      EXPECT_EQ(n.parts.size(), 5u);  // export writes these back
+    }
+  }
+  EXPECT_FALSE(passes::canonicalize(b.graph()).changed);
+  // From NHWC memory too: the same values, one copy (the Relu's input is dense, not a view).
+  std::map<std::string, Tensor> seen;
+  const Tensor after =
+      b.graph().run({in.contiguous(MemoryFormat::ChannelsLast)},
+                    [&](const graph::Node& node, const std::vector<Tensor>& inputs,
+                        const std::vector<Tensor>&) { seen[node.name] = inputs[0]; })[0];
+  EXPECT_TRUE(testing::all_close(after, before, testing::Tolerance::exact()));
+  EXPECT_TRUE(seen.at("after").is_contiguous());
+}
+
+// The fold back, [N·ph·pw, nh·nw, C] → [N, C, H, W]: an image for the convs after it, written
+// channels_last (the layout plan's Rule::Image), the same values.
+TEST(Canonicalize, APatchFoldBecomesOneRearrangeWritingChannelsLast) {
+  const std::int64_t n = 1, c = 6, h = 4, w = 8, p = 2;
+  testing::GraphBuilder b;
+  const auto x = b.input("tokens", {n * p * p, h * w / (p * p), c});
+  auto perm = [](std::vector<std::int64_t> v) { return testing::attrs({{"perm", v}}); };
+  auto r =
+      b.node("Reshape", {x, b.constant("s1", testing::int64s({n, p * p, h * w / (p * p), c}))});
+  auto t = b.node("Transpose", {r}, perm({0, 3, 2, 1}));
+  r = b.node("Reshape", {t, b.constant("s2", testing::int64s({n * c * h / p, w / p, p, p}))});
+  t = b.node("Transpose", {r}, perm({0, 2, 1, 3}));
+  b.output(b.node("Reshape", {t, b.constant("s3", testing::int64s({n, c, h, w}))}, {}, "fold"));
+  const passes::PassReport r_ = testing::apply_pass(b, passes::canonicalize, /*exact=*/true);
+  ASSERT_EQ(b.count("Rearrange"), 1) << testing::notes_of(r_);
+  const Tensor y = b.graph().run({randn({n * p * p, h * w / (p * p), c})})[0];
+  EXPECT_TRUE(y.is_contiguous(MemoryFormat::ChannelsLast));
+}
+
+TEST(Canonicalize, ChainsThatDoNotComposeOrNeedNoCopyStay) {
+  {  // One Transpose between reshapes: it copies once already.
+    testing::GraphBuilder b;
+    const auto x = b.input("x", {2, 6, 4});
+    const auto t =
+        b.node("Transpose", {x}, testing::attrs({{"perm", std::vector<std::int64_t>{0, 2, 1}}}));
+    b.output(b.node("Reshape", {t, b.constant("s", testing::int64s({2, 24}))}));
+    testing::expect_left_alone(b, passes::canonicalize);
+  }
+  {  // A value inside the chain read twice: the chain breaks there, into two with one Transpose.
+    testing::GraphBuilder b;
+    const Shape s = {1, 6, 4, 8};
+    const auto x = b.input("x", s);
+    auto perm = [](std::vector<std::int64_t> v) { return testing::attrs({{"perm", v}}); };
+    auto r = b.node("Reshape", {x, b.constant("s1", testing::int64s({12, 2, 4, 2}))});
+    const auto t = b.node("Transpose", {r}, perm({0, 2, 1, 3}));
+    b.output(b.node("Relu", {t}));
+    r = b.node("Reshape", {t, b.constant("s2", testing::int64s({1, 6, 8, 4}))});
+    const auto t2 = b.node("Transpose", {r}, perm({0, 3, 2, 1}));
+    b.output(b.node("Reshape", {t2, b.constant("s3", testing::int64s({4, 8, 6}))}));
+    testing::apply_pass(b, passes::canonicalize, /*exact=*/true);
+    EXPECT_EQ(b.count("Rearrange"), 0) << b.graph().dump();
+  }
+}
+
+}  // namespace
+}  // namespace refold
