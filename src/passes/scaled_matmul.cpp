@@ -33,8 +33,7 @@ std::optional<double> scalar_factor(const graph::Graph& graph, const graph::Node
 
 }  // namespace
 
-std::optional<ScaledMatMulMatch> match_scaled_matmul(const graph::Graph& graph,
-                                                     std::size_t index) {
+std::optional<ScaledMatMulMatch> match_scaled_matmul(const graph::Graph& graph, std::size_t index) {
   const graph::Node& mm = graph.nodes()[index];
   if (!is_op(mm, "MatMul") || !mm.parts.empty() || mm.inputs.size() != 2 ||
       mm.outputs.size() != 1 || mm.inputs[0] == mm.inputs[1])
@@ -94,8 +93,7 @@ nn::ModulePtr build_scaled_matmul(const graph::Node& node) {
   REFOLD_CHECK(node.inputs.size() == 2 && node.outputs.size() == 1 && node.attributes.has("alpha"),
                "ScaledMatMul '{}': expects 2 inputs, 1 output and an alpha attribute", node.name);
   const float alpha = node.attributes.get_float("alpha", 1.0f);
-  REFOLD_CHECK(std::isfinite(alpha), "ScaledMatMul '{}': alpha {} is not finite", node.name,
-               alpha);
+  REFOLD_CHECK(std::isfinite(alpha), "ScaledMatMul '{}': alpha {} is not finite", node.name, alpha);
   return std::make_shared<ops::MatMul>(alpha);
 }
 
