@@ -58,21 +58,6 @@ Shape reshape_sizes(const Shape& sizes, const std::vector<std::int64_t>& shape, 
   return out;
 }
 
-Tensor with_format_strides(const Tensor& dense) {
-  const Shape strides = dense.is_contiguous() ? contiguous_strides(dense.sizes())
-                                              : channels_last_strides(dense.sizes());
-  return dense.strides() == strides
-             ? dense
-             : dense.as_strided(dense.sizes(), strides, dense.storage_offset());
-}
-
-Tensor reshaped(const Tensor& x, const Shape& sizes, bool views) {
-  if (views) {
-    if (Tensor v = x.view(sizes); v.defined()) return v;
-  }
-  return functional::to_format(x, MemoryFormat::Contiguous).reshape(sizes);
-}
-
 std::vector<Tensor> Reshape::moved(const std::vector<Tensor>& inputs, bool views) const {
   REFOLD_CHECK(inputs.size() == 2, "Reshape: expects 2 inputs (data, shape), got {}",
                inputs.size());

@@ -16,12 +16,17 @@ namespace refold::ops {
 class ViewOp : public graph::Op {
  public:
   using graph::Op::Op;
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) final { return moved(inputs, false); }
-  std::vector<Tensor> run_views(std::vector<Tensor>& inputs) final { return moved(inputs, true); }
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) final { return logged(inputs, false); }
+  std::vector<Tensor> run_views(std::vector<Tensor>& inputs) final { return logged(inputs, true); }
   bool reads_views() const final { return true; }
 
  protected:
   virtual std::vector<Tensor> moved(const std::vector<Tensor>& inputs, bool views) const = 0;
+
+ private:
+  // moved(), reported as what ran (REFOLD_VERBOSE, the profile): "view" when every output is a
+  // view of an input, "copy" otherwise — unless a kernel it called named itself.
+  std::vector<Tensor> logged(const std::vector<Tensor>& inputs, bool views) const;
 };
 
 // `dense` (contiguous, or channels_last 4-d) with that format's own strides: the same memory, but
