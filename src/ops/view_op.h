@@ -1,9 +1,9 @@
-// ops::ViewOp — the base of the ops that only move data (Transpose, Slice, Reshape, Flatten,
-// Squeeze, Unsqueeze): each output element is an input element, so each output can be a view
-// of the input (graph::Op::reads_views). Such an op reads any strides, and computes its outputs
-// once, in moved(): with `views`, an output may be a view of an input dense in no memory format
-// (the executor then hands it only to other ViewOps); without, every output is dense, as the
-// ONNX ops' other readers expect. A chain such as MobileViT's or EfficientViT's attention
+// ops::ViewOp — the base of the ops that only move data (Transpose, Slice, Split, Reshape,
+// Flatten, Squeeze, Unsqueeze, canonicalize's Rearrange): each output element is an input
+// element, so each output can be a view of the input (graph::Op::reads_views). Such an op reads
+// any strides, and computes its outputs once, in moved(): with `views`, an output may be a view
+// of an input dense in no memory format (the executor then hands it only to ops that read
+// views: other ViewOps, MatMul); without, every output is dense, as the other ops expect. A chain such as MobileViT's or EfficientViT's attention
 // reshapes, Reshape → Transpose → Slice, so copies once, at its last op.
 #pragma once
 
