@@ -3,8 +3,9 @@
 // element, so each output can be a view of the input (graph::Op::reads_views). Such an op reads
 // any strides, and computes its outputs once, in moved(): with `views`, an output may be a view
 // of an input dense in no memory format (the executor then hands it only to ops that read
-// views: other ViewOps, MatMul); without, every output is dense, as the other ops expect. A chain such as MobileViT's or EfficientViT's attention
-// reshapes, Reshape → Transpose → Slice, so copies once, at its last op.
+// views: other ViewOps, MatMul); without, every output is dense, as the other ops expect. A
+// chain such as MobileViT's or EfficientViT's attention reshapes, Reshape → Transpose → Slice,
+// so copies once, at its last op.
 #pragma once
 
 #include <vector>
