@@ -57,6 +57,7 @@ namespace {
 
 using detail::describe;
 using detail::is_op;
+using detail::origin_of;
 using detail::replace_with_fused;
 
 // The activation that reads `value`, found from its consumers.
@@ -139,12 +140,6 @@ std::optional<ActivationMatch> match_activation(const graph::Graph& graph,
   m.nodes = {readers[0]};
   match_single(graph, n, m);
   return m;
-}
-
-std::string origin_of(const graph::Graph& graph, const std::vector<std::size_t>& parts) {
-  std::vector<std::string> names;
-  for (std::size_t p : parts) names.push_back(graph.nodes()[p].op_type);
-  return fmt::format("{}", fmt::join(names, "+"));
 }
 
 // What the conv's node and the nodes after it compute, as the conv's post-op chain.

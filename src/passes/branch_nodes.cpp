@@ -1,6 +1,7 @@
 #include "passes/branch_nodes.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <set>
@@ -35,6 +36,13 @@ std::string join_names(const graph::Graph& graph, const std::vector<std::size_t>
 
 std::string describe(const graph::Node& node) {
   return fmt::format("{} '{}'", node.op_type, node.name);
+}
+
+std::string origin_of(const graph::Graph& graph, std::vector<std::size_t> parts) {
+  std::sort(parts.begin(), parts.end());
+  std::vector<std::string> names;
+  for (std::size_t p : parts) names.push_back(graph.nodes()[p].op_type);
+  return fmt::format("{}", fmt::join(names, "+"));
 }
 
 void replace_with_fused(graph::Graph& graph, std::vector<std::size_t> parts, graph::Node fused) {

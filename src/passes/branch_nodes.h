@@ -31,6 +31,10 @@ namespace refold::passes::detail {
 // "Conv 'conv1'" — how notes name a node.
 std::string describe(const graph::Node& node);
 
+// A fused node's origin: the op types of `parts` (indices, any order) in graph order, joined by
+// "+" ("Conv+Add+Relu").
+std::string origin_of(const graph::Graph& graph, std::vector<std::size_t> parts);
+
 bool is_op(const graph::Node& node, const char* op_type);
 
 // Replaces the nodes `parts` (indices, any order) by `fused`, which then holds them, in graph

@@ -194,18 +194,15 @@ std::optional<GeluMatch> match_gelu(const graph::Graph& graph, std::size_t erf_i
 }
 
 std::string fuse_gelu(graph::Graph& graph, const GeluMatch& m) {
-  std::vector<std::string> ops;
-  std::vector<std::size_t> sorted = m.parts;
-  std::sort(sorted.begin(), sorted.end());
-  for (std::size_t p : sorted) ops.push_back(graph.nodes()[p].op_type);
+  const std::size_t last = *std::max_element(m.parts.begin(), m.parts.end());
   graph::Node gelu;
-  gelu.name = graph.nodes()[sorted.back()].name;
+  gelu.name = graph.nodes()[last].name;
   gelu.op_type = "Gelu";
   gelu.inputs = {m.x};
   gelu.outputs = {m.y};
-  gelu.origin = fmt::format("{}", fmt::join(ops, "+"));
+  gelu.origin = detail::origin_of(graph, m.parts);
   const std::string note =
-      fmt::format("rewrote {} ({}) as Gelu", describe(graph.nodes()[sorted.back()]), gelu.origin);
+      fmt::format("rewrote {} ({}) as Gelu", describe(graph.nodes()[last]), gelu.origin);
   detail::replace_with_fused(graph, m.parts, std::move(gelu));
   return note;
 }

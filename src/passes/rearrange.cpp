@@ -182,9 +182,7 @@ std::optional<RearrangeMatch> match_rearrange(const graph::Graph& graph, std::si
 }
 
 std::string fuse_rearrange(graph::Graph& graph, const RearrangeMatch& m) {
-  std::vector<std::string> ops;
   std::vector<std::int64_t> transposes, lengths, values;
-  for (std::size_t p : m.parts) ops.push_back(graph.nodes()[p].op_type);
   for (const MoveStep& step : m.steps) {
     transposes.push_back(step.transpose ? 1 : 0);
     lengths.push_back(static_cast<std::int64_t>(step.values.size()));
@@ -197,7 +195,7 @@ std::string fuse_rearrange(graph::Graph& graph, const RearrangeMatch& m) {
   fused.domain = "refold";
   fused.inputs = {m.x};
   fused.outputs = {m.y};
-  fused.origin = fmt::format("{}", fmt::join(ops, "+"));
+  fused.origin = origin_of(graph, m.parts);
   fused.attributes.set("input_shape", m.input);
   fused.attributes.set("transposes", transposes);
   fused.attributes.set("step_lengths", lengths);

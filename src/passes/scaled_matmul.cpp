@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -71,17 +70,13 @@ std::optional<ScaledMatMulMatch> match_scaled_matmul(const graph::Graph& graph, 
 
 std::string fuse_scaled_matmul(graph::Graph& graph, const ScaledMatMulMatch& m) {
   const graph::Node& mm = graph.nodes()[m.parts[0]];
-  std::vector<std::size_t> sorted = m.parts;
-  std::sort(sorted.begin(), sorted.end());
-  std::vector<std::string> ops;
-  for (std::size_t p : sorted) ops.push_back(graph.nodes()[p].op_type);
   graph::Node fused;
   fused.name = mm.name;
   fused.op_type = "ScaledMatMul";
   fused.domain = "refold";
   fused.inputs = {m.a, m.b};
   fused.outputs = {m.y};
-  fused.origin = fmt::format("{}", fmt::join(ops, "+"));
+  fused.origin = origin_of(graph, m.parts);
   fused.attributes.set("alpha", static_cast<float>(m.alpha));
   const std::string note = fmt::format("rewrote {} with {} scalar factors as alpha {:g} · (a · b)",
                                        describe(mm), m.parts.size() - 1, m.alpha);
