@@ -30,16 +30,21 @@ Transpose::Transpose(std::vector<std::int64_t> perm) : ViewOp("Transpose"), perm
   check_perm(perm_);
 }
 
+std::vector<std::int64_t> Transpose::perm_for(std::int64_t rank) const {
+  if (!perm_.empty()) {
+    check_perm(perm_, rank);
+    return perm_;
+  }
+  std::vector<std::int64_t> reversed(static_cast<std::size_t>(rank));
+  std::iota(reversed.rbegin(), reversed.rend(), 0);
+  return reversed;
+}
+
 std::vector<Tensor> Transpose::moved(const std::vector<Tensor>& inputs, bool views) const {
   REFOLD_CHECK(inputs.size() == 1 && inputs[0].defined(), "Transpose: expects 1 input, got {}",
                inputs.size());
   const Tensor& x = inputs[0];
-  if (!perm_.empty()) check_perm(perm_, x.dim());
-  Shape perm = perm_;
-  if (perm.empty()) {
-    perm.resize(static_cast<std::size_t>(x.dim()));
-    std::iota(perm.rbegin(), perm.rend(), 0);  // reverse: [rank − 1, …, 0]
-  }
+  const Shape perm = perm_for(x.dim());
   Tensor view = x.permute(perm);
   if (views) return {view};
   if (view.is_contiguous() || (view.dim() == 4 && view.is_contiguous(MemoryFormat::ChannelsLast)))

@@ -36,6 +36,9 @@ class Transpose : public ViewOp {
  public:
   explicit Transpose(std::vector<std::int64_t> perm = {});
   const std::vector<std::int64_t>& perm() const { return perm_; }
+  // The permutation it applies to a rank-`rank` input: perm(), or without one the dims reversed
+  // [rank − 1, …, 0]. Throws refold::Error when perm() is not a permutation of that rank.
+  std::vector<std::int64_t> perm_for(std::int64_t rank) const;
 
  protected:
   std::vector<Tensor> moved(const std::vector<Tensor>& inputs, bool views) const override;

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <deque>
-#include <numeric>
 
 #include "core/check.h"
 #include "ops/transpose.h"
@@ -154,13 +153,9 @@ std::optional<RearrangeMatch> match_rearrange(const graph::Graph& graph, std::si
     if (is_op(n, "Transpose")) {
       const auto* op = dynamic_cast<const ops::Transpose*>(n.module.get());
       const auto rank = m.steps.empty() ? m.input.size() : m.steps.back().values.size();
-      if (op == nullptr) return std::nullopt;
-      std::vector<std::int64_t> perm = op->perm();
-      if (perm.empty()) {  // no perm: the dims reversed
-        perm.resize(rank);
-        std::iota(perm.rbegin(), perm.rend(), 0);
-      }
-      m.steps.push_back({true, std::move(perm)});
+      if (op == nullptr || (!op->perm().empty() && op->perm().size() != rank))
+        return std::nullopt;  // (a perm of another rank: running the node reports it)
+      m.steps.push_back({true, op->perm_for(static_cast<std::int64_t>(rank))});
       ++transposes;
       continue;
     }
