@@ -118,12 +118,16 @@ bool steps_positive(const std::vector<SliceDim>& dims) {
   return std::all_of(dims.begin(), dims.end(), [](const SliceDim& s) { return s.step > 0; });
 }
 
+// The elements at `g` as a view of data (positive steps: a view has no negative strides).
+Tensor view_at(const Tensor& data, const SliceGeometry& g) {
+  return data.as_strided(g.sizes, g.strides, data.storage_offset() + g.base);
+}
+
 }  // namespace
 
 Tensor slice_view(const Tensor& data, const std::vector<SliceDim>& dims) {
   const SliceGeometry g = slice_geometry(data, dims);
-  if (!steps_positive(dims)) return {};
-  return data.as_strided(g.sizes, g.strides, data.storage_offset() + g.base);
+  return steps_positive(dims) ? view_at(data, g) : Tensor();
 }
 
 Tensor slice(const Tensor& data, const std::vector<SliceDim>& dims) {
@@ -134,7 +138,7 @@ Tensor slice(const Tensor& data, const std::vector<SliceDim>& dims) {
                                                               : MemoryFormat::Contiguous});
   if (steps_positive(dims)) {
     // A strided view of the input (step·stride per dimension), copied.
-    output.copy_(data.as_strided(g.sizes, g.strides, data.storage_offset() + g.base));
+    output.copy_(view_at(data, g));
     return output;
   }
   visit_storage_type(data.dtype(), [&]<typename T>(T) {
