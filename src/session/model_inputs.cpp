@@ -155,4 +155,22 @@ OutputDiff compare_outputs(const std::vector<Tensor>& actual,
   return diff;
 }
 
+double rounding_sensitivity(graph::Graph& graph, const std::vector<Tensor>& inputs,
+                            const std::vector<Tensor>& outputs, std::uint64_t seed) {
+  Generator gen(seed);
+  std::vector<Tensor> moved;
+  moved.reserve(inputs.size());
+  for (const Tensor& x : inputs) {
+    if (!x.defined() || x.dtype() != DType::Float32) {
+      moved.push_back(x);
+      continue;
+    }
+    std::vector<float> v = x.to_vector();
+    for (float& e : v) e = std::nextafter(e, (gen.next_u64() & 1) != 0 ? INFINITY : -INFINITY);
+    moved.push_back(from_values(v, x.sizes()));
+  }
+  const double delta = compare_outputs(graph.run(moved), outputs).max_abs;
+  return std::isfinite(delta) ? delta : 0.0;
+}
+
 }  // namespace refold
