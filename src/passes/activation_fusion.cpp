@@ -42,6 +42,7 @@
 
 #include "core/check.h"
 #include "ops/op.h"
+#include "ops/view_op.h"
 #include "passes/branch_nodes.h"
 #include "passes/fused_chain.h"
 #include "passes/fused_conv.h"
@@ -703,9 +704,68 @@ nn::ModulePtr fused_module(const graph::Graph& graph, const graph::Node& node) {
   return std::make_shared<FusedConvAdd>(conv, chain.conv_first);
 }
 
+// The only reader of `value` (not a graph output), or nullopt.
+std::optional<std::size_t> sole_reader(const graph::Graph& graph, const std::string& value) {
+  if (graph.is_graph_output(value)) return std::nullopt;
+  const std::vector<std::size_t> readers = graph.consumers(value);
+  if (readers.size() != 1) return std::nullopt;
+  return readers[0];
+}
+
+// An op that only moves data and keeps every element (a Transpose, a reshape, canonicalize's
+// Rearrange; not a Slice or Split): an activation commutes with it.
+bool keeps_every_element(const graph::Node& n) {
+  if (dynamic_cast<const ops::ViewOp*>(n.module.get()) == nullptr) return false;
+  return n.outputs.size() == 1 && !is_op(n, "Slice") && !is_op(n, "Split");
+}
+
+// conv → move → act, where `move` only moves data and keeps every element (keeps_every_element)
+// and act is an activation (its other operands one-element constants: Clip's bounds), becomes
+// conv → act → move: act(move(c)) = move(act(c)) element for element, so the result is
+// bit-identical, and act is now next to the conv, whose post-op it becomes. PVT's and
+// SegFormer's MixFFN (depthwise conv → tokens → GELU) and any activation written after a
+// reshape. Each value keeps its one reader; act's output name moves to the move's output.
+bool hoist_activation_at(graph::Graph& graph, std::size_t index, PassReport& report) {
+  const graph::Node& act = graph.nodes()[index];
+  if (activation_reader(act) == nullptr || act.inputs.empty() || act.outputs.size() != 1)
+    return false;
+  for (std::size_t k = 1; k < act.inputs.size(); ++k) {
+    const std::string& in = act.inputs[k];
+    if (!in.empty() && (!graph.is_constant(in) || graph.constant(in).numel() > 1)) return false;
+  }
+  const auto move_index = graph.producer(act.inputs[0]);
+  if (!move_index) return false;
+  const graph::Node& move = graph.nodes()[*move_index];
+  if (!keeps_every_element(move) || sole_reader(graph, move.outputs[0]) != index) return false;
+  const auto conv_index = graph.producer(move.inputs[0]);
+  if (!conv_index) return false;
+  const graph::Node& conv = graph.nodes()[*conv_index];
+  if (!is_op(conv, "Conv") || !conv.parts.empty() || conv.outputs.size() != 1 ||
+      sole_reader(graph, conv.outputs[0]) != *move_index)
+    return false;
+
+  graph::Node hoisted = act, moved = move;
+  const std::string between = graph.unique_name(act.outputs[0] + "_before_" + move.name);
+  hoisted.inputs[0] = move.inputs[0];
+  hoisted.outputs = {between};
+  moved.inputs[0] = between;
+  moved.outputs = act.outputs;
+  const std::string note = fmt::format("moved {} before {} (next to {}, to fuse with it)",
+                                       describe(act), describe(move), describe(conv));
+  const std::size_t at = *move_index;  // act's other operands are constants: defined there
+  graph.erase_node(index);
+  graph.erase_node(at);
+  graph.insert_node(at, std::move(hoisted));
+  graph.insert_node(at + 1, std::move(moved));
+  report.notes.push_back(note);
+  return true;
+}
+
 PassReport fuse_activations(graph::Graph& graph) {
   PassReport report;
   report.pass = "activation-fusion";
+  for (std::size_t i = 0; i < graph.nodes().size(); ++i)
+    report.changed = hoist_activation_at(graph, i, report) || report.changed;
   // A fused node lands at or after `i` and is not a candidate again (it has parts), so one
   // sweep visits every conv once.
   for (std::size_t i = 0; i < graph.nodes().size(); ++i) {

@@ -85,13 +85,14 @@ std::vector<Tensor> Rearrange::moved(const std::vector<Tensor>& inputs, bool vie
     strides.push_back(f.step * x.strides()[static_cast<std::size_t>(f.dim)]);
   }
   const Tensor read = x.as_strided(sizes, strides, x.storage_offset());
-  if (views) {
-    if (Tensor v = read.view(output_); v.defined()) return {v};
-  }
   const bool nhwc = output_.size() == 4 &&
                     (x.dim() != 4 || x.suggest_memory_format() == MemoryFormat::ChannelsLast);
-  Tensor y =
-      empty(output_, {x.dtype(), nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous});
+  const MemoryFormat format = nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  // A view where the executor takes one, or where it is already dense in y's layout (tokens
+  // read as a channels_last image, or back): no copy.
+  if (Tensor v = read.view(output_); v.defined() && (views || v.is_contiguous(format)))
+    return {views ? v : ops::with_format_strides(v)};
+  Tensor y = empty(output_, {x.dtype(), format});
   // y's memory seen as the factors: a factor's stride is its dim's stride times the sizes of
   // the factors after it in that dim.
   Shape y_strides(factors_.size());
@@ -146,8 +147,28 @@ std::optional<RearrangeMatch> match_rearrange(const graph::Graph& graph, std::si
   std::vector<std::size_t> chain = {index};
   while (const auto next = next_in_chain(graph, graph.nodes()[chain.back()].outputs[0]))
     chain.push_back(*next);
-  while (!chain.empty() && is_op(graph.nodes()[chain.back()], "Transpose")) chain.pop_back();
-  std::size_t transposes = 0;
+  const auto count_transposes = [&](const std::vector<std::size_t>& nodes) {
+    return std::count_if(nodes.begin(), nodes.end(),
+                         [&](std::size_t i) { return is_op(graph.nodes()[i], "Transpose"); });
+  };
+  // Tokens ↔ image: [N, L, C] to [N, C, H, W] through one Transpose, or back (PVT's and
+  // SegFormer's MixFFN around their depthwise conv, conv position encodings, spatial-reduction
+  // attention). As one Rearrange the image is planned channels_last — the tokens' own memory
+  // order, so no copy either way (Rearrange::moved) — where the Reshape left it NCHW and its
+  // conv ran NCHW behind a copy. Such a chain may end with its Transpose.
+  const auto rank_of = [&](const std::string& value) {
+    const auto s = shapes.shape(value);
+    return s ? s->size() : std::size_t{0};
+  };
+  const std::size_t y_rank = rank_of(graph.nodes()[chain.back()].outputs[0]);
+  const bool tokens_image = count_transposes(chain) == 1 && ((m.input.size() == 3 && y_rank == 4) ||
+                                                             (m.input.size() == 4 && y_rank == 3));
+  if (!tokens_image) {
+    while (!chain.empty() && is_op(graph.nodes()[chain.back()], "Transpose")) chain.pop_back();
+    // With one Transpose the chain copies at most once already, where views pass between its
+    // ops (the Reshape before it views its input, the one after copies): nothing to save.
+    if (count_transposes(chain) < 2) return std::nullopt;
+  }
   for (std::size_t i : chain) {
     const graph::Node& n = graph.nodes()[i];
     if (is_op(n, "Transpose")) {
@@ -156,16 +177,17 @@ std::optional<RearrangeMatch> match_rearrange(const graph::Graph& graph, std::si
       if (op == nullptr || (!op->perm().empty() && op->perm().size() != rank))
         return std::nullopt;  // (a perm of another rank: running the node reports it)
       m.steps.push_back({true, op->perm_for(static_cast<std::int64_t>(rank))});
-      ++transposes;
       continue;
     }
     const auto out = shapes.shape(n.outputs[0]);
     if (!out) return std::nullopt;
     m.steps.push_back({false, *out});
   }
-  // With one Transpose the chain copies at most once already, where views pass between its
-  // ops (the Reshape before it views its input, the one after copies): nothing to save.
-  if (transposes < 2) return std::nullopt;
+  if (m.steps.back().transpose) {  // the steps end with a reshape: to the transposed shape
+    const auto out = shapes.shape(graph.nodes()[chain.back()].outputs[0]);
+    if (!out) return std::nullopt;
+    m.steps.push_back({false, *out});
+  }
   try {
     Rearrange check(m.input, m.steps);  // composes, or the chain stays
   } catch (const Error&) {

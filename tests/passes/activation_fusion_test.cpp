@@ -310,6 +310,52 @@ TEST(ActivationFusion, AChainStopsAtTheFirstNodeThatCannotJoin) {
   EXPECT_TRUE(has_note(report, "does not broadcast per channel")) << notes_of(report);
 }
 
+// An activation written after an op that only moves data — conv → reshape → act, PVT's depthwise
+// conv → tokens → GELU — moves before it, next to the conv, and fuses; act(move(c)) is
+// move(act(c)) element for element. Not across a Slice (it drops elements), nor when the conv's
+// output has another reader.
+TEST(ActivationFusion, AnActivationAfterADataMoveMovesToItsConvAndFuses) {
+  for (const char* act : {"Relu", "Gelu"}) {
+    GraphBuilder b;
+    b.set_opset(20);  // Gelu's
+    const auto x = b.input("x", {1, 8, 3, 4});
+    const auto c = b.conv(x, 8, 8, 3, {.name = "conv", .pads = kPad1});
+    const auto tokens =
+        b.node("Reshape", {c, b.constant("s", testing::int64s({1, 8, 12}))}, {}, "to_tokens");
+    const auto y = b.node(act, {tokens}, {}, "act");
+    b.output(y);
+    const passes::PassReport report = testing::apply_pass(b, passes::fuse_activations);
+    EXPECT_TRUE(has_note(report, "moved " + std::string(act) + " 'act' before Reshape 'to_tokens'"))
+        << notes_of(report);
+    ASSERT_EQ(b.graph().nodes().size(), 2u) << b.graph().dump();
+    EXPECT_EQ(b.graph().nodes()[0].op_type, "Conv");
+    EXPECT_EQ(b.graph().nodes()[0].parts.size(), 2u);  // the conv and its activation
+    EXPECT_EQ(b.graph().nodes()[1].op_type, "Reshape");
+    EXPECT_EQ(b.graph().nodes()[1].outputs[0], y);  // the graph's output keeps its name
+  }
+  {  // A Slice keeps half the elements: the activation stays after it.
+    GraphBuilder b;
+    const auto x = b.input("x", {1, 8, 3, 4});
+    const auto c = b.conv(x, 8, 8, 3, {.name = "conv", .pads = kPad1});
+    const auto half = b.node(
+        "Slice", {c, b.constant("st", testing::int64s({0})), b.constant("en", testing::int64s({4})),
+                  b.constant("ax", testing::int64s({1}))});
+    b.output(b.relu(half));
+    const passes::PassReport report = testing::apply_pass(b, passes::fuse_activations);
+    EXPECT_FALSE(has_note(report, "moved")) << notes_of(report);
+    EXPECT_EQ(b.count("Relu"), 1);
+  }
+  {  // The conv's output read twice: moving the activation would not let it fuse.
+    GraphBuilder b;
+    const auto x = b.input("x", {1, 8, 3, 4});
+    const auto c = b.conv(x, 8, 8, 3, {.name = "conv", .pads = kPad1});
+    b.output(b.relu(b.node("Reshape", {c, b.constant("s", testing::int64s({1, 8, 12}))})));
+    b.output(c);
+    const passes::PassReport report = testing::apply_pass(b, passes::fuse_activations);
+    EXPECT_FALSE(has_note(report, "moved")) << notes_of(report);
+  }
+}
+
 // Elementwise chains that no conv heads run as one ElementwiseChain node, one pass over memory,
 // with the unfused graph's values — DenseNet's BatchNormalization → Relu, a scale → shift →
 // activation, a residual after an activation — in both layouts; one node alone stays.
