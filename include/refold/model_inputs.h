@@ -49,7 +49,9 @@ struct OutputDiff {
   // kRoundingMargin · δ is rounding, not a wrong rewrite, even past the tolerance.
   static constexpr double kRoundingMargin = 16;
   bool within_model_tolerance() const;
-  bool within_rounding(double sensitivity) const { return max_abs <= kRoundingMargin * sensitivity; }
+  bool within_rounding(double sensitivity) const {
+    return max_abs <= kRoundingMargin * sensitivity;
+  }
 };
 OutputDiff compare_outputs(const std::vector<Tensor>& actual, const std::vector<Tensor>& reference);
 

@@ -155,15 +155,16 @@ std::string OptimizeReport::to_json() const {
                         {"channels_last_weights", layout.channels_last_weights},
                         {"nchw_convs", layout.nchw_convs}}}};
   if (verification) {
-    j["verify"] = {{"max_abs_error", verification->max_abs_error},
-                   {"in_memory_max_abs_error", verification->in_memory_max_abs_error},
-                   {"reference_max_abs", verification->reference_max_abs},
-                   {"tolerance", OutputDiff::kModelToleranceText},
-                   {"rounding_margin", OutputDiff::kRoundingMargin},
-                   {"rounding_sensitivity", verification->rounding_sensitivity
-                                                ? nlohmann::json(*verification->rounding_sensitivity)
-                                                : nlohmann::json(nullptr)},
-                   {"file_checked", verification->file_checked}};
+    j["verify"] = {
+        {"max_abs_error", verification->max_abs_error},
+        {"in_memory_max_abs_error", verification->in_memory_max_abs_error},
+        {"reference_max_abs", verification->reference_max_abs},
+        {"tolerance", OutputDiff::kModelToleranceText},
+        {"rounding_margin", OutputDiff::kRoundingMargin},
+        {"rounding_sensitivity", verification->rounding_sensitivity
+                                     ? nlohmann::json(*verification->rounding_sensitivity)
+                                     : nlohmann::json(nullptr)},
+        {"file_checked", verification->file_checked}};
   }
   return j.dump(2);
 }
