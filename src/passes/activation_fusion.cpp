@@ -18,6 +18,8 @@
 // step wherever the order scale, shift, residual, activation would otherwise go back. A Mul or
 // Add by a constant right after the conv is normally folded into its weights before this pass
 // (reparameterize); one left there is a step.
+// An activation after an op that only moves data (conv → reshape → act) first moves before it,
+// next to the conv (hoist_activation_at, below).
 // The conv is a plain nn::Conv2d (constant weights; ConvTranspose2d has no fused post-ops)
 // with no post-ops yet. A linear product (MatMul by a constant matrix, a Gemm that is a Linear)
 // takes its bias Add, a residual Add and an activation the same way (LinearChain, below).

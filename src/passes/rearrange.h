@@ -22,7 +22,10 @@
 // Transposes, each with a reshape after it (with one, the chain copies once already: the
 // reshape before it is a view, graph::Op::reads_views); the chain ends with a reshape (its
 // output contiguous, as the chain's was); each value inside read by the next node alone and
-// not a graph output.
+// not a graph output. Or tokens ↔ image: one Transpose between a 3-d and a 4-d value (either
+// way round, the chain may end with the Transpose), where the image read as channels_last is
+// the tokens' own memory: as a Rearrange neither direction copies (moved() returns a view that
+// is already dense in y's layout), where the Reshape wrote an NCHW image and its conv ran NCHW.
 #pragma once
 
 #include <cstddef>
