@@ -714,6 +714,13 @@ std::optional<std::size_t> sole_reader(const graph::Graph& graph, const std::str
   return readers[0];
 }
 
+// `from` renamed `to` wherever node reads or writes it, its parts included.
+void rename_value(graph::Node& node, const std::string& from, const std::string& to) {
+  for (auto* names : {&node.inputs, &node.outputs})
+    std::replace(names->begin(), names->end(), from, to);
+  for (graph::Node& part : node.parts) rename_value(part, from, to);
+}
+
 // An op that only moves data and keeps every element (a Transpose, a reshape, canonicalize's
 // Rearrange; not a Slice or Split): an activation commutes with it.
 bool keeps_every_element(const graph::Node& n) {
@@ -746,12 +753,13 @@ bool hoist_activation_at(graph::Graph& graph, std::size_t index, PassReport& rep
       sole_reader(graph, conv.outputs[0]) != *move_index)
     return false;
 
-  graph::Node hoisted = act, moved = move;
+  // The new value between them; each node renamed in its parts too (export writes those).
   const std::string between = graph.unique_name(act.outputs[0] + "_before_" + move.name);
-  hoisted.inputs[0] = move.inputs[0];
-  hoisted.outputs = {between};
-  moved.inputs[0] = between;
-  moved.outputs = act.outputs;
+  graph::Node hoisted = act, moved = move;
+  rename_value(hoisted, move.outputs[0], move.inputs[0]);
+  rename_value(hoisted, act.outputs[0], between);
+  rename_value(moved, move.inputs[0], between);
+  rename_value(moved, move.outputs[0], act.outputs[0]);
   const std::string note = fmt::format("moved {} before {} (next to {}, to fuse with it)",
                                        describe(act), describe(move), describe(conv));
   const std::size_t at = *move_index;  // act's other operands are constants: defined there

@@ -12,6 +12,7 @@
 #include "passes/passes.h"
 #include "refold/nn/conv.h"
 #include "refold/nn/utils.h"
+#include "refold/onnx/onnx.h"
 #include "testing/compare.h"
 #include "testing/graph_builder.h"
 #include "testing/pass_checks.h"
@@ -332,6 +333,26 @@ TEST(ActivationFusion, AnActivationAfterADataMoveMovesToItsConvAndFuses) {
     EXPECT_EQ(b.graph().nodes()[0].parts.size(), 2u);  // the conv and its activation
     EXPECT_EQ(b.graph().nodes()[1].op_type, "Reshape");
     EXPECT_EQ(b.graph().nodes()[1].outputs[0], y);  // the graph's output keeps its name
+  }
+  {  // After a Rearrange (tokens from the image), whose parts export writes: renamed there too,
+     // so the written file computes the same values.
+    GraphBuilder b;
+    const auto x = b.input("x", {1, 8, 3, 4});
+    const auto c = b.conv(x, 8, 8, 3, {.name = "conv", .pads = kPad1});
+    const auto seq = b.node("Reshape", {c, b.constant("s", testing::int64s({1, 8, 12}))});
+    const auto tokens =
+        b.node("Transpose", {seq}, attrs({{"perm", std::vector<std::int64_t>{0, 2, 1}}}));
+    b.output(b.relu(tokens));
+    const Tensor in = b.random_input();
+    const Tensor before = b.run({in})[0];
+    passes::canonicalize(b.graph());
+    ASSERT_EQ(b.count("Rearrange"), 1) << b.graph().dump();
+    const passes::PassReport report = testing::apply_pass(b, passes::fuse_activations);
+    EXPECT_TRUE(has_note(report, "before Rearrange")) << notes_of(report);
+    const std::string bytes = onnx::save_to_bytes(b.graph());
+    const auto written = onnx::load_from_memory(
+        std::as_bytes(std::span(bytes.data(), bytes.size())), "hoisted.onnx");
+    EXPECT_TRUE(testing::all_close(written->run({in.clone()})[0], before, kFused));
   }
   {  // A Slice keeps half the elements: the activation stays after it.
     GraphBuilder b;
