@@ -5,6 +5,7 @@
     $python bench/zoo/export.py                      # the whole zoo → bench/zoo/models/
     $python bench/zoo/export.py --only resnet18,yolov8n --out /tmp/zoo
     $python bench/zoo/export.py --extra --out /tmp/extra   # 23 other families (EXTRA below)
+    $python bench/zoo/export.py --third --out /tmp/third   # 15 more, held out (THIRD below)
     $python bench/zoo/run.py --models /tmp/extra --time     # run.py takes either folder
 
 For every model (built without pretrained weights; none can be downloaded here):
@@ -86,6 +87,21 @@ EXTRA = {
     "googlenet": ("torchvision", 224), "mnasnet0_5": ("torchvision", 224),
     "regnet_y_400mf": ("torchvision", 224), "yolo11n": ("ultralytics", 320),
     "yolov10n": ("ultralytics", 320),
+}
+
+# A third set (--third), held out while the first two were tuned: vision transformers (DeiT,
+# LeViT, TinyViT, PVT-v2, XCiT, GCViT), MetaFormer (PoolFormerV2), HRNet's parallel branches,
+# SelecSLS, ResNeXt, NAS nets (FBNetV3, EfficientNet-B1), MobileNetV3, ShuffleNetV2 and
+# LR-ASPP segmentation. Session 37's numbers are in bench/RESULTS.md.
+THIRD = {
+    "deit_tiny_patch16_224": ("timm", 224), "levit_128s": ("timm", 224),
+    "tiny_vit_5m_224": ("timm", 224), "pvt_v2_b0": ("timm", 224),
+    "xcit_nano_12_p16_224": ("timm", 224), "gcvit_xxtiny": ("timm", 224),
+    "poolformerv2_s12": ("timm", 224), "hrnet_w18_small": ("timm", 224),
+    "selecsls42b": ("timm", 224), "resnext26ts": ("timm", 224), "fbnetv3_b": ("timm", 224),
+    "efficientnet_b1": ("timm", 224), "mobilenetv3_large_100": ("timm", 224),
+    "shufflenet_v2_x1_0": ("torchvision", 224),
+    "lraspp_mobilenet_v3_large": ("torchvision_segmentation", 256),
 }
 
 
@@ -355,12 +371,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", help="comma-separated model names (default: the whole zoo)")
     parser.add_argument("--out", default=str(HERE / "models"), help="output folder")
-    parser.add_argument("--extra", action="store_true",
-                        help="export the EXTRA set instead of the zoo (e.g. --out /tmp/extra)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--extra", action="store_true",
+                       help="export the EXTRA set instead of the zoo (e.g. --out /tmp/extra)")
+    which.add_argument("--third", action="store_true",
+                       help="export the THIRD set instead of the zoo (e.g. --out /tmp/third)")
     args = parser.parse_args()
-    if args.extra:
+    if args.extra or args.third:
         ZOO.clear()
-        ZOO.update(EXTRA)
+        ZOO.update(EXTRA if args.extra else THIRD)
     names = list(ZOO) if not args.only else [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in ZOO]
     if unknown:
