@@ -1,14 +1,18 @@
 // Element-wise activations: the nn module of the same function when there is one, else a
-// graph op (Clip with other bounds, HardSigmoid with ONNX's default alpha/beta).
+// graph op (Clip with other bounds, HardSigmoid with ONNX's default alpha/beta), which runs
+// refold's native clamp (kernels/native/clamp.h), the reference for what it declines.
 #include "ops/activation.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "core/check.h"
+#include "kernels/dispatch.h"
+#include "kernels/native/clamp.h"
 #include "kernels/reference/onnx_ops.h"
 #include "ops/op.h"
 #include "ops/window.h"
@@ -34,13 +38,30 @@ std::vector<Tensor> Clip::run(const std::vector<Tensor>& in) {
     REFOLD_CHECK(!in[i].defined() || in[i].dtype() == in[0].dtype(),
                  "Clip: {} has dtype {} but X has {}", i == 1 ? "min" : "max",
                  dtype_name(in[i].dtype()), dtype_name(in[0].dtype()));
-  return {reference::clip(in[0], lo, hi)};
+  // An absent bound is ±∞ for the native kernel; a bound beyond float32's range is one too.
+  const auto bound = [](std::optional<double> v, float absent) {
+    return v ? static_cast<float>(*v) : absent;
+  };
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  return {dispatch("Clip",
+                   {{"native",
+                     [&](std::string* declined) {
+                       return native::clamp("Clip", in[0], 1.0f, 0.0f, bound(lo, -kInf),
+                                            bound(hi, kInf), declined);
+                     }}},
+                   [&] { return reference::clip(in[0], lo, hi); })};
 }
 
 std::vector<Tensor> HardSigmoid::run(const std::vector<Tensor>& in) {
   REFOLD_CHECK(in.size() == 1 && in[0].defined(), "HardSigmoid: expects 1 input, got {}",
                in.size());
-  return {reference::hard_sigmoid(in[0], alpha_, beta_)};
+  return {dispatch("HardSigmoid",
+                   {{"native",
+                     [&](std::string* declined) {
+                       return native::clamp("HardSigmoid", in[0], alpha_, beta_, 0.0f, 1.0f,
+                                            declined);
+                     }}},
+                   [&] { return reference::hard_sigmoid(in[0], alpha_, beta_); })};
 }
 
 namespace {
