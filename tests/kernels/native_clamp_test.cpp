@@ -65,7 +65,7 @@ std::vector<Tensor> inputs() {
 
 TEST_F(NativeClamp, ClipMatchesTheReference) {
   const std::vector<std::pair<std::optional<double>, std::optional<double>>> bounds = {
-      {-1.0, 1.0}, {0.5, std::nullopt}, {std::nullopt, -0.25}, {std::nullopt, std::nullopt},
+      {-1.0, 1.0},    {0.5, std::nullopt}, {std::nullopt, -0.25}, {std::nullopt, std::nullopt},
       {1e-12, 1e300}, {-1e300, 3.0}};
   for (int threads : {1, 2}) {
     set_num_threads(threads);
@@ -87,13 +87,13 @@ TEST_F(NativeClamp, ClipMatchesTheReference) {
 
 TEST_F(NativeClamp, HardSigmoidMatchesTheReference) {
   for (const Tensor& x : inputs()) {
-    for (const auto& [alpha, beta] : {std::pair{0.2, 0.5}, std::pair{1.0 / 6.0, 0.5},
-                                      std::pair{-0.7, 0.1}}) {
+    for (const auto& [alpha, beta] :
+         {std::pair{0.2, 0.5}, std::pair{1.0 / 6.0, 0.5}, std::pair{-0.7, 0.1}}) {
       SCOPED_TRACE(fmt::format("[{}] alpha {} beta {}", fmt::join(x.sizes(), ", "), alpha, beta));
       const Tensor y = native::clamp("HardSigmoid", x, static_cast<float>(alpha),
                                      static_cast<float>(beta), 0.0f, 1.0f, nullptr);
-      EXPECT_TRUE(testing::all_close(y, reference::hard_sigmoid(x, alpha, beta),
-                                     Tolerance::op_f32()));
+      EXPECT_TRUE(
+          testing::all_close(y, reference::hard_sigmoid(x, alpha, beta), Tolerance::op_f32()));
     }
   }
 }
@@ -108,8 +108,8 @@ TEST_F(NativeClamp, KeepsNaNInfAndNegativeZeroAsTheReference) {
     p[0] = NAN, p[1] = INFINITY, p[2] = -INFINITY, p[3] = -0.0f;
     p[n - 1] = NAN, p[n - 2] = -INFINITY;
     const Tensor clipped = native::clamp("Clip", x, 1.0f, 0.0f, -1.0f, kInf, nullptr);
-    EXPECT_TRUE(testing::all_close(clipped, reference::clip(x, -1.0, std::nullopt),
-                                   Tolerance::exact()));
+    EXPECT_TRUE(
+        testing::all_close(clipped, reference::clip(x, -1.0, std::nullopt), Tolerance::exact()));
     const std::vector<float> y = clipped.to_vector();
     EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[n - 1]));
     EXPECT_EQ(y[1], INFINITY);
@@ -152,8 +152,8 @@ TEST_F(NativeClamp, GraphClipAndHardSigmoidRunIt) {
   testing::OpCase integers("Clip", {"x", "lo"});
   integers.constant("lo", full({}, 2.0f, DType::Int64));
   const Tensor ints = full({5}, 1.0f, DType::Int64);
-  EXPECT_TRUE(testing::all_close(integers.run({ints}), full({5}, 2.0f, DType::Int64),
-                                 Tolerance::exact()));
+  EXPECT_TRUE(
+      testing::all_close(integers.run({ints}), full({5}, 2.0f, DType::Int64), Tolerance::exact()));
   EXPECT_THAT(log.take(), Contains("Clip: reference"));
 }
 
