@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "kernels/reference/tensor_ops.h"
+#include "kernels/verbose.h"
 #include "ops/transpose.h"
 #include "passes/branch_nodes.h"
 
@@ -114,6 +115,9 @@ std::vector<Tensor> PatchShuffle::run(const std::vector<Tensor>& inputs) {
   const Tensor& x = inputs[0];
   REFOLD_CHECK(x.sizes() == input_, "PatchShuffle: built for an input [{}], got [{}]",
                fmt::join(input_, ", "), fmt::join(x.sizes(), ", "));
+  // One copy either way, Tensor::copy_'s (tiled where it is a transpose), which the dispatch
+  // log and the profiler call "copy", as they do a Rearrange's.
+  log_dispatch("PatchShuffle", "copy");
   if (x.suggest_memory_format() != MemoryFormat::ChannelsLast) {
     // NCHW: the three nodes as written.
     const Tensor t = reference::transpose(x.contiguous().reshape(middle_), perm_);

@@ -1,6 +1,7 @@
 // canonicalize: a spatial ReduceMean/ReduceMax becomes a global pool, GELU written out with Erf
 // becomes one Gelu node, Reshape → InstanceNormalization → Reshape one GroupNormalization (their
 // parts the original nodes) — with the values kept; the near misses stay as they are.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/verbose.h"
 #include "passes/passes.h"
 #include "refold/nn/conv.h"
 #include "testing/compare.h"
@@ -420,10 +422,13 @@ TEST(Canonicalize, ChannelShufflesAndSpaceToDepthBecomePatchShuffles) {
     apply_pass(b, passes::canonicalize, /*exact=*/true);
     ASSERT_EQ(b.count("PatchShuffle"), 1) << b.graph().dump();
     reset_permute_count();
+    DispatchLog log;
     const Tensor after = b.graph().run({in.contiguous(MemoryFormat::ChannelsLast)})[0];
     EXPECT_EQ(permute_count(), 1u);  // the test's own conversion of the input
     EXPECT_TRUE(after.is_contiguous(MemoryFormat::ChannelsLast));
     EXPECT_TRUE(testing::all_close(after, before, testing::Tolerance::exact()));
+    // Its one copy is named as a Rearrange's is (the profiler's implementation column).
+    EXPECT_THAT(log.take(), ::testing::Contains("PatchShuffle: copy"));
   }
 }
 
