@@ -47,8 +47,8 @@ struct Sum {
 };
 
 // A block's vector k of 4: all 8 lanes where the block is full (plain loads and stores: AMD's
-// masked stores are microcoded, and the masked form made a global pool of 8 × 1280 × 7² 3.6×
-// slower than ONNX Runtime's), else the lanes of mask m.
+// masked stores are microcoded; a global pool of 8 × 1280 × 7² on Zen 4 took 0.17–0.22 ms masked,
+// 0.08–0.10 ms plain), else the lanes of mask m.
 template <bool Full>
 REFOLD_TARGET_AVX2 __m256 load(const float* p, __m256i m) {
   if constexpr (Full) return _mm256_loadu_ps(p);

@@ -12,7 +12,6 @@
 #include "kernels/native/cpu.h"
 #include "kernels/native/decline.h"
 #include "kernels/native/row_threads.h"
-#include "refold/threads.h"
 
 namespace refold::native {
 namespace {
