@@ -19,7 +19,8 @@
 // Add by a constant right after the conv is normally folded into its weights before this pass
 // (reparameterize); one left there is a step.
 // An activation after an op that only moves data (conv → reshape → act) first moves before it,
-// next to the conv (hoist_activation_at, below).
+// next to the conv (hoist_activation_at, below); before that, a run of reshapes that gives a
+// value its own shape back goes (drop_identity_reshapes_at), so the chain continues through it.
 // The conv is a plain nn::Conv2d (constant weights; ConvTranspose2d has no fused post-ops)
 // with no post-ops yet. A linear product (MatMul by a constant matrix, a Gemm that is a Linear)
 // takes its bias Add, a residual Add and an activation the same way (LinearChain, below).
@@ -771,9 +772,57 @@ bool hoist_activation_at(graph::Graph& graph, std::size_t index, PassReport& rep
   return true;
 }
 
+// Flatten, Reshape, Squeeze, Unsqueeze: each reads its input in row-major order and writes the
+// same sequence under another shape.
+bool is_reshape(const graph::Node& n) {
+  return n.parts.empty() && n.outputs.size() == 1 && !n.inputs.empty() &&
+         (is_op(n, "Reshape") || is_op(n, "Flatten") || is_op(n, "Squeeze") ||
+          is_op(n, "Unsqueeze"));
+}
+
+// A run of reshapes from node `index` (each value read by the next reshape alone and not a graph
+// output) whose last output has the static shape of the run's input is the identity: the
+// sequence in row-major order is never changed, and the shape is the same. Its readers read the
+// input instead and the run goes, so a chain continues through it. LeViT's LinearNorm,
+// MatMul → Flatten → BatchNormalization → Reshape back, leaves Flatten → Reshape between the
+// product and its activation or residual Add once bn-folding has moved the BatchNorm into the
+// product.
+bool drop_identity_reshapes_at(graph::Graph& graph, std::size_t index,
+                               detail::StaticShapes& shapes, PassReport& report) {
+  if (!is_reshape(graph.nodes()[index])) return false;
+  const std::string x = graph.nodes()[index].inputs[0];
+  const auto shape = shapes.shape(x);
+  if (x.empty() || !shape) return false;
+  std::vector<std::size_t> run = {index};
+  for (;;) {
+    const std::string& y = graph.nodes()[run.back()].outputs[0];
+    if (graph.is_graph_output(y)) return false;  // its name is the graph's interface
+    if (run.size() > 1 && shapes.shape(y) == shape) break;
+    const auto next = sole_reader(graph, y);
+    if (!next || !is_reshape(graph.nodes()[*next]) || graph.nodes()[*next].inputs[0] != y)
+      return false;
+    run.push_back(*next);
+  }
+  const std::string y = graph.nodes()[run.back()].outputs[0];
+  std::vector<std::string> names;
+  for (std::size_t k : run) names.push_back(describe(graph.nodes()[k]));
+  for (std::size_t reader : graph.consumers(y)) rename_value(graph.node(reader), y, x);
+  std::sort(run.rbegin(), run.rend());
+  for (std::size_t k : run) graph.erase_node(k);
+  report.notes.push_back(fmt::format("dropped {}: together they give '{}' its own shape back",
+                                     fmt::join(names, ", "), x));
+  return true;
+}
+
 PassReport fuse_activations(graph::Graph& graph) {
   PassReport report;
   report.pass = "activation-fusion";
+  detail::StaticShapes shapes(graph);
+  for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
+    // After a drop, node i is the one after the run: look at it again.
+    while (i < graph.nodes().size() && drop_identity_reshapes_at(graph, i, shapes, report))
+      report.changed = true;
+  }
   for (std::size_t i = 0; i < graph.nodes().size(); ++i)
     report.changed = hoist_activation_at(graph, i, report) || report.changed;
   // A fused node lands at or after `i` and is not a candidate again (it has parts), so one
@@ -788,7 +837,6 @@ PassReport fuse_activations(graph::Graph& graph) {
   }
   // Then the linear products, then the chains no conv or product heads. A fused node lands at
   // or after `i`, the nodes it passed over move to `i` onwards: look at `i` again.
-  detail::StaticShapes shapes(graph);
   for (const auto fuse : {fuse_linear_at, fuse_chain_at}) {
     for (std::size_t i = 0; i < graph.nodes().size();) {
       bool fused = false;

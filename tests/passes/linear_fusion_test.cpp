@@ -137,6 +137,49 @@ TEST(LinearFusion, AGemmThatIsALinearTakesItsActivation) {
   testing::expect_modules_follow_data(b.graph(), in, b.run(in));
 }
 
+// LeViT's Linear + BatchNorm1d, MatMul → Flatten → BatchNormalization → Reshape back: once the
+// BN is folded into the product, the Flatten → Reshape pair gives the product's output its own
+// shape back — the identity — and goes, so the product takes its bias, its activation (the MLP's
+// HardSwish) and its residual Add (the block's shortcut). A pair that changes the shape stays.
+TEST(LinearFusion, AReshapeRunThatGivesBackTheShapeDoesNotStopTheChain) {
+  for (const bool residual : {false, true}) {
+    SCOPED_TRACE(residual ? "residual" : "activation");
+    GraphBuilder b(44);
+    const auto x = b.input("x", {2, 5, 8});
+    const auto r = b.input("r", {2, 5, 16});
+    const auto y =
+        b.node("MatMul", {x, b.constant("w", testing::uniform({8, 16}, 0.5, b.generator()))});
+    const auto flat = b.node("Flatten", {y}, attrs({{"axis", std::int64_t{2}}}), "flatten");
+    const auto back =
+        b.node("Reshape", {b.bn(flat, 16), b.constant("shape", testing::int64s({2, 5, 16}))},
+               {}, "reshape");
+    b.output(residual ? b.node("Add", {r, back}, {}, "shortcut")
+                      : b.node("HardSwish", {back}, {}, "act"));
+    const std::vector<Tensor> in = {random({2, 5, 8}, 4), random({2, 5, 16}, 5)};
+    const Tensor expected = b.run(in)[0];
+    passes::fold_batch_norms(b.graph());
+    const passes::PassReport report = testing::apply_pass(b, passes::fuse_activations);
+    EXPECT_TRUE(has_note(report, "dropped Flatten 'flatten', Reshape 'reshape'"))
+        << notes_of(report);
+    ASSERT_EQ(b.graph().nodes().size(), 1u) << b.graph().dump();
+    EXPECT_EQ(b.graph().nodes()[0].parts.size(), 3u);  // MatMul, the BN's Add, act or shortcut
+    EXPECT_TRUE(testing::all_close(b.run(in)[0], expected, kFused));
+  }
+  {  // Flatten to [10, 16] and Reshape to [2, 80]: a new shape, so the chain stops there.
+    GraphBuilder b(44);
+    const auto x = b.input("x", {2, 5, 8});
+    const auto y =
+        b.node("MatMul", {x, b.constant("w", testing::uniform({8, 16}, 0.5, b.generator()))});
+    const auto flat = b.node("Flatten", {y}, attrs({{"axis", std::int64_t{2}}}));
+    const auto wide = b.node("Reshape", {flat, b.constant("shape", testing::int64s({2, 80}))});
+    b.output(b.node("HardSwish", {wide}, {}, "act"));
+    const passes::PassReport report = testing::apply_pass(b, passes::fuse_activations);
+    EXPECT_FALSE(has_note(report, "dropped")) << notes_of(report);
+    EXPECT_EQ(b.count("HardSwish"), 1);
+    EXPECT_EQ(b.count("Reshape"), 1);
+  }
+}
+
 // A residual the Add broadcast runs the unfused steps, in the Add's operand order.
 TEST(LinearFusion, ABroadcastResidualRunsUnfusedWithTheSameValues) {
   GraphBuilder b;
