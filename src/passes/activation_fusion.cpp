@@ -787,8 +787,8 @@ bool is_reshape(const graph::Node& n) {
 // MatMul → Flatten → BatchNormalization → Reshape back, leaves Flatten → Reshape between the
 // product and its activation or residual Add once bn-folding has moved the BatchNorm into the
 // product.
-bool drop_identity_reshapes_at(graph::Graph& graph, std::size_t index,
-                               detail::StaticShapes& shapes, PassReport& report) {
+bool drop_identity_reshapes_at(graph::Graph& graph, std::size_t index, detail::StaticShapes& shapes,
+                               PassReport& report) {
   if (!is_reshape(graph.nodes()[index])) return false;
   const std::string x = graph.nodes()[index].inputs[0];
   const auto shape = shapes.shape(x);

@@ -151,8 +151,8 @@ TEST(LinearFusion, AReshapeRunThatGivesBackTheShapeDoesNotStopTheChain) {
         b.node("MatMul", {x, b.constant("w", testing::uniform({8, 16}, 0.5, b.generator()))});
     const auto flat = b.node("Flatten", {y}, attrs({{"axis", std::int64_t{2}}}), "flatten");
     const auto back =
-        b.node("Reshape", {b.bn(flat, 16), b.constant("shape", testing::int64s({2, 5, 16}))},
-               {}, "reshape");
+        b.node("Reshape", {b.bn(flat, 16), b.constant("shape", testing::int64s({2, 5, 16}))}, {},
+               "reshape");
     b.output(residual ? b.node("Add", {r, back}, {}, "shortcut")
                       : b.node("HardSwish", {back}, {}, "act"));
     const std::vector<Tensor> in = {random({2, 5, 8}, 4), random({2, 5, 16}, 5)};
