@@ -39,8 +39,9 @@ std::int64_t node_flops(const Node& node, const std::vector<Tensor>& inputs,
     // Each input element scatters into (M/g)·kh·kw outputs: W is [C, M/g, kh, kw].
     return checked_mul(product(inputs[0].sizes()), 2 * per_element, "profile: ConvTranspose");
   }
-  if (node.op_type == "Gemm" || node.op_type == "MatMul") {
-    // Y[M, N] = A[M, K]·B[K, N]: 2·K per output element, K = A's last dim.
+  if (node.op_type == "Gemm" || node.op_type == "MatMul" || node.op_type == "ScaledMatMul") {
+    // Y[M, N] = A[M, K]·B[K, N]: 2·K per output element, K = A's last dim (ScaledMatMul:
+    // attention's scaled product, passes/scaled_matmul.h).
     const Shape& a = inputs[0].sizes();
     if (a.empty()) return 0;
     const std::int64_t k =
