@@ -97,7 +97,7 @@ void BM_Paired(benchmark::State& state, const Problem& p) {
       const auto t0 = clock::now();
       if (native)
         benchmark::DoNotOptimize(refold::native::softmax(
-            x, p.axis, refold::reference::SoftmaxKind::Softmax, false, nullptr));
+            x, {}, p.axis, refold::reference::SoftmaxKind::Softmax, false, nullptr));
       else
         onednn.run();
       (native ? t_native : t_onednn) =

@@ -11,23 +11,30 @@
 #include "ops/reshape.h"
 #include "ops/transpose.h"
 #include "ops/window.h"
+#include "refold/functional.h"
 #include "refold/nn/basic.h"
 
 namespace refold::ops {
 
+Tensor Softmax::softmax(const Tensor& x, const Tensor& addend) const {
+  return dispatch(type_name(),
+                  {{"native",
+                    [&](std::string* declined) {
+                      return native::softmax(x, addend, axis_, kind_, coerce_2d_, declined);
+                    }}},
+                  [&] {
+                    if (addend.defined()) return softmax(functional::add(x, addend), Tensor());
+                    return coerce_2d_ ? reference::softmax_coerced_2d(x, axis_, kind_)
+                                      : reference::softmax(x, axis_, kind_);
+                  });
+}
+
 std::vector<Tensor> Softmax::run(const std::vector<Tensor>& inputs) {
-  REFOLD_CHECK(inputs.size() == 1 && inputs[0].defined(), "{}: expects 1 input, got {}",
-               type_name(), inputs.size());
-  const Tensor& x = inputs[0];
-  return {dispatch(type_name(),
-                   {{"native",
-                     [&](std::string* declined) {
-                       return native::softmax(x, axis_, kind_, coerce_2d_, declined);
-                     }}},
-                   [&] {
-                     return coerce_2d_ ? reference::softmax_coerced_2d(x, axis_, kind_)
-                                       : reference::softmax(x, axis_, kind_);
-                   })};
+  REFOLD_CHECK(
+      (inputs.size() == 1 || inputs.size() == 2) &&
+          std::all_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.defined(); }),
+      "{}: expects x and an optional addend, got {} inputs", type_name(), inputs.size());
+  return {softmax(inputs[0], inputs.size() == 2 ? inputs[1].contiguous() : Tensor())};
 }
 
 template <reference::SoftmaxKind kind>

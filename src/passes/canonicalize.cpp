@@ -22,6 +22,8 @@
 //   4-d (passes/patch_shuffle.h)                         → PatchShuffle(x), channels_last kept
 //   A MatMul of two computed operands with Mul/Div by one-element constants on its operands or
 //   result — attention's scale (passes/scaled_matmul.h)  → ScaledMatMul(a, b), alpha = the factors
+//   Softmax(Add(x, c)) along the last axis — attention's position bias or mask
+//   (passes/add_softmax.h)                               → AddSoftmax(x, c)
 //   Then a chain of Reshape/Flatten/Squeeze/Unsqueeze with at least two Transposes between,
 //   ending with a reshape (passes/rearrange.h)           → Rearrange(x): one copy, not one each
 //
@@ -39,6 +41,7 @@
 #include <vector>
 
 #include "ops/op.h"
+#include "passes/add_softmax.h"
 #include "passes/branch_nodes.h"
 #include "passes/group_norm_pattern.h"
 #include "passes/known_values.h"
@@ -229,6 +232,9 @@ PassReport canonicalize(graph::Graph& graph) {
       } else if (const auto product = detail::match_scaled_matmul(graph, i)) {
         next = *std::min_element(product->parts.begin(), product->parts.end());
         note = detail::fuse_scaled_matmul(graph, *product);
+      } else if (const auto softmax = detail::match_add_softmax(graph, i, shapes)) {
+        next = *std::min_element(softmax->parts.begin(), softmax->parts.end());
+        note = detail::fuse_add_softmax(graph, *softmax);
       }
     }
     i = next;

@@ -1,8 +1,8 @@
 // native::softmax (src/kernels/native/softmax.cpp) against the reference: Softmax and
 // LogSoftmax along every axis (positive and negative) of tensors of rank 1 to 4, contiguous and
 // channels_last, lengths off the vector width and size-1 dims; the opset < 13 form over every
-// axis; large and −inf inputs; the vectorized exp against std::exp; the declines; and that
-// Softmax/LogSoftmax nodes run it.
+// axis; large and −inf inputs; the vectorized exp against std::exp; an addend (softmax(x + c));
+// the declines; and that Softmax/LogSoftmax nodes run it.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -14,12 +14,15 @@
 #include "kernels/native/cpu.h"
 #include "kernels/native/softmax.h"
 #include "kernels/native/vector_math.h"
+#include "kernels/reference/onnx_ops.h"
 #include "kernels/verbose.h"
 #include "onnx/ops_tensor_helpers.h"
+#include "ops/softmax.h"
 #include "refold/threads.h"
 #include "testing/builders.h"
 #include "testing/compare.h"
 #include "testing/layouts.h"
+#include "testing/threads.h"
 
 namespace refold::testing {
 namespace {
@@ -54,7 +57,7 @@ TEST_F(NativeSoftmax, EveryAxisMatchesTheReference) {
                                    memory_format_name(format), axis,
                                    kind == SoftmaxKind::Softmax ? "Softmax" : "LogSoftmax"));
           std::string declined;
-          const Tensor y = native::softmax(input, axis, kind, false, &declined);
+          const Tensor y = native::softmax(input, {}, axis, kind, false, &declined);
           ASSERT_TRUE(y.defined()) << declined;
           const Tensor expected = reference::softmax(input, axis, kind);
           EXPECT_EQ(y.strides(), expected.strides());
@@ -73,7 +76,7 @@ TEST_F(NativeSoftmax, TheOpset1FormMatchesTheReference) {
     for (std::int64_t axis = -rank; axis <= rank; ++axis) {
       for (const SoftmaxKind kind : {SoftmaxKind::Softmax, SoftmaxKind::LogSoftmax}) {
         SCOPED_TRACE(fmt::format("[{}] axis {}", fmt::join(sizes, ", "), axis));
-        const Tensor y = native::softmax(x, axis, kind, true, nullptr);
+        const Tensor y = native::softmax(x, {}, axis, kind, true, nullptr);
         EXPECT_TRUE(
             all_close(y, reference::softmax_coerced_2d(x, axis, kind), Tolerance::op_f32()));
       }
@@ -90,7 +93,7 @@ TEST_F(NativeSoftmax, LargeTensorsOnTwoThreads) {
            {{1, 16, 4, 1100}, 1}, {{80, 1000}, 1}, {{2, 30, 40, 41}, -1}}) {
     const Tensor x = uniform(sizes, 6.0, gen);
     for (const SoftmaxKind kind : {SoftmaxKind::Softmax, SoftmaxKind::LogSoftmax}) {
-      const Tensor y = native::softmax(x, axis, kind, false, nullptr);
+      const Tensor y = native::softmax(x, {}, axis, kind, false, nullptr);
       EXPECT_TRUE(all_close(y, reference::softmax(x, axis, kind), Tolerance::op_f32()))
           << fmt::format("[{}] axis {}", fmt::join(sizes, ", "), axis);
     }
@@ -106,7 +109,7 @@ TEST_F(NativeSoftmax, ExtremeInputs) {
                           {2, 10});
   for (const std::int64_t axis : {0, 1}) {
     for (const SoftmaxKind kind : {SoftmaxKind::Softmax, SoftmaxKind::LogSoftmax}) {
-      const Tensor y = native::softmax(x, axis, kind, false, nullptr);
+      const Tensor y = native::softmax(x, {}, axis, kind, false, nullptr);
       EXPECT_TRUE(all_close(y, reference::softmax(x, axis, kind), Tolerance::op_f32()))
           << "axis " << axis;
     }
@@ -145,7 +148,7 @@ TEST_F(NativeSoftmax, DeclinesWhatItDoesNotTake) {
   const Tensor x = uniform({2, 3, 4, 5}, 1.0, gen);
   const auto reason = [](const Tensor& input, SoftmaxKind kind) {
     std::string declined;
-    EXPECT_FALSE(native::softmax(input, 1, kind, false, &declined).defined());
+    EXPECT_FALSE(native::softmax(input, {}, 1, kind, false, &declined).defined());
     return declined;
   };
   EXPECT_EQ(reason(x, SoftmaxKind::Hardmax), "no native Hardmax");
@@ -154,6 +157,71 @@ TEST_F(NativeSoftmax, DeclinesWhatItDoesNotTake) {
             "X is neither contiguous nor 4-d channels_last");
   EXPECT_EQ(reason(every_other_element(x), SoftmaxKind::LogSoftmax),
             "X is neither contiguous nor 4-d channels_last");
+}
+
+// softmax(x + c) along the last axis, c read per row of X: attention's position bias
+// [heads, N, N] over windows, a row [N], a bias over a middle dim, a full-size addend; rows in
+// blocks of 32 with a partial last one, 1 and 2 threads; against the reference's sum and softmax.
+TEST_F(NativeSoftmax, AnAddendIsAddedRowByRow) {
+  const RestoreNumThreads restore_threads;
+  Generator gen(21);
+  const Shape x_sizes = {2, 3, 17, 49};
+  for (const Shape& c_sizes :
+       std::vector<Shape>{{3, 17, 49}, {49}, {2, 1, 17, 49}, {2, 3, 17, 49}, {1, 3, 1, 49}}) {
+    for (const int threads : {1, 2}) {
+      for (const SoftmaxKind kind : {SoftmaxKind::Softmax, SoftmaxKind::LogSoftmax}) {
+        SCOPED_TRACE(fmt::format("[{}] + [{}], {} threads, {}", fmt::join(x_sizes, ", "),
+                                 fmt::join(c_sizes, ", "), threads,
+                                 kind == SoftmaxKind::Softmax ? "Softmax" : "LogSoftmax"));
+        set_num_threads(threads);
+        const Tensor x = uniform(x_sizes, 6.0, gen), c = uniform(c_sizes, 6.0, gen);
+        std::string declined;
+        const Tensor y = native::softmax(x, c, -1, kind, false, &declined);
+        ASSERT_TRUE(y.defined()) << declined;
+        const Tensor expected =
+            reference::softmax(reference::arith(x, c, reference::ArithOp::Add), -1, kind);
+        EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32()));
+      }
+    }
+  }
+}
+
+// An addend the row kernel does not take is declined; the Softmax op then adds it first, as Add
+// broadcasts it (one more dispatch), and runs the softmax of the sum.
+TEST_F(NativeSoftmax, AnAddendItDoesNotTakeIsAddedFirst) {
+  Generator gen(22);
+  const Tensor x = uniform({2, 3, 4, 5}, 3.0, gen);
+  const auto reason = [&](const Tensor& input, const Tensor& c, std::int64_t axis) {
+    std::string declined;
+    EXPECT_FALSE(native::softmax(input, c, axis, SoftmaxKind::Softmax, false, &declined).defined());
+    return declined;
+  };
+  EXPECT_EQ(reason(x, uniform({4, 5}, 1.0, gen), 2),
+            "an addend where the softmax axis is not X's innermost");
+  EXPECT_EQ(reason(to_channels_last(x), uniform({4, 5}, 1.0, gen), -1),
+            "an addend where the softmax axis is not X's innermost");
+  EXPECT_EQ(reason(x, uniform({5, 4}, 1.0, gen).permute({1, 0}), -1),
+            "an addend that is not row-major float32");
+  EXPECT_EQ(reason(x, uniform({7, 2, 3, 4, 5}, 1.0, gen), -1), "an addend of more dims than X");
+  EXPECT_EQ(reason(x, uniform({3, 3, 5}, 1.0, gen), -1), "an addend that does not broadcast to X");
+  EXPECT_EQ(reason(x, uniform({4, 1}, 1.0, gen), -1), "an addend broadcast along the softmax axis");
+
+  ops::Softmax op("Softmax", SoftmaxKind::Softmax, -1, false);
+  for (const auto& [c, fused] :
+       std::vector<std::pair<Tensor, bool>>{{uniform({3, 4, 5}, 1.0, gen), true},
+                                            {uniform({4, 1}, 1.0, gen), false},
+                                            {uniform({7, 2, 3, 4, 5}, 1.0, gen), false}}) {
+    SCOPED_TRACE(fmt::format("addend [{}]", fmt::join(c.sizes(), ", ")));
+    DispatchLog log;
+    const Tensor y = op.run({x, c})[0];
+    const std::vector<std::string> dispatched = log.take();
+    EXPECT_EQ(dispatched.size() == 1, fused) << fmt::format("{}", fmt::join(dispatched, "; "));
+    EXPECT_EQ(dispatched.back(), "Softmax: native");
+    const Tensor expected = reference::softmax(reference::arith(x, c, reference::ArithOp::Add), -1,
+                                               SoftmaxKind::Softmax);
+    EXPECT_EQ(y.sizes(), expected.sizes());
+    EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32()));
+  }
 }
 
 // Softmax and LogSoftmax nodes dispatch to it: the DFL head's strided axis of an NCHW tensor, an

@@ -533,6 +533,70 @@ TEST(Canonicalize, ScalarFactorsOfAMatMulBecomeItsAlpha) {
   }
 }
 
+// A softmax along the last axis of a sum — attention's position bias after its scaled scores
+// (LeViT, TinyViT: a constant [heads, N, N] broadcast over the batch), a computed mask, a bias
+// written first, a softmax with axis rank − 1 or no axis at all (opset 13's −1), and an addend
+// that enlarges the sum — becomes one AddSoftmax of x (the operand of the sum's shape) and c;
+// apply_pass checks the values.
+TEST(Canonicalize, ASoftmaxOfASumBecomesOneAddSoftmax) {
+  using testing::GraphBuilder;
+  struct Case {
+    const char* name;
+    Shape addend;
+    bool constant, addend_first;
+    std::optional<std::int64_t> axis;
+  };
+  const std::vector<Case> cases = {
+      {"constant bias [heads, N, N]", {3, 16, 16}, true, false, -1},
+      {"computed mask of the sum's shape, axis 3", {2, 3, 16, 16}, false, false, 3},
+      {"constant [N] bias written first, no axis", {16}, true, true, std::nullopt},
+      {"an addend that enlarges the sum", {4, 2, 1, 16, 1}, false, false, -1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    GraphBuilder b;
+    const auto q = b.input("q", {2, 3, 16, 8});
+    const auto k = b.input("k", {2, 3, 8, 16});
+    const auto bias = c.constant ? b.constant("bias", randn(c.addend)) : b.input("bias", c.addend);
+    const auto scores =
+        b.node("Mul", {b.node("MatMul", {q, k}), b.constant("s", testing::values({0.25f}, {}))});
+    const auto sum =
+        b.node("Add", c.addend_first ? std::vector{bias, scores} : std::vector{scores, bias});
+    graph::Attributes attributes;
+    if (c.axis) attributes = testing::attrs({{"axis", *c.axis}});
+    const auto y = b.node("Softmax", {sum}, attributes, "softmax");
+    b.output(b.node("Relu", {y}));
+    const passes::PassReport r = testing::apply_pass(b, passes::canonicalize);
+    EXPECT_TRUE(testing::has_note(r, "as one AddSoftmax")) << testing::notes_of(r);
+    ASSERT_EQ(b.count("AddSoftmax"), 1) << b.graph().dump();
+    EXPECT_EQ(b.count("Add") + b.count("Softmax"), 0) << b.graph().dump();
+    const graph::Node& n = b.graph().nodes()[1];
+    EXPECT_EQ(n.op_type, "AddSoftmax");
+    EXPECT_EQ(n.domain, "refold");
+    EXPECT_EQ(n.inputs, (std::vector<std::string>{scores, bias}));
+    EXPECT_EQ(n.outputs, std::vector<std::string>{y});
+    EXPECT_EQ(n.parts.size(), 2u);
+    EXPECT_FALSE(passes::canonicalize(b.graph()).changed);
+  }
+}
+
+// A softmax along another axis, or of a sum that something else reads too or that is a graph
+// output, stays a Softmax of an Add.
+TEST(Canonicalize, ASoftmaxOfASumItCannotTakeStays) {
+  using testing::GraphBuilder;
+  for (const int variant : {0, 1, 2}) {
+    SCOPED_TRACE(variant);
+    GraphBuilder b;
+    const auto x = b.input("x", {1, 2, 4, 4});
+    const auto sum = b.node("Add", {x, b.constant("bias", randn({2, 4, 4}))});
+    b.output(
+        b.node("Softmax", {sum}, testing::attrs({{"axis", std::int64_t{variant == 0 ? 1 : -1}}})));
+    if (variant == 1) b.output(b.node("Relu", {sum}));
+    if (variant == 2) b.output(sum);
+    testing::expect_left_alone(b, passes::canonicalize);
+  }
+}
+
 TEST(Canonicalize, FactorsThatAreNotOneConstantValueStay) {
   using testing::GraphBuilder;
   {  // A per-head temperature [heads, 1, 1] (EdgeNeXt's) is not one value.
@@ -637,7 +701,9 @@ TEST(Canonicalize, TokensReadAsAnImageAndBackCopyNothing) {
   b.output(b.node("Add", {b.node("Transpose", {seq}, perm({0, 2, 1})), x}, {}, "after"));
   const Tensor in = randn({n, h * w, c});
   const Tensor before = b.graph().run({in})[0];
-  const passes::PassReport r = testing::apply_pass(b, passes::canonicalize, /*exact=*/true);
+  // Not bit for bit: the conv reads its input in another memory order after the pass, and with
+  // AVX2 oneDNN runs another depthwise kernel for it (1 ulp apart on Zen 2).
+  const passes::PassReport r = testing::apply_pass(b, passes::canonicalize);
   EXPECT_EQ(b.count("Rearrange"), 2) << testing::notes_of(r) << b.graph().dump();
   EXPECT_EQ(b.count("Reshape") + b.count("Transpose"), 0) << b.graph().dump();
 

@@ -1,8 +1,9 @@
-// The nodes of domain "refold" that passes create (PatchShuffle, ScaledMatMul, Rearrange) are
-// rebuilt from their attributes by passes::module_for whenever a graph is copied or re-planned.
-// The importer refuses the domain, so only a pass can write one; these tests feed module_for the
-// malformed nodes a buggy pass (or a hand-edited graph) could make: each gets a refold::Error that
-// names the node and what is wrong, never a crash or a module that computes something else.
+// The nodes of domain "refold" that passes create (PatchShuffle, ScaledMatMul, AddSoftmax,
+// Rearrange) are rebuilt from their attributes by passes::module_for whenever a graph is copied or
+// re-planned. The importer refuses the domain, so only a pass can write one; these tests feed
+// module_for the malformed nodes a buggy pass (or a hand-edited graph) could make: each gets a
+// refold::Error that names the node and what is wrong, never a crash or a module that computes
+// something else.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -10,9 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "kernels/reference/onnx_ops.h"
+#include "kernels/reference/tensor_ops.h"
 #include "passes/node_module.h"
 #include "refold/error.h"
 #include "refold/graph/graph.h"
+#include "refold/graph/op.h"
 #include "refold/tensor.h"
 #include "testing/compare.h"
 
@@ -104,6 +108,29 @@ TEST(RefoldNodes, AMalformedScaledMatMulIsRefusedByName) {
   graph::Node not_finite = good;
   not_finite.attributes.set("alpha", std::numeric_limits<float>::infinity());
   expect_refused(not_finite, "not finite");
+}
+
+TEST(RefoldNodes, AnAddSoftmaxComputesTheSoftmaxOfItsSumAndAMalformedOneIsRefused) {
+  graph::Node good = refold_node("AddSoftmax", {"x", "c"});
+  good.attributes.set("axis", std::int64_t{-1});
+  const graph::Graph g;
+  const nn::ModulePtr m = passes::module_for(g, good);
+  const Tensor x = randn({2, 3, 7}), c = randn({3, 7});
+  auto* op = dynamic_cast<graph::Op*>(m.get());
+  ASSERT_NE(op, nullptr);
+  const Tensor y = op->run({x, c})[0];
+  const Tensor sum = reference::arith(x, c, reference::ArithOp::Add);
+  EXPECT_TRUE(testing::all_close(y, reference::softmax(sum, -1, reference::SoftmaxKind::Softmax),
+                                 testing::Tolerance::op_f32()));
+
+  graph::Node one_input = good;
+  one_input.inputs = {"x"};
+  expect_refused(one_input, "expects 2 inputs");
+  graph::Node other_axis = good;
+  other_axis.attributes.set("axis", std::int64_t{1});
+  expect_refused(other_axis, "axis 1 is not -1");
+  graph::Node no_axis = refold_node("AddSoftmax", {"x", "c"});
+  expect_refused(no_axis, "axis 0 is not -1");
 }
 
 TEST(RefoldNodes, AMalformedPatchShuffleIsRefusedByName) {

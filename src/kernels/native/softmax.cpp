@@ -148,16 +148,85 @@ REFOLD_TARGET_AVX2 void softmax_columns(const float* x, float* y, std::int64_t c
   }
 }
 
+// y = x + c over one row (the addend's pass before the softmax runs on y in place).
+REFOLD_TARGET_AVX2 void add_row(const float* x, const float* c, float* y, std::int64_t count) {
+  const std::int64_t body = count / 8 * 8;
+  for (std::int64_t k = 0; k < body; k += 8)
+    _mm256_storeu_ps(y + k, _mm256_add_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(c + k)));
+  for (std::int64_t k = body; k < count; ++k) y[k] = x[k] + c[k];
+}
+
+// Where each row of X finds its addend row: c's row-major strides over X's row dims (X's sizes
+// but the last), 0 along a dim c broadcasts; row o's offset is Σ_d index_d(o) · stride_d. A
+// cursor walks the rows in order (an odometer, no division per row: a 49-value row of a window
+// attention costs about as much as the divisions would).
+class AddendRows {
+ public:
+  struct Cursor {
+    Shape index;
+    std::int64_t offset = 0;
+  };
+
+  AddendRows(const Shape& x_sizes, const Shape& c_sizes) : sizes_(x_sizes) {
+    sizes_.pop_back();
+    strides_.assign(sizes_.size(), 0);
+    const std::size_t lead = x_sizes.size() - c_sizes.size();
+    std::int64_t stride = c_sizes.back();
+    for (std::size_t d = sizes_.size(); d-- > lead;) {
+      if (c_sizes[d - lead] > 1) strides_[d] = stride;
+      stride *= c_sizes[d - lead];
+    }
+  }
+  Cursor at(std::int64_t row) const {
+    Cursor c{Shape(sizes_.size(), 0), 0};
+    for (std::size_t d = sizes_.size(); d-- > 0;) {
+      c.index[d] = row % sizes_[d];
+      c.offset += c.index[d] * strides_[d];
+      row /= sizes_[d];
+    }
+    return c;
+  }
+  void next(Cursor& c) const {
+    for (std::size_t d = sizes_.size(); d-- > 0;) {
+      c.offset += strides_[d];
+      if (++c.index[d] < sizes_[d]) return;
+      c.offset -= strides_[d] * sizes_[d];
+      c.index[d] = 0;
+    }
+  }
+
+ private:
+  Shape sizes_, strides_;
+};
+
+// Rows per cursor: one division-based start per block.
+constexpr std::int64_t kRowsPerBlock = 32;
+
+// `addend`, with `rows`: softmax(x + c) per row, the sum written to y and the row run in place
+// (every softmax pass reads an element before it writes it).
 void run(const float* in, float* out, std::int64_t outer, std::int64_t count, std::int64_t inner,
-         bool log) {
+         bool log, const float* addend = nullptr, const AddendRows* rows = nullptr) {
   const int threads = row_kernel_threads(outer * count * inner);
   if (inner == 1) {
     const bool wide =
         count >= kWideRow && cpu_has_avx512() && max_vector_isa() == VectorIsa::Avx512;
     const auto row = wide ? (log ? softmax_row16<true> : softmax_row16<false>)
                           : (log ? softmax_row<true> : softmax_row<false>);
+    if (addend == nullptr) {
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && outer > 1)
-    for (std::int64_t o = 0; o < outer; ++o) row(in + o * count, out + o * count, count);
+      for (std::int64_t o = 0; o < outer; ++o) row(in + o * count, out + o * count, count);
+      return;
+    }
+    const std::int64_t blocks = (outer + kRowsPerBlock - 1) / kRowsPerBlock;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && blocks > 1)
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      AddendRows::Cursor c = rows->at(b * kRowsPerBlock);
+      for (std::int64_t o = b * kRowsPerBlock; o < std::min(outer, (b + 1) * kRowsPerBlock);
+           ++o, rows->next(c)) {
+        add_row(in + o * count, addend + c.offset, out + o * count, count);
+        row(out + o * count, out + o * count, count);
+      }
+    }
     return;
   }
   const std::int64_t chunks = (inner + kColumnsPerJob - 1) / kColumnsPerJob;
@@ -177,8 +246,8 @@ void run(const float* in, float* out, std::int64_t outer, std::int64_t count, st
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, std::int64_t axis, SoftmaxKind kind, bool coerce_2d,
-               std::string* declined) {
+Tensor softmax(const Tensor& x, const Tensor& addend, std::int64_t axis, SoftmaxKind kind,
+               bool coerce_2d, std::string* declined) {
   const char* op = kind == SoftmaxKind::LogSoftmax ? "LogSoftmax" : "Softmax";
   if (kind == SoftmaxKind::Hardmax) return decline("Hardmax", "no native Hardmax", declined);
   if (!cpu_has_avx2_fma()) return decline(op, "the CPU lacks AVX2/FMA", declined);
@@ -209,8 +278,25 @@ Tensor softmax(const Tensor& x, std::int64_t axis, SoftmaxKind kind, bool coerce
     const bool softmax_dim = coerce_2d ? d >= a : d == a;
     (softmax_dim ? count : before ? outer : inner) *= x.size(d);
   }
-  Tensor y = empty(x.sizes(), {DType::Float32, format});
-  run(x.data<float>(), y.data<float>(), outer, count, inner, kind == SoftmaxKind::LogSoftmax);
+  const bool log = kind == SoftmaxKind::LogSoftmax;
+  if (!addend.defined()) {
+    Tensor y = empty(x.sizes(), {DType::Float32, format});
+    run(x.data<float>(), y.data<float>(), outer, count, inner, log);
+    return y;
+  }
+  if (coerce_2d || inner != 1 || format != MemoryFormat::Contiguous)
+    return decline(op, "an addend where the softmax axis is not X's innermost", declined);
+  if (addend.dtype() != DType::Float32 || !addend.is_contiguous())
+    return decline(op, "an addend that is not row-major float32", declined);
+  if (addend.dim() > rank) return decline(op, "an addend of more dims than X", declined);
+  for (std::int64_t d = 1; d <= addend.dim(); ++d)
+    if (addend.size(-d) != 1 && addend.size(-d) != x.size(-d))
+      return decline(op, "an addend that does not broadcast to X", declined);
+  if (addend.dim() == 0 || addend.size(-1) != count)
+    return decline(op, "an addend broadcast along the softmax axis", declined);
+  const AddendRows rows(x.sizes(), addend.sizes());
+  Tensor y = empty(x.sizes(), DType::Float32);
+  run(x.data<float>(), y.data<float>(), outer, count, inner, log, addend.data<float>(), &rows);
   return y;
 }
 

@@ -6,6 +6,11 @@
 // order X is [outer][count][inner] around the softmax axis: inner = 1 (the axis is innermost)
 // reduces along contiguous rows, inner > 1 vectorizes across the inner dims. Hardmax and anything
 // else are declined with a reason (kernels/dispatch.h).
+//
+// With an addend c (attention's position bias or mask before its softmax), softmax(x + c) in the
+// same pass: c row-major float32, broadcast to X without enlarging it, its last dim X's (the rows
+// of c are read per row of X, no sum tensor is made); X contiguous and the softmax along its last
+// axis. Anything else with an addend is declined (the caller adds first).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +21,8 @@
 
 namespace refold::native {
 
-Tensor softmax(const Tensor& x, std::int64_t axis, reference::SoftmaxKind kind, bool coerce_2d,
-               std::string* declined);
+// addend: undefined for the plain softmax.
+Tensor softmax(const Tensor& x, const Tensor& addend, std::int64_t axis,
+               reference::SoftmaxKind kind, bool coerce_2d, std::string* declined);
 
 }  // namespace refold::native

@@ -1,0 +1,41 @@
+// An Add before a softmax along the last axis, as attention adds its relative-position bias or
+// its mask to the scores:
+//   LeViT, TinyViT, GCViT, Swin:  Softmax(Add(scores, B), axis = −1)    B: [heads, N, N] or a mask
+// is one AddSoftmax node (domain "refold", attribute axis = −1, inputs x, c) whose parts are the
+// Add and the Softmax: the exporter writes those back, so the file stays standard ONNX. Its
+// module is ops::Softmax with an addend, which native::softmax adds row by row as it reads the
+// scores: no pass over the scores for the Add, and no sum tensor. canonicalize runs it.
+//
+// Why exact: the kernel computes softmax(x + c) from the float32 sums x + c, as the Add wrote
+// them (an addend the kernel does not take is added first, as Add broadcasts it).
+//
+// Preconditions: the Softmax along the last axis (axis −1, or rank − 1 of a static rank; both
+// opsets agree there), the Add read by it alone and not a graph output. x is the operand of the
+// sum's shape where static shapes say which.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "passes/known_values.h"
+#include "refold/graph/graph.h"
+#include "refold/nn/module.h"
+
+namespace refold::passes::detail {
+
+struct AddSoftmaxMatch {
+  std::string x, c, y;             // softmax(x + c) = y
+  std::vector<std::size_t> parts;  // the Add and the Softmax
+};
+
+// The match at node `index` (a Softmax), or nullopt.
+std::optional<AddSoftmaxMatch> match_add_softmax(const graph::Graph& graph, std::size_t index,
+                                                 StaticShapes& shapes);
+// Rewrites it; returns the pass's note.
+std::string fuse_add_softmax(graph::Graph& graph, const AddSoftmaxMatch& m);
+// The module of an AddSoftmax node.
+nn::ModulePtr build_add_softmax(const graph::Node& node);
+
+}  // namespace refold::passes::detail
