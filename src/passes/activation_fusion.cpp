@@ -61,6 +61,7 @@ namespace {
 
 using detail::describe;
 using detail::is_op;
+using detail::is_reshape;
 using detail::origin_of;
 using detail::replace_with_fused;
 
@@ -770,14 +771,6 @@ bool hoist_activation_at(graph::Graph& graph, std::size_t index, PassReport& rep
   graph.insert_node(at + 1, std::move(moved));
   report.notes.push_back(note);
   return true;
-}
-
-// Flatten, Reshape, Squeeze, Unsqueeze: each reads its input in row-major order and writes the
-// same sequence under another shape.
-bool is_reshape(const graph::Node& n) {
-  return n.parts.empty() && n.outputs.size() == 1 && !n.inputs.empty() &&
-         (is_op(n, "Reshape") || is_op(n, "Flatten") || is_op(n, "Squeeze") ||
-          is_op(n, "Unsqueeze"));
 }
 
 // A run of reshapes from node `index` (each value read by the next reshape alone and not a graph

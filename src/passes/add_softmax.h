@@ -9,9 +9,16 @@
 // Why exact: the kernel computes softmax(x + c) from the float32 sums x + c, as the Add wrote
 // them (an addend the kernel does not take is added first, as Add broadcasts it).
 //
+// Reshapes between the Add and the Softmax that keep the last dim (Swin's shifted windows add
+// the mask to the scores viewed as [B, windows, heads, N, N] and view them back before the
+// softmax) move after it: Softmax(Reshape(s)) = Reshape(Softmax(s)) along the last axis, the same
+// rows in the same row-major order. Then AddSoftmax writes what the Add wrote, and the reshapes
+// read it.
+//
 // Preconditions: the Softmax along the last axis (axis −1, or rank − 1 of a static rank; both
-// opsets agree there), the Add read by it alone and not a graph output. x is the operand of the
-// sum's shape where static shapes say which.
+// opsets agree there), the Add and each reshape read by the next node alone and not graph
+// outputs; with reshapes, static shapes whose last dims all agree. x is the operand of the sum's
+// shape where static shapes say which.
 #pragma once
 
 #include <cstddef>
@@ -26,8 +33,9 @@
 namespace refold::passes::detail {
 
 struct AddSoftmaxMatch {
-  std::string x, c, y;             // softmax(x + c) = y
-  std::vector<std::size_t> parts;  // the Add and the Softmax
+  std::string x, c, y;                // softmax(x + c), reshaped by `reshapes`, = y
+  std::vector<std::size_t> parts;     // the Add and the Softmax
+  std::vector<std::size_t> reshapes;  // between them, in graph order
 };
 
 // The match at node `index` (a Softmax), or nullopt.

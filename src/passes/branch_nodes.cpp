@@ -58,6 +58,12 @@ bool is_op(const graph::Node& node, const char* op_type) {
   return node.op_type == op_type && ops::is_ai_onnx(node);
 }
 
+bool is_reshape(const graph::Node& n) {
+  return n.parts.empty() && n.outputs.size() == 1 && !n.inputs.empty() &&
+         (is_op(n, "Reshape") || is_op(n, "Flatten") || is_op(n, "Squeeze") ||
+          is_op(n, "Unsqueeze"));
+}
+
 std::optional<BetweenReshapes> between_reshapes(const graph::Graph& graph, std::size_t index) {
   auto reshape = [](const graph::Node& n) {
     return is_op(n, "Reshape") && n.parts.empty() && n.outputs.size() == 1 && !n.inputs.empty() &&

@@ -36,6 +36,9 @@ std::string describe(const graph::Node& node);
 std::string origin_of(const graph::Graph& graph, std::vector<std::size_t> parts);
 
 bool is_op(const graph::Node& node, const char* op_type);
+// A plain Flatten, Reshape, Squeeze or Unsqueeze: each reads its input in row-major order and
+// writes the same sequence under another shape.
+bool is_reshape(const graph::Node& node);
 
 // Replaces the nodes `parts` (indices, any order) by `fused`, which then holds them, in graph
 // order, as its parts (the exporter writes them back as standard ONNX); a `fused` without a

@@ -8,12 +8,14 @@
 #include <functional>
 #include <map>
 #include <numbers>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "kernels/verbose.h"
 #include "passes/passes.h"
 #include "refold/nn/conv.h"
+#include "refold/onnx/onnx.h"
 #include "testing/compare.h"
 #include "testing/graph_builder.h"
 #include "testing/pass_checks.h"
@@ -580,17 +582,64 @@ TEST(Canonicalize, ASoftmaxOfASumBecomesOneAddSoftmax) {
   }
 }
 
-// A softmax along another axis, or of a sum that something else reads too or that is a graph
-// output, stays a Softmax of an Add.
+// Swin's shifted windows: the scores [B·W, heads, N, N] plus their position bias, viewed as
+// [B, W, heads, N, N] for the mask [W, 1, N, N], viewed back (here in two reshapes), softmaxed.
+// The mask's Add and the Softmax become one AddSoftmax with the reshapes between after it (one
+// last dim N throughout);
+// the values are the same, and so are those of the file it exports (the parts written back).
+TEST(Canonicalize, ReshapesBetweenTheSumAndItsSoftmaxMoveAfterTheAddSoftmax) {
+  using testing::GraphBuilder;
+  const std::int64_t windows = 4, heads = 3, n = 16;
+  GraphBuilder b;
+  const auto q = b.input("q", {windows, heads, n, 8});
+  const auto k = b.input("k", {windows, heads, 8, n});
+  const auto scores = b.node("MatMul", {q, k});
+  const auto biased = b.node("Add", {scores, b.constant("bias", randn({heads, n, n}))});
+  const auto split =
+      b.node("Reshape", {biased, b.constant("s5", testing::int64s({1, windows, heads, n, n}))});
+  const auto masked = b.node("Add", {split, b.constant("mask", randn({windows, 1, n, n}))});
+  const auto flat =
+      b.node("Reshape", {masked, b.constant("s3", testing::int64s({windows * heads, n, n}))});
+  const auto merged =
+      b.node("Reshape", {flat, b.constant("s4", testing::int64s({windows, heads, n, n}))});
+  const auto y = b.node("Softmax", {merged}, testing::attrs({{"axis", std::int64_t{-1}}}), "sm");
+  b.output(b.node("MatMul", {y, b.input("v", {windows, heads, n, 8})}));
+  const std::vector<Tensor> in = b.random_inputs();
+  const Tensor before = b.graph().run(in)[0];
+  const passes::PassReport r = testing::apply_pass(b, passes::canonicalize);
+  EXPECT_TRUE(testing::has_note(r, "the 2 reshapes between moved after it"))
+      << testing::notes_of(r);
+  ASSERT_EQ(b.count("AddSoftmax"), 1) << b.graph().dump();
+  EXPECT_EQ(b.count("Softmax"), 0) << b.graph().dump();
+  EXPECT_EQ(b.count("Add"), 1) << b.graph().dump();  // the bias, read by a reshape
+  EXPECT_EQ(b.count("Reshape"), 3) << b.graph().dump();
+  const auto fused = b.graph().find_node("sm");
+  ASSERT_TRUE(fused.has_value());
+  const graph::Node& n_fused = b.graph().nodes()[*fused];
+  EXPECT_EQ(n_fused.op_type, "AddSoftmax");
+  EXPECT_EQ(n_fused.inputs, (std::vector<std::string>{split, "mask"}));
+  EXPECT_EQ(b.graph().consumers(n_fused.outputs[0]).size(), 1u);
+
+  const std::string bytes = onnx::save_to_bytes(b.graph());
+  const auto written =
+      onnx::load_from_memory(std::as_bytes(std::span(bytes.data(), bytes.size())), "swin.onnx");
+  EXPECT_TRUE(testing::model_close(written->run(in)[0], before));
+}
+
+// A softmax along another axis, of a sum that something else reads too or that is a graph
+// output, or behind a reshape that changes the last dim (its rows are not the sum's), stays a
+// Softmax of an Add.
 TEST(Canonicalize, ASoftmaxOfASumItCannotTakeStays) {
   using testing::GraphBuilder;
-  for (const int variant : {0, 1, 2}) {
+  for (const int variant : {0, 1, 2, 3}) {
     SCOPED_TRACE(variant);
     GraphBuilder b;
     const auto x = b.input("x", {1, 2, 4, 4});
     const auto sum = b.node("Add", {x, b.constant("bias", randn({2, 4, 4}))});
+    const auto read =
+        variant == 3 ? b.node("Reshape", {sum, b.constant("s", testing::int64s({1, 2, 16}))}) : sum;
     b.output(
-        b.node("Softmax", {sum}, testing::attrs({{"axis", std::int64_t{variant == 0 ? 1 : -1}}})));
+        b.node("Softmax", {read}, testing::attrs({{"axis", std::int64_t{variant == 0 ? 1 : -1}}})));
     if (variant == 1) b.output(b.node("Relu", {sum}));
     if (variant == 2) b.output(sum);
     testing::expect_left_alone(b, passes::canonicalize);
