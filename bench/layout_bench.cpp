@@ -54,7 +54,8 @@ BENCHMARK_CAPTURE(BM_Reorder, nhwc_to_nchw, MemoryFormat::ChannelsLast, MemoryFo
 
 // MobileViT-XXS's Transposes (256² input) and two NHWC ↔ NCHW copies whose rows are 4 KiB apart:
 // 2 × 2 patches (8-byte runs copied as one wider element), [P, N, C] → [C, N, P] (a middle dim
-// continues dst's rows), attention's head split.
+// continues dst's rows), attention's head split, XCiT's channel attention (q, k, v as
+// [heads, d, N]: tokens become the rows).
 struct PermuteCase {
   const char* name;
   refold::Shape sizes, perm;
@@ -69,6 +70,7 @@ const PermuteCase kPermutes[] = {
     {"keys [4,4,256,16] (0,1,3,2)", {4, 4, 256, 16}, {0, 1, 3, 2}},
     {"nhwc->nchw [1,32,32,128]", {1, 32, 32, 128}, {0, 3, 1, 2}},
     {"nchw->nhwc [1,128,32,32]", {1, 128, 32, 32}, {0, 2, 3, 1}},
+    {"xcit qkv [1,197,3,4,32] (2,0,3,4,1)", {1, 197, 3, 4, 32}, {2, 0, 3, 4, 1}},
 };
 
 void BM_Transpose(benchmark::State& state) {
@@ -82,6 +84,21 @@ void BM_Transpose(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * x.numel() * 4 * 2);
 }
 BENCHMARK(BM_Transpose)->DenseRange(0, std::size(kPermutes) - 1);
+
+// XCiT's q alone, as the executor hands it to its Squeeze: [1, 1, heads, d, N] of the qkv
+// linear's output [1, N, 3·heads·d], tokens strided by 3·heads·d (a Split of the permuted view).
+void BM_XcitQuery(benchmark::State& state) {
+  const std::int64_t n = 197, heads = 4, d = 32;
+  const refold::Tensor qkv = refold::randn({1, n, 3 * heads * d});
+  const refold::Tensor q =
+      qkv.as_strided({1, 1, heads, d, n}, {heads * d, n * 3 * heads * d, d, 1, 3 * heads * d}, 0);
+  for (auto _ : state) {
+    refold::Tensor y = q.contiguous();
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  state.SetBytesProcessed(state.iterations() * q.numel() * 4 * 2);
+}
+BENCHMARK(BM_XcitQuery);
 
 }  // namespace
 
