@@ -90,22 +90,33 @@ const TileKind& kind_of(WinogradTile tile) {
 //   96→96 at 28² (36) 0.70×, 192→192 at 14² (48) 0.88×, 64→64 at 40² (28) 0.84×, 48→48 at 56²
 //   (22) 1.01×, 48→48 at 28² (18) 1.07×, 64→64 at 14² (16) 1.36×, 32→32 at 80² (15) 1.23×; 2×2:
 //   96→96 at 28² (44) 0.89×, 192→192 at 14² (72) 0.88×, 64→64 at 40² (31) 1.08×.
+namespace {
+
+// The m×m output tiles of a batch, in double: a shape that allocates no tensor (a zero-sized
+// channel dim) may still have a tile count past int64 (found by the optimize-run fuzzer).
+double tile_count(WinogradTile tile, std::int64_t batch, std::int64_t out_h, std::int64_t out_w) {
+  const std::int64_t m = tile_side(tile);
+  return static_cast<double>(batch) * static_cast<double>((out_h + m - 1) / m) *
+         static_cast<double>((out_w + m - 1) / m);
+}
+
+}  // namespace
+
 bool winograd_has_enough_channels(WinogradTile tile, const ref::Conv2dGeometry& g, VectorIsa isa) {
   const std::int64_t products = g.in_channels * g.out_channels;
   const std::int64_t transforms = g.in_channels + g.out_channels;
   const bool f2 = tile == WinogradTile::F2x2;
   if (isa == VectorIsa::Avx2) return products >= (f2 ? 20 : 12) * transforms;
-  const std::int64_t m = tile_side(tile);
-  const std::int64_t tiles = g.batch * ((g.out_h + m - 1) / m) * ((g.out_w + m - 1) / m);
+  const double tiles = tile_count(tile, g.batch, g.out_h, g.out_w);
   return tiles >= 2 * kWeightReadInTiles &&
-         products * tiles >= (f2 ? 40 : 24) * transforms * (tiles + kWeightReadInTiles);
+         static_cast<double>(products) * tiles >=
+             (f2 ? 40 : 24) * static_cast<double>(transforms) * (tiles + kWeightReadInTiles);
 }
 
 WinogradTile winograd_tile(std::int64_t batch, std::int64_t out_h, std::int64_t out_w) {
   const auto cost = [&](WinogradTile tile) {
-    const std::int64_t m = tile_side(tile);
-    const std::int64_t tiles = batch * ((out_h + m - 1) / m) * ((out_w + m - 1) / m);
-    return tile_positions(tile) * (tiles + kWeightReadInTiles);
+    return static_cast<double>(tile_positions(tile)) *
+           (tile_count(tile, batch, out_h, out_w) + kWeightReadInTiles);
   };
   return cost(WinogradTile::F4x4) < cost(WinogradTile::F2x2) ? WinogradTile::F4x4
                                                              : WinogradTile::F2x2;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/checked_math.h"
 #include "core/element_access.h"
 #include "kernels/reference/onnx_ops.h"
 #include "refold/dtype.h"
@@ -125,6 +126,10 @@ inline Conv2dGeometry check_conv2d(const Tensor& input, const Tensor& weight, co
   g.out_w = with_context(op, "width", [&] {
     return conv_output_size(g.in_w, g.kw, s.w, g.pads.left, g.pads.right, d.w);
   });
+  // An input of no elements (C_in = 0) may give an output whose N·C_out·H·W is past int64; every
+  // kernel multiplies those (found by the optimize-run fuzzer).
+  const std::int64_t out_sizes[] = {g.batch, g.out_channels, g.out_h, g.out_w};
+  checked_numel(out_sizes, "conv2d: output");
   return g;
 }
 
