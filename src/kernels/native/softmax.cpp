@@ -156,10 +156,10 @@ REFOLD_TARGET_AVX2 void add_row(const float* x, const float* c, float* y, std::i
   for (std::int64_t k = body; k < count; ++k) y[k] = x[k] + c[k];
 }
 
-// Where each row of X finds its addend row: c's row-major strides over X's row dims (X's sizes
-// but the last), 0 along a dim c broadcasts; row o's offset is Σ_d index_d(o) · stride_d. A
-// cursor walks the rows in order (an odometer, no division per row: a 49-value row of a window
-// attention costs about as much as the divisions would).
+// The addend c and where each row of X finds its row of c: c's row-major strides over X's row
+// dims (X's sizes but the last), 0 along a dim c broadcasts; row o's offset is
+// Σ_d index_d(o) · stride_d. A cursor walks the rows in order (an odometer, no division per row:
+// a 49-value row of a window attention costs about as much as the divisions would).
 class AddendRows {
  public:
   struct Cursor {
@@ -167,7 +167,8 @@ class AddendRows {
     std::int64_t offset = 0;
   };
 
-  AddendRows(const Shape& x_sizes, const Shape& c_sizes) : sizes_(x_sizes) {
+  AddendRows(const Shape& x_sizes, const Tensor& c) : data_(c.data<float>()), sizes_(x_sizes) {
+    const Shape& c_sizes = c.sizes();
     sizes_.pop_back();
     strides_.assign(sizes_.size(), 0);
     const std::size_t lead = x_sizes.size() - c_sizes.size();
@@ -186,6 +187,7 @@ class AddendRows {
     }
     return c;
   }
+  const float* row(const Cursor& c) const { return data_ + c.offset; }
   void next(Cursor& c) const {
     for (std::size_t d = sizes_.size(); d-- > 0;) {
       c.offset += strides_[d];
@@ -196,16 +198,17 @@ class AddendRows {
   }
 
  private:
+  const float* data_;
   Shape sizes_, strides_;
 };
 
 // Rows per cursor: one division-based start per block.
 constexpr std::int64_t kRowsPerBlock = 32;
 
-// `addend`, with `rows`: softmax(x + c) per row, the sum written to y and the row run in place
-// (every softmax pass reads an element before it writes it).
+// With `addend` (inner = 1 only): softmax(x + c) per row, the sum written to y and the row run
+// in place (every softmax pass reads an element before it writes it).
 void run(const float* in, float* out, std::int64_t outer, std::int64_t count, std::int64_t inner,
-         bool log, const float* addend = nullptr, const AddendRows* rows = nullptr) {
+         bool log, const AddendRows* addend = nullptr) {
   const int threads = row_kernel_threads(outer * count * inner);
   if (inner == 1) {
     const bool wide =
@@ -220,10 +223,10 @@ void run(const float* in, float* out, std::int64_t outer, std::int64_t count, st
     const std::int64_t blocks = (outer + kRowsPerBlock - 1) / kRowsPerBlock;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && blocks > 1)
     for (std::int64_t b = 0; b < blocks; ++b) {
-      AddendRows::Cursor c = rows->at(b * kRowsPerBlock);
+      AddendRows::Cursor c = addend->at(b * kRowsPerBlock);
       for (std::int64_t o = b * kRowsPerBlock; o < std::min(outer, (b + 1) * kRowsPerBlock);
-           ++o, rows->next(c)) {
-        add_row(in + o * count, addend + c.offset, out + o * count, count);
+           ++o, addend->next(c)) {
+        add_row(in + o * count, addend->row(c), out + o * count, count);
         row(out + o * count, out + o * count, count);
       }
     }
@@ -294,9 +297,9 @@ Tensor softmax(const Tensor& x, const Tensor& addend, std::int64_t axis, Softmax
       return decline(op, "an addend that does not broadcast to X", declined);
   if (addend.dim() == 0 || addend.size(-1) != count)
     return decline(op, "an addend broadcast along the softmax axis", declined);
-  const AddendRows rows(x.sizes(), addend.sizes());
+  const AddendRows rows(x.sizes(), addend);
   Tensor y = empty(x.sizes(), DType::Float32);
-  run(x.data<float>(), y.data<float>(), outer, count, inner, log, addend.data<float>(), &rows);
+  run(x.data<float>(), y.data<float>(), outer, count, inner, log, &rows);
   return y;
 }
 
