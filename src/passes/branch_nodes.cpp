@@ -177,6 +177,16 @@ std::optional<Tensor> constant_value(const graph::Graph& graph, const std::strin
   return value;
 }
 
+std::optional<std::vector<std::int64_t>> reduce_axes(const graph::Graph& graph,
+                                                     const graph::Node& node) {
+  if (node.attributes.has("axes")) return node.attributes.get_ints("axes");
+  if (node.inputs.size() < 2 || node.inputs[1].empty()) return std::nullopt;
+  const auto axes = detail::constant_value(graph, node.inputs[1]);
+  if (!axes || axes->dtype() != DType::Int64 || axes->dim() > 1) return std::nullopt;
+  const auto* data = axes->contiguous().data<std::int64_t>();
+  return std::vector<std::int64_t>(data, data + axes->numel());
+}
+
 std::optional<std::vector<double>> axis_values(const Tensor& t, std::int64_t from_end,
                                                std::int64_t rank) {
   if (t.dtype() != DType::Float32 || t.dim() > rank || t.numel() == 0) return std::nullopt;

@@ -65,6 +65,11 @@ std::string single_use_problem(const graph::Graph& graph, const std::string& val
 // Constant node writing it (Constant nodes stay nodes until constant folding).
 std::optional<Tensor> constant_value(const graph::Graph& graph, const std::string& name);
 
+// A Reduce* node's axes (the attribute, opset < 18, or a constant input), or nullopt when they
+// are not known here or the node reduces every axis (no axes given).
+std::optional<std::vector<std::int64_t>> reduce_axes(const graph::Graph& graph,
+                                                     const graph::Node& node);
+
 // The values of a constant that broadcasts along one axis of a value of rank `rank` without
 // enlarging it: float32, at most `rank` dims, every dim 1 but the one `from_end` places from the
 // end (1: the last axis, a Gemm's features; 3: the channels of NCHW) — a scalar, [1], [C],

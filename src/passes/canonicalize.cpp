@@ -24,6 +24,8 @@
 //   result — attention's scale (passes/scaled_matmul.h)  → ScaledMatMul(a, b), alpha = the factors
 //   Softmax(Add(x, c)) along the last axis — attention's position bias or mask
 //   (passes/add_softmax.h)                               → AddSoftmax(x, c)
+//   Div(x, Clip(ReduceL2(x, one axis, keepdims), min ε)) — F.normalize; the Clip may be a Max
+//   or absent (passes/l2_normalize.h)                    → L2Normalize(x), axis, ε
 //   Then a chain of Reshape/Flatten/Squeeze/Unsqueeze with at least two Transposes between,
 //   ending with a reshape (passes/rearrange.h)           → Rearrange(x): one copy, not one each
 //
@@ -45,6 +47,7 @@
 #include "passes/branch_nodes.h"
 #include "passes/group_norm_pattern.h"
 #include "passes/known_values.h"
+#include "passes/l2_normalize.h"
 #include "passes/node_module.h"
 #include "passes/passes.h"
 #include "passes/patch_shuffle.h"
@@ -59,18 +62,6 @@ using detail::is_op;
 
 // ---- a spatial ReduceMean / ReduceMax as a global pool ----
 
-// The node's reduced axes (attribute or constant input), or nullopt when they are not known
-// here or the node reduces every axis (no axes given).
-std::optional<std::vector<std::int64_t>> reduce_axes(const graph::Graph& graph,
-                                                     const graph::Node& node) {
-  if (node.attributes.has("axes")) return node.attributes.get_ints("axes");
-  if (node.inputs.size() < 2 || node.inputs[1].empty()) return std::nullopt;
-  const auto axes = detail::constant_value(graph, node.inputs[1]);
-  if (!axes || axes->dtype() != DType::Int64 || axes->dim() > 1) return std::nullopt;
-  const auto* data = axes->contiguous().data<std::int64_t>();
-  return std::vector<std::int64_t>(data, data + axes->numel());
-}
-
 // Rewrites node `index` when it is a spatial mean or max; returns the note, or "". The input's
 // rank and dtype come from what the graph declares or, where its input sizes are static, from
 // its producers run on stand-ins.
@@ -81,7 +72,7 @@ std::string rewrite_spatial_reduce(graph::Graph& graph, std::size_t index,
   if ((!mean && !max) || !node.parts.empty() || node.inputs.empty() || node.inputs[0].empty() ||
       node.outputs.size() != 1 || node.attributes.get_int("keepdims", 1) != 1)
     return {};
-  const auto axes = reduce_axes(graph, node);
+  const auto axes = detail::reduce_axes(graph, node);
   if (!axes) return {};
   const std::string& x = node.inputs[0];
   std::optional<std::size_t> rank;
@@ -235,6 +226,9 @@ PassReport canonicalize(graph::Graph& graph) {
       } else if (const auto softmax = detail::match_add_softmax(graph, i, shapes)) {
         next = *std::min_element(softmax->parts.begin(), softmax->parts.end());
         note = detail::fuse_add_softmax(graph, *softmax);
+      } else if (const auto normalize = detail::match_l2_normalize(graph, i)) {
+        next = *std::min_element(normalize->parts.begin(), normalize->parts.end());
+        note = detail::fuse_l2_normalize(graph, *normalize);
       }
     }
     i = next;

@@ -5,6 +5,7 @@
 #include "onnx/opset.h"
 #include "ops/op.h"
 #include "passes/add_softmax.h"
+#include "passes/l2_normalize.h"
 #include "passes/patch_shuffle.h"
 #include "passes/rearrange.h"
 #include "passes/scaled_matmul.h"
@@ -25,6 +26,8 @@ nn::ModulePtr module_for(const graph::Graph& graph, const graph::Node& node) {
     return detail::build_scaled_matmul(node);
   if (node.domain == "refold" && node.op_type == "AddSoftmax")
     return detail::build_add_softmax(node);
+  if (node.domain == "refold" && node.op_type == "L2Normalize")
+    return detail::build_l2_normalize(node);
   if (node.domain == "refold" && node.op_type == "Rearrange") return detail::build_rearrange(node);
   return ops::build_module({node, graph, build_opset(graph, node)});
 }

@@ -15,9 +15,10 @@
 //                                        same static shape → op reads v (F.normalize's
 //                                        x / norm.expand_as(x): the op broadcasts v itself)
 // A rewritten node keeps its name and output; it becomes an Identity reading x (or, for the
-// Reshape pair, the outer Reshape reads x). The dead-code pass right after rewires every
-// reader of an Identity to x and drops what no longer feeds anything: the inner Transpose or
-// Reshape when nothing else reads it, the zero/one constants. (dead-code also removes the
+// Reshape pair, the outer Reshape reads x); the bypassed Expand or inner Reshape goes when
+// nothing else reads it. The dead-code pass after canonicalize rewires every reader of an
+// Identity to x and drops what no longer feeds anything: the inner Transpose when nothing else
+// reads it, the zero/one constants. (dead-code also removes the
 // Identity nodes of the model itself, so this pass does not touch them.)
 //
 // Why exact (same values bit for bit, same shape, same dtype):
@@ -62,6 +63,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -316,13 +318,21 @@ Candidate match_no_op(const graph::Graph& graph, const graph::Node& node,
   return match_expanded_operand(graph, node, shapes);
 }
 
-void apply_no_op(graph::Graph& graph, std::size_t index, const NoOp& no_op) {
+// Rewrites node `index`; returns how many nodes before it went (0 or 1).
+std::size_t apply_no_op(graph::Graph& graph, std::size_t index, const NoOp& no_op) {
   graph::Node& node = graph.node(index);
   node.origin = fmt::format("{} ({})", describe(node), no_op.what);
   node.source = -1;  // no longer the imported node: export writes it anew
   if (!no_op.to_identity) {
-    node.inputs[no_op.input] = no_op.source;
-    return;
+    // The bypassed node (the Expand, the inner Reshape) goes too when nothing else reads it,
+    // so that the patterns after this pass find its input read once (F.normalize's norm).
+    const std::string bypassed = std::exchange(node.inputs[no_op.input], no_op.source);
+    const auto producer = graph.producer(bypassed);
+    if (!producer || !graph.consumers(bypassed).empty() || graph.is_graph_output(bypassed) ||
+        graph.nodes()[*producer].outputs.size() != 1)
+      return 0;
+    graph.erase_node(*producer);
+    return 1;
   }
   node.op_type = "Identity";
   node.domain.clear();
@@ -330,6 +340,7 @@ void apply_no_op(graph::Graph& graph, std::size_t index, const NoOp& no_op) {
   node.inputs = {no_op.source};
   node.outputs.resize(1);  // a Dropout's unused mask goes
   graph.set_module(index, module_for(graph, node));
+  return 0;
 }
 
 }  // namespace
@@ -357,7 +368,7 @@ PassReport simplify_algebra(graph::Graph& graph) {
             ? fmt::format("{} ({}) → Identity of '{}'", describe(node), no_op->what, no_op->source)
             : fmt::format("{} ({}) now reads '{}'", describe(node), no_op->what, no_op->source);
     report.notes.push_back("simplified " + note);
-    apply_no_op(graph, i, *no_op);
+    i -= apply_no_op(graph, i, *no_op);
     report.changed = true;
   }
   graph.verify();

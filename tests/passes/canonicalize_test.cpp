@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -642,6 +643,101 @@ TEST(Canonicalize, ASoftmaxOfASumItCannotTakeStays) {
         b.node("Softmax", {read}, testing::attrs({{"axis", std::int64_t{variant == 0 ? 1 : -1}}})));
     if (variant == 1) b.output(b.node("Relu", {sum}));
     if (variant == 2) b.output(sum);
+    testing::expect_left_alone(b, passes::canonicalize);
+  }
+}
+
+// F.normalize as exporters write it — ReduceL2 keeping its axis, then Clip(min ε) (torch.onnx),
+// Max with ε on either side, or no bound; the axes as an attribute or an input (opset 18) —
+// becomes one L2Normalize of x, and XCiT's form, x a transposed view, is read where it lies.
+// apply_pass checks the values; the exported file writes the parts back.
+TEST(Canonicalize, FNormalizeBecomesOneL2Normalize) {
+  using testing::GraphBuilder;
+  enum class Bound { Clip, MaxEpsilonFirst, None };
+  struct Case {
+    const char* name;
+    Bound bound;
+    std::int64_t axis;
+    bool axes_input, transposed;
+  };
+  const std::vector<Case> cases = {
+      {"Clip, the last axis", Bound::Clip, -1, false, false},
+      {"Max(ε, n), axis 1", Bound::MaxEpsilonFirst, 1, false, false},
+      {"no bound, axes an input", Bound::None, 2, true, false},
+      {"XCiT: the tokens of a transposed view", Bound::Clip, -1, false, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    GraphBuilder b;
+    if (c.axes_input) b.set_opset(18);
+    const auto input = b.input("x", {2, 3, 5, 20});
+    const auto x = c.transposed
+                       ? b.node("Transpose", {input},
+                                testing::attrs({{"perm", std::vector<std::int64_t>{0, 1, 3, 2}}}))
+                       : input;
+    const auto norm =
+        c.axes_input
+            ? b.node("ReduceL2", {x, b.constant("axes", testing::int64s({c.axis}))}, {}, "norm")
+            : b.node("ReduceL2", {x}, testing::attrs({{"axes", std::vector<std::int64_t>{c.axis}}}),
+                     "norm");
+    const auto epsilon = b.constant("eps", testing::values({1e-12f}, {}));
+    const auto bounded = c.bound == Bound::Clip              ? b.node("Clip", {norm, epsilon})
+                         : c.bound == Bound::MaxEpsilonFirst ? b.node("Max", {epsilon, norm})
+                                                             : norm;
+    const auto y = b.node("Div", {x, bounded}, {}, "normalized");
+    b.output(b.node("Relu", {y}));
+    const std::vector<Tensor> in = b.random_inputs();
+    const Tensor before = b.graph().run(in)[0];
+    const passes::PassReport r = testing::apply_pass(b, passes::canonicalize);
+    EXPECT_TRUE(testing::has_note(r, "as one L2Normalize")) << testing::notes_of(r);
+    ASSERT_EQ(b.count("L2Normalize"), 1) << b.graph().dump();
+    EXPECT_EQ(b.count("ReduceL2") + b.count("Clip") + b.count("Max") + b.count("Div"), 0)
+        << b.graph().dump();
+    const auto fused = b.graph().find_node("normalized");
+    ASSERT_TRUE(fused.has_value());
+    const graph::Node& n = b.graph().nodes()[*fused];
+    EXPECT_EQ(n.domain, "refold");
+    EXPECT_EQ(n.inputs, std::vector<std::string>{x});
+    EXPECT_EQ(n.attributes.get_int("axis", 0), c.axis);
+    EXPECT_FLOAT_EQ(n.attributes.get_float("epsilon", -1.0f),
+                    c.bound == Bound::None ? 0.0f : 1e-12f);
+    EXPECT_EQ(n.parts.size(), c.bound == Bound::None ? 2u : 3u);
+    EXPECT_FALSE(passes::canonicalize(b.graph()).changed);
+
+    if (c.axes_input) continue;  // a graph built in C++ is written as opset 17
+    const std::string bytes = onnx::save_to_bytes(b.graph());
+    const auto written =
+        onnx::load_from_memory(std::as_bytes(std::span(bytes.data(), bytes.size())), "n.onnx");
+    EXPECT_EQ(std::count_if(written->nodes().begin(), written->nodes().end(),
+                            [](const graph::Node& w) { return w.op_type == "ReduceL2"; }),
+              1);
+    EXPECT_TRUE(testing::model_close(written->run(in)[0], before));
+  }
+}
+
+// Not F.normalize, or not one the node computes: the norm of another tensor, over two axes, or
+// without its axis kept (x / n then broadcasts along another dim); a Clip with an upper bound
+// or a computed ε; a norm something else reads too.
+TEST(Canonicalize, DivisionsByANormItCannotTakeStay) {
+  using testing::GraphBuilder;
+  for (const int variant : {0, 1, 2, 3, 4, 5}) {
+    SCOPED_TRACE(variant);
+    GraphBuilder b;
+    const auto x = b.input("x", {4, 4});
+    const auto other = b.input("other", {4, 4});
+    graph::Attributes attributes = testing::attrs({{"axes", std::vector<std::int64_t>{1}}});
+    if (variant == 1) attributes = testing::attrs({{"axes", std::vector<std::int64_t>{0, 1}}});
+    if (variant == 2)
+      attributes =
+          testing::attrs({{"axes", std::vector<std::int64_t>{0}}, {"keepdims", std::int64_t{0}}});
+    const auto norm = b.node("ReduceL2", {variant == 0 ? other : x}, attributes);
+    const auto epsilon =
+        variant == 4 ? b.input("eps", {}) : b.constant("eps", testing::values({1e-12f}, {}));
+    std::vector<std::string> clip_inputs = {norm, epsilon};
+    if (variant == 3) clip_inputs.push_back(b.constant("hi", testing::values({10.0f}, {})));
+    const auto bounded = b.node("Clip", clip_inputs);
+    b.output(b.node("Div", {x, bounded}));
+    if (variant == 5) b.output(b.node("Relu", {norm}));
     testing::expect_left_alone(b, passes::canonicalize);
   }
 }

@@ -1,9 +1,9 @@
 // The nodes of domain "refold" that passes create (PatchShuffle, ScaledMatMul, AddSoftmax,
-// Rearrange) are rebuilt from their attributes by passes::module_for whenever a graph is copied or
-// re-planned. The importer refuses the domain, so only a pass can write one; these tests feed
-// module_for the malformed nodes a buggy pass (or a hand-edited graph) could make: each gets a
-// refold::Error that names the node and what is wrong, never a crash or a module that computes
-// something else.
+// L2Normalize, Rearrange) are rebuilt from their attributes by passes::module_for whenever a graph
+// is copied or re-planned. The importer refuses the domain, so only a pass can write one; these
+// tests feed module_for the malformed nodes a buggy pass (or a hand-edited graph) could make: each
+// gets a refold::Error that names the node and what is wrong, never a crash or a module that
+// computes something else.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -131,6 +131,30 @@ TEST(RefoldNodes, AnAddSoftmaxComputesTheSoftmaxOfItsSumAndAMalformedOneIsRefuse
   expect_refused(other_axis, "axis 1 is not -1");
   graph::Node no_axis = refold_node("AddSoftmax", {"x", "c"});
   expect_refused(no_axis, "axis 0 is not -1");
+}
+
+TEST(RefoldNodes, AnL2NormalizeDividesByTheBoundedNormAndAMalformedOneIsRefused) {
+  graph::Node good = refold_node("L2Normalize", {"x"});
+  good.attributes.set("axis", std::int64_t{1});
+  good.attributes.set("epsilon", 2.0f);
+  const graph::Graph g;
+  const nn::ModulePtr m = passes::module_for(g, good);
+  const Tensor x = randn({2, 3, 7});  // norms of 3 values: some below ε
+  auto* op = dynamic_cast<graph::Op*>(m.get());
+  ASSERT_NE(op, nullptr);
+  const Tensor norm = reference::reduce(x, {1}, true, reference::ReduceOp::L2);
+  const Tensor expected =
+      reference::arith(x, reference::clip(norm, 2.0, std::nullopt), reference::ArithOp::Div);
+  EXPECT_TRUE(testing::all_close(op->run({x})[0], expected, testing::Tolerance::op_f32()));
+
+  graph::Node two_inputs = good;
+  two_inputs.inputs = {"x", "c"};
+  expect_refused(two_inputs, "expects 1 input");
+  graph::Node no_axis = refold_node("L2Normalize", {"x"});
+  expect_refused(no_axis, "has no axis");
+  graph::Node not_finite = good;
+  not_finite.attributes.set("epsilon", std::numeric_limits<float>::quiet_NaN());
+  expect_refused(not_finite, "is not finite");
 }
 
 TEST(RefoldNodes, AMalformedPatchShuffleIsRefusedByName) {
