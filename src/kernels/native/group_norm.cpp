@@ -41,7 +41,7 @@ REFOLD_TARGET_AVX2 void scale_shift(const float* x, float* y, std::int64_t n, co
 }
 
 // NCHW: group g of sample n is the contiguous block of its C/G channels' planes. Per (n, g):
-//   μ = Σx / m,  σ² = Σ(x − μ)² / m  (m = C/G·HW, sums in double),
+//   μ = Σx / m,  σ² = Σ(x − μ)² / m  (m = C/G·HW, float_sums.h),
 //   y = (x − μ)·(γ_c/√(σ² + ε)) + β_c  per channel c of the group.
 void group_norm_nchw(const float* in, float* out, const float* gamma, const float* beta,
                      std::int64_t batch, std::int64_t channels, std::int64_t plane,
@@ -68,7 +68,7 @@ void group_norm_nchw(const float* in, float* out, const float* gamma, const floa
 // NHWC, one group (GroupNorm(1, C): a LayerNorm over C, H, W): sample n is one contiguous block of
 // plane·C values in NHWC too, so its statistics are sums over the block, in registers, split
 // over the threads (column sums would read and write an accumulator per element: 4× the time):
-//   μ = Σx / m,  σ² = Σ(x − μ)² / m  (m = C·HW, sums in double),
+//   μ = Σx / m,  σ² = Σ(x − μ)² / m  (m = C·HW, float_sums.h),
 // then mean[n][c] = μ and scale[n][c] = γ_c/√(σ² + ε) for the shared normalizing pass.
 void one_group_statistics(const float* in, std::int64_t batch, std::int64_t channels,
                           std::int64_t plane, double epsilon, const float* gamma, int threads,

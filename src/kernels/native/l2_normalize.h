@@ -2,7 +2,7 @@
 // (ε keeps a zero vector finite; ε = 0 is the plain x / ‖x‖): F.normalize, as exporters write it
 // (ReduceL2 → Clip(min ε) → Div, canonicalize's L2Normalize node, passes/l2_normalize.h) — XCiT's
 // cross-covariance attention normalizes q and k over the tokens, Swin-V2 and cosine classifiers
-// over the features. The norm is summed in double and rounded once, as reference::reduce's L2;
+// over the features. The norm is summed as float_sums.h sums and rounded once, as ReduceL2;
 // the quotient is float32's own, so the result is that of the three ops within
 // Tolerance::op_f32 (tested against them).
 //

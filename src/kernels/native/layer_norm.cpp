@@ -79,7 +79,7 @@ Tensor layer_norm_rows(const Tensor& x, const Tensor& scale, const Tensor& bias,
   float* out = y.data<float>();
   const std::int64_t rows = x.numel() / length;
   const int threads = row_kernel_threads(x.numel());
-  // Per row: μ = Σx / D, σ² = Σ(x − μ)² / D (sums in double), y = (x − μ)·(1/√(σ² + ε))·γ + β.
+  // Per row: μ = Σx / D, σ² = Σ(x − μ)² / D (float_sums.h), y = (x − μ)·(1/√(σ² + ε))·γ + β.
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && rows > 1)
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = in + r * length;
