@@ -36,6 +36,7 @@
 #include "kernels/native/winograd_conv2d.h"
 #include "kernels/onednn/conv2d.h"
 #include "kernels/post_ops.h"
+#include "paired_timing.h"
 #include "refold/op_options.h"
 #include "refold/tensor.h"
 #include "refold/threads.h"
@@ -200,44 +201,16 @@ void BM_Direct(benchmark::State& state, Layer l, MemoryFormat format) {
   set_counters(state, l);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 == 1 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 // Both, call after call, in alternating order: on a shared machine whose load changes by the
 // second the two see the same conditions, so the per-pair ratio is much steadier than the ratio
 // of two separately measured medians. Counters: refold_us and direct_us (medians over the
 // iterations) and ratio = median of refold/direct per pair. The benchmark's own time is the
 // pair's.
 void BM_Paired(benchmark::State& state, Layer l, MemoryFormat format, Kernel kernel) {
-  using clock = std::chrono::steady_clock;
-  const RefoldConv refold_conv(l, format, kernel);
+  RefoldConv refold_conv(l, format, kernel);
   DirectConv direct_conv(l, format);
-  std::vector<double> refold_us, direct_us, ratio;
-  bool refold_first = true;
-  for (auto _ : state) {
-    double t_refold = 0, t_direct = 0;
-    for (int k = 0; k < 2; ++k) {
-      const auto t0 = clock::now();
-      if ((k == 0) == refold_first)
-        refold_conv.run();
-      else
-        direct_conv.run();
-      const double us = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
-      ((k == 0) == refold_first ? t_refold : t_direct) = us;
-    }
-    refold_first = !refold_first;
-    refold_us.push_back(t_refold);
-    direct_us.push_back(t_direct);
-    ratio.push_back(t_refold / t_direct);
-    state.SetIterationTime((t_refold + t_direct) * 1e-6);
-  }
-  state.counters["refold_us"] = median(refold_us);
-  state.counters["direct_us"] = median(direct_us);
-  state.counters["ratio"] = median(ratio);
+  refold::bench::time_paired(
+      state, "refold", [&] { refold_conv.run(); }, "direct", [&] { direct_conv.run(); });
   state.SetLabel(direct_conv.impl());
 }
 

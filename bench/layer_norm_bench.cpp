@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernels/native/layer_norm.h"
+#include "paired_timing.h"
 #include "refold/tensor.h"
 #include "refold/threads.h"
 
@@ -40,11 +41,6 @@ const std::vector<Problem> kProblems = {
 };
 
 constexpr double kEpsilon = 1e-6;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 Tensor random(const refold::Shape& sizes, refold::Generator& gen) {
   Tensor t = refold::empty(sizes);
@@ -96,31 +92,13 @@ void BM_Paired(benchmark::State& state, const Problem& p) {
   const Tensor gamma = random({p.sizes.back()}, gen), beta = random({p.sizes.back()}, gen);
   Tensor y = refold::empty(p.sizes);
   OnednnLayerNorm onednn(x, gamma, beta, y);
-  using clock = std::chrono::steady_clock;
-  std::vector<double> native_us, onednn_us, ratio;
-  bool native_first = true;
-  for (auto _ : state) {
-    double t_native = 0, t_onednn = 0;
-    for (int k = 0; k < 2; ++k) {
-      const bool native = (k == 0) == native_first;
-      const auto t0 = clock::now();
-      if (native)
+  refold::bench::time_paired(
+      state, "native",
+      [&] {
         benchmark::DoNotOptimize(
             refold::native::layer_norm_rows(x, gamma, beta, -1, kEpsilon, nullptr));
-      else
-        onednn.run();
-      (native ? t_native : t_onednn) =
-          std::chrono::duration<double, std::micro>(clock::now() - t0).count();
-    }
-    native_first = !native_first;
-    native_us.push_back(t_native);
-    onednn_us.push_back(t_onednn);
-    ratio.push_back(t_native / t_onednn);
-    state.SetIterationTime((t_native + t_onednn) * 1e-6);
-  }
-  state.counters["native_us"] = median(native_us);
-  state.counters["onednn_us"] = median(onednn_us);
-  state.counters["ratio"] = median(ratio);
+      },
+      "onednn", [&] { onednn.run(); });
   state.SetLabel(onednn.impl());
 }
 

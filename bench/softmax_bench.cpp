@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kernels/native/softmax.h"
+#include "paired_timing.h"
 #include "refold/tensor.h"
 #include "refold/threads.h"
 
@@ -44,11 +45,6 @@ const std::vector<Problem> kProblems = {
     {"attention_4x256x256_axis2", {4, 256, 256}, 2, MemoryFormat::Contiguous},
     {"nhwc_1x64x56x56_axis1", {1, 64, 56, 56}, 1, MemoryFormat::ChannelsLast},
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // oneDNN's softmax_forward over x's own memory layout.
 class OnednnSoftmax {
@@ -87,31 +83,13 @@ void BM_Paired(benchmark::State& state, const Problem& p) {
     x.data<float>()[i] = static_cast<float>(8.0 * gen.uniform() - 4.0);
   Tensor y = refold::empty(p.sizes, p.format);
   OnednnSoftmax onednn(p, x, y);
-  using clock = std::chrono::steady_clock;
-  std::vector<double> native_us, onednn_us, ratio;
-  bool native_first = true;
-  for (auto _ : state) {
-    double t_native = 0, t_onednn = 0;
-    for (int k = 0; k < 2; ++k) {
-      const bool native = (k == 0) == native_first;
-      const auto t0 = clock::now();
-      if (native)
+  refold::bench::time_paired(
+      state, "native",
+      [&] {
         benchmark::DoNotOptimize(refold::native::softmax(
             x, {}, p.axis, refold::reference::SoftmaxKind::Softmax, false, nullptr));
-      else
-        onednn.run();
-      (native ? t_native : t_onednn) =
-          std::chrono::duration<double, std::micro>(clock::now() - t0).count();
-    }
-    native_first = !native_first;
-    native_us.push_back(t_native);
-    onednn_us.push_back(t_onednn);
-    ratio.push_back(t_native / t_onednn);
-    state.SetIterationTime((t_native + t_onednn) * 1e-6);
-  }
-  state.counters["native_us"] = median(native_us);
-  state.counters["onednn_us"] = median(onednn_us);
-  state.counters["ratio"] = median(ratio);
+      },
+      "onednn", [&] { onednn.run(); });
   state.SetLabel(onednn.impl());
 }
 
