@@ -93,10 +93,11 @@ REFOLD_TARGET_AVX2 inline __m256d accumulate(__m256d acc, __m256d v, __m256d cen
   }
 }
 
-// 4 columns' centers, for squares (the other sums have none: center is null).
+// Columns j..j+3's centers, for squares (the other sums have none: center is null, and
+// no offset may be applied to it).
 template <Term term>
-REFOLD_TARGET_AVX2 inline __m256d centers(const double* center) {
-  if constexpr (term == Term::Square) return _mm256_loadu_pd(center);
+REFOLD_TARGET_AVX2 inline __m256d centers(const double* center, std::int64_t j) {
+  if constexpr (term == Term::Square) return _mm256_loadu_pd(center + j);
   return _mm256_setzero_pd();
 }
 
@@ -108,10 +109,10 @@ REFOLD_TARGET_AVX2 void column_sums(const float* x, std::int64_t rows, std::int6
     std::int64_t j = 0;
     for (; j + 8 <= width; j += 8) {
       const Doubles d = load_doubles(row + j);
-      _mm256_storeu_pd(
-          acc + j, accumulate<term>(_mm256_loadu_pd(acc + j), d.low, centers<term>(center + j)));
+      _mm256_storeu_pd(acc + j,
+                       accumulate<term>(_mm256_loadu_pd(acc + j), d.low, centers<term>(center, j)));
       _mm256_storeu_pd(acc + j + 4, accumulate<term>(_mm256_loadu_pd(acc + j + 4), d.high,
-                                                     centers<term>(center + j + 4)));
+                                                     centers<term>(center, j + 4)));
     }
     for (; j < width; ++j) {
       const double v = row[j];
