@@ -90,10 +90,57 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, float alpha) {
   return scaled(output, alpha);
 }
 
+namespace {
+
+// t with its last two dims swapped (a view).
+Tensor transposed(const Tensor& t) {
+  Shape order;
+  for (std::int64_t d = 0; d < t.dim(); ++d) order.push_back(d);
+  std::swap(order[order.size() - 1], order[order.size() - 2]);
+  return t.permute(order);
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, float alpha, const Shape& perm) {
+  if (perm.empty()) return matmul(a, b, alpha);
+  const auto rank = static_cast<std::int64_t>(perm.size());
+  const bool floating = a.dtype() == b.dtype() && is_floating(a.dtype());
+  const bool n_inner = perm.back() == rank - 1, m_inner = perm.back() == rank - 2;
+  if (floating && (n_inner || m_inner) && a.dim() >= 2 && b.dim() >= 2 &&
+      std::max(a.dim(), b.dim()) == rank && a.size(-1) == b.size(-2)) {
+    Shape y_sizes(static_cast<std::size_t>(rank), 1);  // the product's [batch..., M, N]
+    for (const Tensor* t : {&a, &b})
+      for (std::int64_t d = 0; d < t->dim() - 2; ++d) {
+        std::int64_t& size = y_sizes[static_cast<std::size_t>(rank - t->dim() + d)];
+        size = size == 1 ? t->size(d) : size;
+      }
+    y_sizes[static_cast<std::size_t>(rank - 2)] = a.size(-2);
+    y_sizes[static_cast<std::size_t>(rank - 1)] = b.size(-1);
+    Shape z_sizes, inverse(perm.size());
+    for (std::int64_t d = 0; d < rank; ++d) {
+      z_sizes.push_back(y_sizes[static_cast<std::size_t>(perm[d])]);
+      inverse[static_cast<std::size_t>(perm[d])] = d;
+    }
+    Tensor z = empty(z_sizes, a.dtype());
+    Tensor y = z.permute(inverse);  // the product's sizes, laid out as z
+    std::string declined;
+    // y = a · b, or (M innermost) yᵀ = bᵀ · aᵀ, whose rows are y's columns.
+    Tensor dst = m_inner ? transposed(y) : y;
+    const Tensor lhs = m_inner ? transposed(b) : a, rhs = m_inner ? transposed(a) : b;
+    if (onednn::matmul_reads(lhs) && onednn::matmul_reads(rhs) && z.numel() > 0 &&
+        onednn::matmul_into(lhs, rhs, alpha, dst, &declined)) {
+      log_dispatch("matmul", "onednn, written permuted");
+      return z;
+    }
+  }
+  return matmul(a, b, alpha).permute(perm).contiguous();
+}
+
 std::vector<Tensor> MatMul::run(const std::vector<Tensor>& in) {
   REFOLD_CHECK(in.size() == 2 && in[0].defined() && in[1].defined(),
                "MatMul: expects 2 inputs, got {}", in.size());
-  return {matmul(in[0], in[1], alpha_)};
+  return {matmul(in[0], in[1], alpha_, perm_)};
 }
 
 namespace {

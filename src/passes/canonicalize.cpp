@@ -21,7 +21,8 @@
 //   A patch unfold/fold, Reshape → Transpose → Reshape moving only spatial positions, x and y
 //   4-d (passes/patch_shuffle.h)                         → PatchShuffle(x), channels_last kept
 //   A MatMul of two computed operands with Mul/Div by one-element constants on its operands or
-//   result — attention's scale (passes/scaled_matmul.h)  → ScaledMatMul(a, b), alpha = the factors
+//   result — attention's scale — and/or a Transpose of the result keeping its rows or columns
+//   innermost (passes/scaled_matmul.h)                   → ScaledMatMul(a, b), alpha, perm
 //   Softmax(Add(x, c)) along the last axis — attention's position bias or mask
 //   (passes/add_softmax.h)                               → AddSoftmax(x, c)
 //   Div(x, Clip(ReduceL2(x, one axis, keepdims), min ε)) — F.normalize; the Clip may be a Max

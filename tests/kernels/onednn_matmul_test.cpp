@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/reference/onnx_ops.h"
+#include "kernels/reference/tensor_ops.h"
 #include "kernels/verbose.h"
 #include "ops/gemm.h"
 #include "refold/threads.h"
@@ -98,6 +99,68 @@ TEST_F(OnednnMatmul, TheMatMulOpRunsItInOneCall) {
   const Tensor y = ops::matmul(attn, v);
   EXPECT_EQ(log.take(), std::vector<std::string>{"matmul: onednn"});
   EXPECT_TRUE(testing::all_close(y, reference::matmul(attn, v), testing::Tolerance::op_f32()));
+}
+
+// A product read through a permutation that keeps N innermost (attention's
+// (attn · v).transpose(1, 2)) or M innermost (XCiT's permute(0, 3, 1, 2)) is written straight into
+// the permuted order, batch dims broadcast and operands strided; another order is permuted after.
+TEST_F(OnednnMatmul, WritesTheProductInAPermutedOrder) {
+  struct Case {
+    Shape a, b, perm;
+    bool direct;
+  };
+  const std::vector<Case> cases = {
+      {{1, 3, 20, 20}, {1, 3, 20, 8}, {0, 2, 1, 3}, true},
+      {{2, 1, 9, 5}, {1, 3, 5, 7}, {2, 0, 1, 3}, true},
+      {{1, 4, 8, 8}, {1, 4, 8, 13}, {0, 3, 1, 2}, true},
+      {{3, 6, 5}, {3, 5, 4}, {0, 2, 1}, true},
+      {{3, 6, 5}, {5, 4}, {1, 0, 2}, true},
+      {{2, 3, 6, 5}, {2, 3, 5, 4}, {0, 3, 2, 1}, false},
+  };
+  Generator gen(4);
+  for (const int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const Case& c : cases) {
+      SCOPED_TRACE(fmt::format("[{}] x [{}] in order [{}], {} threads", fmt::join(c.a, ", "),
+                               fmt::join(c.b, ", "), fmt::join(c.perm, ", "), threads));
+      const Tensor a = randn(c.a, {}, gen);
+      // b read through a transposed view: its matrices column-major.
+      Shape b_t = c.b;
+      std::swap(b_t[b_t.size() - 1], b_t[b_t.size() - 2]);
+      Shape swap_last;
+      for (std::size_t d = 0; d < c.b.size(); ++d)
+        swap_last.push_back(static_cast<std::int64_t>(d));
+      std::swap(swap_last[swap_last.size() - 1], swap_last[swap_last.size() - 2]);
+      const Tensor b = randn(b_t, {}, gen).permute(swap_last);
+      DispatchLog log;
+      const Tensor z = ops::matmul(a, b, 0.5f, c.perm);
+      const std::vector<std::string> dispatched = log.take();
+      ASSERT_FALSE(dispatched.empty());
+      EXPECT_EQ(dispatched.front() == "matmul: onednn, written permuted", c.direct)
+          << fmt::format("{}", fmt::join(dispatched, "; "));
+      const Tensor want = reference::transpose(reference::matmul(a, b.contiguous()), c.perm);
+      EXPECT_TRUE(z.is_contiguous());
+      EXPECT_EQ(z.sizes(), want.sizes());
+      EXPECT_TRUE(
+          testing::all_close(z, reference::arith(want, full({1}, 0.5f), reference::ArithOp::Mul),
+                             testing::Tolerance::op_f32()));
+    }
+  }
+}
+
+TEST_F(OnednnMatmul, WritesIntoADestinationItTakes) {
+  const Tensor a = randn({2, 4, 6}), b = randn({2, 6, 5});
+  const Tensor want = reference::matmul(a, b);
+  Tensor rows_apart = empty({2, 4, 8}).as_strided({2, 4, 5}, {32, 8, 1}, 0);
+  std::string why;
+  ASSERT_TRUE(onednn::matmul_into(a, b, 1.0f, rows_apart, &why)) << why;
+  EXPECT_TRUE(testing::all_close(rows_apart.contiguous(), want, testing::Tolerance::op_f32()));
+  Tensor column_major = empty({2, 5, 4}).permute({0, 2, 1});
+  EXPECT_FALSE(onednn::matmul_into(a, b, 1.0f, column_major, &why));
+  EXPECT_EQ(why, "dst's rows are not contiguous");
+  Tensor wrong = empty({2, 4, 4});
+  EXPECT_FALSE(onednn::matmul_into(a, b, 1.0f, wrong, &why));
+  EXPECT_EQ(why, "dst is not the product's float32 [batch..., M, N]");
 }
 
 }  // namespace

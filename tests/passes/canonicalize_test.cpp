@@ -742,6 +742,79 @@ TEST(Canonicalize, DivisionsByANormItCannotTakeStay) {
   }
 }
 
+// Attention's heads merged back, (attn · v).transpose(1, 2).reshape(B, N, C), and XCiT's
+// permute(0, 3, 1, 2): the Transpose joins the product as its perm (written in that order), so
+// the Reshape after it reads a contiguous tensor; export writes the Transpose back.
+TEST(Canonicalize, ATransposeOfAProductBecomesTheOrderItIsWrittenIn) {
+  using testing::GraphBuilder;
+  struct Case {
+    Shape a, b;
+    std::vector<std::int64_t> perm, merged;
+    bool scaled;
+  };
+  const std::vector<Case> cases = {
+      {{1, 3, 10, 10}, {1, 3, 10, 8}, {0, 2, 1, 3}, {1, 10, 24}, false},
+      {{2, 4, 6, 6}, {2, 4, 6, 10}, {0, 3, 1, 2}, {2, 10, 24}, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("perm [{}]", fmt::join(c.perm, ", ")));
+    GraphBuilder b;
+    const auto attn = b.input("attn", c.a);
+    const auto v = b.input("v", c.b);
+    std::string y = b.node("MatMul", {attn, v});
+    if (c.scaled) y = b.node("Mul", {y, b.constant("s", testing::values({0.5f}, {}))});
+    const auto t = b.node("Transpose", {y}, testing::attrs({{"perm", c.perm}}), "heads_last");
+    b.output(b.node("Reshape", {t, b.constant("shape", testing::int64s(c.merged))}, {}, "merge"));
+    const passes::PassReport r = testing::apply_pass(b, passes::canonicalize);
+    EXPECT_TRUE(r.changed) << testing::notes_of(r);
+    ASSERT_EQ(b.graph().nodes().size(), 2u) << b.graph().dump();
+    const graph::Node& mm = b.graph().nodes()[0];
+    EXPECT_EQ(mm.op_type, "ScaledMatMul");
+    EXPECT_EQ(mm.outputs, std::vector<std::string>{t});
+    EXPECT_EQ(mm.attributes.get_ints("perm", {}), c.perm);
+    EXPECT_FLOAT_EQ(mm.attributes.get_float("alpha", 0.0f), c.scaled ? 0.5f : 1.0f);
+    EXPECT_EQ(mm.parts.size(), c.scaled ? 3u : 2u);
+    EXPECT_EQ(b.graph().nodes()[1].op_type, "Reshape");
+    EXPECT_FALSE(passes::canonicalize(b.graph()).changed);
+
+    const std::string bytes = onnx::save_to_bytes(b.graph());
+    const auto written =
+        onnx::load_from_memory(std::as_bytes(std::span(bytes.data(), bytes.size())), "t.onnx");
+    const auto count = [&](const char* op) {
+      return std::count_if(written->nodes().begin(), written->nodes().end(),
+                           [&](const graph::Node& w) { return w.op_type == op; });
+    };
+    EXPECT_EQ(count("Transpose"), 1);
+    EXPECT_EQ(count("MatMul"), 1);
+    const std::vector<Tensor> in = {randn(c.a), randn(c.b)};
+    EXPECT_TRUE(testing::model_close(written->run(in)[0], b.run(in)[0]));
+  }
+}
+
+// Transposes a product cannot be written in, or that something else reads, stay.
+TEST(Canonicalize, TransposesOfAProductItCannotWriteStay) {
+  using testing::GraphBuilder;
+  {  // The batch dim innermost: neither the product's rows nor its columns are contiguous.
+    GraphBuilder b;
+    const auto a = b.input("a", {2, 3, 4, 5});
+    const auto v = b.input("v", {2, 3, 5, 6});
+    const auto y = b.node("MatMul", {a, v});
+    b.output(b.node("Transpose", {y},
+                    testing::attrs({{"perm", std::vector<std::int64_t>{0, 3, 2, 1}}})));
+    testing::expect_left_alone(b, passes::canonicalize);
+  }
+  {  // The product read by another node too.
+    GraphBuilder b;
+    const auto a = b.input("a", {2, 3, 4, 5});
+    const auto v = b.input("v", {2, 3, 5, 6});
+    const auto y = b.node("MatMul", {a, v});
+    b.output(b.node("Transpose", {y},
+                    testing::attrs({{"perm", std::vector<std::int64_t>{0, 2, 1, 3}}})));
+    b.output(b.node("Relu", {y}));
+    testing::expect_left_alone(b, passes::canonicalize);
+  }
+}
+
 TEST(Canonicalize, FactorsThatAreNotOneConstantValueStay) {
   using testing::GraphBuilder;
   {  // A per-head temperature [heads, 1, 1] (EdgeNeXt's) is not one value.

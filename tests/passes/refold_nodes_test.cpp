@@ -108,6 +108,12 @@ TEST(RefoldNodes, AMalformedScaledMatMulIsRefusedByName) {
   graph::Node not_finite = good;
   not_finite.attributes.set("alpha", std::numeric_limits<float>::infinity());
   expect_refused(not_finite, "not finite");
+  graph::Node repeated_dim = good;
+  repeated_dim.attributes.set("perm", Ints{0, 1, 1});
+  expect_refused(repeated_dim, "perm [0, 1, 1] is not a permutation");
+  graph::Node out_of_range = good;
+  out_of_range.attributes.set("perm", Ints{0, 3, 1});
+  expect_refused(out_of_range, "perm [0, 3, 1] is not a permutation");
 }
 
 TEST(RefoldNodes, AnAddSoftmaxComputesTheSoftmaxOfItsSumAndAMalformedOneIsRefused) {
