@@ -2,7 +2,9 @@
 // 16 to 480 channels) and a DenseNet-like join of a wide map with a narrow one — refold's native
 // row copy against the reference, the two implementations functional::cat has. (oneDNN's concat
 // primitive, which ran before, was 1.7–2.9× slower than the native copy on these shapes:
-// bench/RESULTS.md, "Native Concat".)
+// bench/RESULTS.md, "Native Concat".) And inputs that are views or in the other layout (a roll's
+// slices, a detection head's maps, a channel shuffle's halves) copied straight into their place
+// against made dense first (concat_views).
 //   build/bench/concat_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 // Threads: REFOLD_NUM_THREADS (default: the physical cores).
 #include <benchmark/benchmark.h>
@@ -12,6 +14,9 @@
 
 #include "kernels/native/concat.h"
 #include "kernels/native/elementwise_chain.h"
+#include "kernels/reference/tensor_ops.h"
+#include "paired_timing.h"
+#include "refold/functional.h"
 #include "refold/reference.h"
 
 namespace {
@@ -92,6 +97,55 @@ void dense_shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(dense_chain, concat_only, false)->Apply(dense_shapes);
 BENCHMARK_CAPTURE(dense_chain, concat_bn_relu, true)->Apply(dense_shapes);
+
+// Inputs that are views or in the other layout, as the graph hands them to Concat (which reads
+// views): functional::cat copying each straight into its place ("placed") against making each
+// dense first, as the ops before it did, then the row copy ("dense_first"); alternating pairs
+// (bench/paired_timing.h).
+void concat_views(benchmark::State& state, const std::vector<Tensor>& inputs, std::int64_t dim) {
+  std::int64_t elements = 0;
+  for (const Tensor& t : inputs) elements += t.numel();
+  bench::time_paired(
+      state, "placed", [&] { benchmark::DoNotOptimize(functional::cat(inputs, dim).data_ptr()); },
+      "dense_first",
+      [&] {
+        const MemoryFormat format = reference::cat_output_format(inputs);
+        std::vector<Tensor> dense;
+        for (const Tensor& t : inputs) dense.push_back(functional::to_format(t, format));
+        benchmark::DoNotOptimize(native::cat(dense, dim, nullptr).data_ptr());
+      });
+  state.SetBytesProcessed(state.iterations() * 2 * elements * 4);
+}
+
+// torch.roll along W of Swin-T's stage-1 tokens [1, 56, 56, 96] by 3: two slices.
+std::vector<Tensor> roll_slices() {
+  const Tensor x = randn({1, 56, 56, 96});
+  return {x.as_strided({1, 56, 3, 96}, x.strides(), 53 * 96),
+          x.as_strided({1, 56, 53, 96}, x.strides(), 0)};
+}
+// YOLOv8's head: three NHWC maps of 144 channels read as [1, 144, H·W] and joined over H·W.
+std::vector<Tensor> head_maps() {
+  std::vector<Tensor> maps;
+  for (const std::int64_t size : {80, 40, 20})
+    maps.push_back(randn({1, 144, size, size})
+                       .contiguous(MemoryFormat::ChannelsLast)
+                       .view({1, 144, size * size}));
+  return maps;
+}
+// A channel shuffle's halves, ShuffleNetV2-1.0 stage 2: one NCHW, one NHWC.
+std::vector<Tensor> shuffle_halves() {
+  return {randn({1, 58, 28, 28}), randn({1, 58, 28, 28}).contiguous(MemoryFormat::ChannelsLast)};
+}
+
+BENCHMARK_CAPTURE(concat_views, swin_roll, roll_slices(), 2)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(concat_views, yolo_head, head_maps(), 2)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(concat_views, shuffle_halves, shuffle_halves(), 1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

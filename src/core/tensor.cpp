@@ -820,6 +820,17 @@ std::optional<Shape> view_strides(const Shape& old_sizes, const Shape& old_strid
     }
   }
   if (view_d != -1) return std::nullopt;  // (a 0-d tensor, which view() never asks about)
+  // A size-1 dim's stride addresses nothing; it gets the extent of the dims after it, as a
+  // contiguous tensor's does, so that the view keeps the memory format its memory has: NHWC
+  // memory viewed with its own sizes suggests channels_last ([512, 1, 64, 8] for [1, 8, 8, 8],
+  // not the chunk walk's [8, 1, 64, 8]).
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] != 1) continue;
+    std::int64_t extent = 1;
+    for (std::size_t e = d + 1; e < sizes.size(); ++e)
+      extent = std::max(extent, strides[e] * sizes[e]);
+    strides[d] = extent;
+  }
   return strides;
 }
 

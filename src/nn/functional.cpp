@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/check.h"
 #include "core/stand_in.h"
@@ -57,10 +58,13 @@ Tensor conv_input_in_format(const Tensor& input, MemoryFormat format) {
 
 }  // namespace
 
+// From this many elements a copy that changes the layout runs as a oneDNN reorder, which splits
+// it over threads; below, the primitive's call costs more than Tensor::copy_ on one thread.
+constexpr std::int64_t kReorderMinElements = 16384;
+
 Tensor to_format(const Tensor& t, MemoryFormat format) {
   REFOLD_CHECK(t.defined(), "to_format: the tensor is undefined");
   if (t.is_contiguous(format)) return t;
-  constexpr std::int64_t kReorderMinElements = 16384;
   if (t.dim() != 4 || t.numel() < kReorderMinElements || t.dtype() == DType::Int64)
     return t.contiguous(format);
   return dispatch("to_format",
@@ -346,20 +350,39 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
 Tensor flatten(const Tensor& input, std::int64_t start_dim, std::int64_t end_dim) {
   return dispatch("flatten", {}, [&] { return reference::flatten(input, start_dim, end_dim); });
 }
-// cat: refold's row copy over inputs in the output's layout (the reference's rule: channels_last
-// when every input suggests it, else contiguous; kernels/native/concat.h). Inputs of mixed
-// layouts (a channel shuffle's NCHW half beside an NHWC one) are first permuted into it by
-// to_format, one pass each, rather than the whole concat running the reference. Invalid
+namespace {
+
+// The dims of size > 1 from the outermost in memory to the innermost (by stride): two tensors
+// with different orders are a permute of each other's memory.
+std::vector<std::int64_t> memory_order(const Tensor& t) {
+  std::vector<std::int64_t> dims;
+  for (std::int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1) dims.push_back(d);
+  std::stable_sort(dims.begin(), dims.end(),
+                   [&](std::int64_t a, std::int64_t b) { return t.stride(a) > t.stride(b); });
+  return dims;
+}
+
+}  // namespace
+
+// cat: refold's row copy over the inputs in the output's layout (the reference's rule:
+// channels_last when every input suggests it, else contiguous; kernels/native/concat.h); an
+// input laid out otherwise — a view from a Slice or a Reshape (ops::Concat reads views), or a
+// channel shuffle's NCHW half beside an NHWC one — is copied once straight into its place in
+// the output, by a oneDNN reorder when it is large enough to split over threads. Invalid
 // arguments are declined to the reference, which rejects them.
 Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim) {
-  const MemoryFormat format = reference::cat_output_format(inputs);
-  std::vector<Tensor> laid_out = inputs;
-  for (Tensor& t : laid_out) {
-    if (t.defined() && t.numel() > 0 && !t.is_contiguous(format)) t = to_format(t, format);
-  }
+  const native::PlaceInput place = [](const Tensor& input, Tensor& dst) {
+    if (memory_order(input) != memory_order(dst))
+      detail::count_permute();  // the seed's permute, as to_format counts it
+    std::string declined;
+    if (input.numel() < kReorderMinElements || !onednn::reorder_into(input, dst, &declined))
+      dst.copy_(input);
+  };
   return dispatch(
       "cat",
-      {{"native", [&](std::string* declined) { return native::cat(laid_out, dim, declined); }}},
+      {{"native",
+        [&](std::string* declined) { return native::cat(inputs, dim, declined, place); }}},
       [&] { return reference::cat(inputs, dim); });
 }
 Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float value) {

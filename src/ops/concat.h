@@ -3,7 +3,9 @@
 // Concat as a graph op: joins its inputs along `axis` (negative counts from the end), any
 // rank, float32/bfloat16 through functional::cat, int64 (shape arithmetic) exactly. The output
 // is channels_last when every input suggests it, so a Concat(axis=1) of channels_last
-// activations stays channels_last; inputs are read through their strides.
+// activations stays channels_last. Inputs are read through their strides, so it reads views
+// (graph::Op::reads_views): torch.roll's Slices, or a detection head's NHWC maps reshaped to
+// [N, C, H·W], reach it uncopied and are copied once, into their place in the output.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,7 @@ class Concat : public graph::Op {
  public:
   explicit Concat(std::int64_t axis) : Op("Concat"), axis_(axis) {}
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+  bool reads_views() const override { return true; }
   std::int64_t axis() const { return axis_; }
 
  private:

@@ -3,7 +3,10 @@
 // PyTorch's view rule.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "onnx/ops_tensor_helpers.h"
 #include "refold/error.h"
@@ -15,6 +18,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "kernels/reference/tensor_ops.h"
 #include "kernels/verbose.h"
 
 namespace refold::graph {
@@ -38,6 +42,20 @@ TEST(TensorView, SplitsAndMergesRunsOfChannelsLastMemory) {
   // -1 and size-1 dims, and a view of the view.
   EXPECT_EQ(x.view({1, 2, 3, 4, -1}).view({2, 3, 20}).to_vector(),
             x.reshape({2, 3, 20}).to_vector());
+}
+
+// A size-1 dim addresses nothing, but its stride decides what layout the view suggests: it
+// gets the extent of the dims after it, so NHWC memory viewed or sliced keeps suggesting
+// channels_last (and a Concat of such views stays NHWC).
+TEST(TensorView, SizeOneDimsKeepTheMemoryFormat) {
+  const Tensor x = randn({1, 8, 5, 5}).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor same = x.view({1, 8, 5, 5});
+  EXPECT_EQ(same.strides(), x.strides());
+  EXPECT_EQ(same.suggest_memory_format(), MemoryFormat::ChannelsLast);
+  const Tensor channels = reference::slice_view(x, {{0, 1, 1}, {2, 1, 3}, {0, 1, 5}, {0, 1, 5}});
+  ASSERT_TRUE(channels.defined());
+  EXPECT_EQ(channels.stride(0), x.stride(0));
+  EXPECT_EQ(channels.suggest_memory_format(), MemoryFormat::ChannelsLast);
 }
 
 TEST(TensorView, IsUndefinedWhereTheStridesCannotExpressIt) {
@@ -118,6 +136,76 @@ TEST(GraphViews, AViewOpWhoseOutputAnotherOpReadsReturnsItDense) {
   EXPECT_TRUE(handed.is_contiguous());
   EXPECT_FALSE(handed.shares_storage(x));
   EXPECT_EQ(out[0].to_vector(), functional::relu(x.permute({1, 0, 2}).contiguous()).to_vector());
+}
+
+// torch.roll(x, (2, 3), (1, 2)) as the exporters write it, Swin's shifted windows: per dim, two
+// Slices joined by a Concat. Concat reads views, so each Slice is a view and each Concat copies
+// once — the roll takes two copies, not six.
+TEST(GraphViews, TorchRollsSlicesReachTheConcatAsViews) {
+  testing::GraphBuilder b;
+  const auto x = b.input("x", {1, 8, 8, 6});
+  auto roll = [&](const std::string& in, std::int64_t axis, std::int64_t shift,
+                  const std::string& name) {
+    const auto axes = b.constant(name + "_axis", i64({axis}));
+    const auto tail = b.node("Slice",
+                             {in, b.constant(name + "_t0", i64({-shift})),
+                              b.constant(name + "_t1", i64({1 << 30})), axes},
+                             {}, name + "_tail");
+    const auto head = b.node(
+        "Slice",
+        {in, b.constant(name + "_h0", i64({0})), b.constant(name + "_h1", i64({-shift})), axes}, {},
+        name + "_head");
+    return b.node("Concat", {tail, head}, testing::attrs({{"axis", axis}}), name);
+  };
+  b.output(roll(roll(x, 1, 2, "roll_h"), 2, 3, "roll_w"));
+  const Tensor input = randn({1, 8, 8, 6});
+
+  std::map<std::string, std::vector<Tensor>> seen;
+  DispatchLog log;
+  const auto out = b.graph().run({input}, [&](const Node& n, const std::vector<Tensor>& in,
+                                              const std::vector<Tensor>&) { seen[n.name] = in; });
+  const std::vector<std::string> ran = log.take();
+  EXPECT_EQ(std::count(ran.begin(), ran.end(), "Slice: view"), 4)
+      << fmt::format("{}", fmt::join(ran, "; "));
+  EXPECT_EQ(std::count(ran.begin(), ran.end(), "Slice: copy"), 0);
+  for (const Tensor& t : seen.at("roll_h")) EXPECT_TRUE(t.shares_storage(input));
+  for (const Tensor& t : seen.at("roll_w")) EXPECT_FALSE(dense(t));
+  // out[n, h, w, c] = x[n, (h − 2) mod 8, (w − 3) mod 8, c].
+  Tensor want = empty({1, 8, 8, 6});
+  for (std::int64_t h = 0; h < 8; ++h)
+    for (std::int64_t w = 0; w < 8; ++w)
+      for (std::int64_t c = 0; c < 6; ++c)
+        want.set({0, h, w, c}, input.at({0, (h + 6) % 8, (w + 5) % 8, c}));
+  EXPECT_EQ(out[0].to_vector(), want.to_vector());
+  EXPECT_TRUE(out[0].is_contiguous());
+}
+
+// A detection head (YOLO, SSD): NHWC maps read as [N, C, H·W] and joined over H·W. The Reshapes
+// are views of the NHWC memory, and the Concat's copy of each into the contiguous output is the
+// one permute per map (counted as the memory-format seed's permutes are).
+TEST(GraphViews, AHeadsReshapedMapsAreCopiedOnceByTheConcat) {
+  testing::GraphBuilder b;
+  std::vector<std::string> flat;
+  std::vector<Tensor> maps;
+  for (const std::int64_t size : {8, 4}) {
+    const std::string name = fmt::format("map{}", size);
+    flat.push_back(
+        b.node("Reshape",
+               {b.input(name, {1, 6, size, size}), b.constant(name + ".shape", i64({1, 6, -1}))},
+               {}, name + ".flat"));
+    maps.push_back(randn({1, 6, size, size}).contiguous(MemoryFormat::ChannelsLast));
+  }
+  b.output(b.node("Concat", flat, testing::attrs({{"axis", std::int64_t{2}}}), "cat"));
+  DispatchLog log;
+  reset_permute_count();
+  const auto out = b.graph().run(maps);
+  const std::vector<std::string> ran = log.take();
+  EXPECT_EQ(std::count(ran.begin(), ran.end(), "Reshape: view"), 2)
+      << fmt::format("{}", fmt::join(ran, "; "));
+  EXPECT_EQ(permute_count(), 2u);
+  const Tensor want = functional::cat(
+      {maps[0].contiguous().reshape({1, 6, 64}), maps[1].contiguous().reshape({1, 6, 16})}, 2);
+  EXPECT_EQ(out[0].to_vector(), want.to_vector());
 }
 
 }  // namespace

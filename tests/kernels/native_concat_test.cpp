@@ -1,17 +1,20 @@
 // refold's cat (kernels/native/concat.h) against reference::cat: ranks 1–5 along every dim,
 // channels_last along N, C, H and W, three inputs, an empty one, non-float dtypes (a byte
 // copy), rows of every length the copy moves differently, an output large enough to split over
-// threads, 1 and 2 threads; the declines; and that functional::cat (the ONNX Concat op's path)
-// runs it.
+// threads, 1 and 2 threads; inputs in every other layout (views, an NCHW one beside NHWC ones)
+// copied straight into their place; the declines; and that functional::cat (the ONNX Concat
+// op's path) runs it.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "kernels/native/concat.h"
+#include "kernels/onednn/reorder.h"
 #include "kernels/reference/tensor_ops.h"
 #include "kernels/verbose.h"
 #include "ops/concat.h"
@@ -169,11 +172,93 @@ TEST_F(NativeCat, CopiesAnyDtype) {
   EXPECT_TRUE(testing::all_close(joined, reference::cat({h, h}, 1), testing::Tolerance::exact()));
 }
 
+// Inputs in every layout of testing::conv_layouts (NCHW beside NHWC, a dense permutation,
+// windows of NaN-filled buffers: a value read from outside its window shows), one input at a
+// time: the same values as the reference, with or without `place`; what `place` is handed is
+// the output's view of an input's size.
+TEST_F(NativeCat, JoinsInputsInAnyLayout) {
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const CatCase& c : cat_cases()) {
+      if (c.inputs[0].size() != 4) continue;
+      Generator gen(7);
+      std::vector<Tensor> dense_inputs;
+      for (const Shape& s : c.inputs)
+        dense_inputs.push_back(testing::laid_out(randn(s, {}, gen), c.format));
+      for (std::size_t k = 0; k < dense_inputs.size(); ++k) {
+        if (dense_inputs[k].numel() == 0) continue;
+        for (const auto& [name, laid, suggests] : testing::conv_layouts(dense_inputs[k])) {
+          std::vector<Tensor> inputs = dense_inputs;
+          inputs[k] = laid;
+          const Tensor expected = reference::cat(inputs, c.dim);
+          SCOPED_TRACE(fmt::format("[{}] dim {}, input {} {}, {} threads",
+                                   fmt::join(c.inputs[0], ", "), c.dim, k, name, threads));
+          std::string declined;
+          const Tensor copied = native::cat(inputs, c.dim, &declined);
+          ASSERT_TRUE(copied.defined()) << declined;
+          EXPECT_EQ(copied.strides(), expected.strides());
+          EXPECT_TRUE(testing::all_close(copied, expected, testing::Tolerance::exact()));
+          const Tensor y =
+              native::cat(inputs, c.dim, &declined, [&](const Tensor& input, Tensor& dst) {
+                EXPECT_TRUE(std::any_of(inputs.begin(), inputs.end(),
+                                        [&](const Tensor& t) { return t.is_same(input); }));
+                EXPECT_EQ(dst.sizes(), input.sizes());
+                dst.copy_(input);
+              });
+          ASSERT_TRUE(y.defined()) << declined;
+          EXPECT_TRUE(testing::all_close(y, expected, testing::Tolerance::exact()));
+        }
+      }
+    }
+  }
+}
+
+// A slice whose memory holds the rows the copy moves, only further apart, is copied as rows
+// (an NHWC channel slice, YOLO's C2f halves; torch.roll's slices along W); a view whose memory
+// order differs from the output's (a head's NHWC maps read as [N, C, H·W], an NHWC input
+// beside an NCHW one) goes to `place`, once.
+TEST_F(NativeCat, CopiesSlicesAsRowsAndPlacesTheRest) {
+  Generator gen(8);
+  const Tensor wide = randn({1, 12, 5, 5}, {}, gen).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor channels = wide.as_strided({1, 6, 5, 5}, wide.strides(), 2);
+  const Tensor tokens = randn({1, 6, 6, 4}, {}, gen);
+  const Tensor nhwc_map = randn({1, 6, 4, 4}, {}, gen).contiguous(MemoryFormat::ChannelsLast);
+  struct Case {
+    std::string name;
+    std::vector<Tensor> inputs;
+    std::int64_t dim;
+    std::size_t placed;
+  };
+  const std::vector<Case> cases = {
+      {"channel slice",
+       {channels, randn({1, 4, 5, 5}).contiguous(MemoryFormat::ChannelsLast)},
+       1,
+       0},
+      {"roll along W",
+       {tokens.as_strided({1, 6, 2, 4}, tokens.strides(), 16),
+        tokens.as_strided({1, 6, 4, 4}, tokens.strides(), 0)},
+       2,
+       0},
+      {"head maps", {nhwc_map.view({1, 6, 16}), randn({1, 6, 8})}, 2, 1},
+      {"NHWC beside NCHW", {nhwc_map, randn({1, 2, 4, 4})}, 1, 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::size_t placed = 0;
+    std::string declined;
+    const Tensor y = native::cat(c.inputs, c.dim, &declined, [&](const Tensor& in, Tensor& dst) {
+      ++placed;
+      dst.copy_(in);
+    });
+    ASSERT_TRUE(y.defined()) << declined;
+    EXPECT_EQ(placed, c.placed);
+    EXPECT_TRUE(
+        testing::all_close(y, reference::cat(c.inputs, c.dim), testing::Tolerance::exact()));
+  }
+}
+
 TEST_F(NativeCat, DeclinesWithAReason) {
   std::string why;
-  const Tensor strided = zeros({4, 6}).permute({1, 0});
-  EXPECT_FALSE(native::cat({strided, zeros({6, 4})}, 0, &why).defined());
-  EXPECT_EQ(why, "an input not dense");
   // What is wrong goes to the reference, which names the problem.
   EXPECT_FALSE(native::cat({zeros({2, 3}), zeros({3, 3})}, 1, &why).defined());
   EXPECT_EQ(why, "sizes the reference reports");
@@ -182,9 +267,9 @@ TEST_F(NativeCat, DeclinesWithAReason) {
   EXPECT_THROW(functional::cat({zeros({2, 3}), zeros({3, 3})}, 1), Error);
 }
 
-// functional::cat permutes an input of another layout into the output's (contiguous unless
-// every input is channels_last), then runs the native copy; invalid calls get the reference's
-// messages.
+// functional::cat copies an input of another layout straight into the output (contiguous
+// unless every input is channels_last) — a large one by a oneDNN reorder, counted as the seed's
+// permute — and the others by the native row copy; invalid calls get the reference's messages.
 TEST_F(NativeCat, FunctionalCatLaysOutMixedInputsAndNamesBadOnes) {
   const Tensor a = randn({1, 3, 4, 4});
   const Tensor b = randn({1, 5, 4, 4}).contiguous(MemoryFormat::ChannelsLast);
@@ -193,6 +278,17 @@ TEST_F(NativeCat, FunctionalCatLaysOutMixedInputsAndNamesBadOnes) {
   EXPECT_THAT(log.take(), Contains("cat: native"));
   EXPECT_TRUE(mixed.is_contiguous());
   EXPECT_TRUE(testing::all_close(mixed, reference::cat({a, b}, 1), testing::Tolerance::exact()));
+  // A channel shuffle's halves, one NCHW and one NHWC, large enough for the reorder.
+  const Tensor nchw = randn({1, 58, 28, 28});
+  const Tensor nhwc = randn({1, 58, 28, 28}).contiguous(MemoryFormat::ChannelsLast);
+  const auto reorders = onednn::reorder_stats().runs;
+  reset_permute_count();
+  const Tensor shuffled = functional::cat({nhwc, nchw}, 1);
+  EXPECT_EQ(onednn::reorder_stats().runs, reorders + 1);
+  EXPECT_EQ(permute_count(), 1u);
+  EXPECT_TRUE(shuffled.is_contiguous());
+  EXPECT_TRUE(
+      testing::all_close(shuffled, reference::cat({nhwc, nchw}, 1), testing::Tolerance::exact()));
   try {
     functional::cat({a, randn({1, 3, 5, 4})}, 1);
     ADD_FAILURE() << "expected an error";

@@ -2,6 +2,7 @@
 // layouts, odd sizes, 1 and 2 threads; their declines; and that functional:: runs them on oneDNN.
 // (cat: tests/kernels/native_concat_test.cpp.)
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -183,6 +184,52 @@ TEST_P(OnednnNewOps, ReorderIsContiguousInTheOtherLayout) {
   const Tensor strided = randn({1, 4, 6, 6}).as_strided({1, 4, 3, 3}, {144, 36, 12, 2}, 0);
   EXPECT_FALSE(onednn::reorder(strided, CL, &declined).defined());
   EXPECT_NE(declined.find("not dense"), std::string::npos);
+}
+
+// reorder_into writes into a destination the caller holds, both with any strides: a strided
+// view into a slice of a larger tensor (a concat's place for one input), of ranks 1 to 5, in
+// both dtypes; the elements around the slice stay as they were.
+TEST_P(OnednnNewOps, ReorderIntoWritesAnyStridesIntoAnyStrides) {
+  Generator gen(14);
+  for (DType dtype : {DType::Float32, DType::BFloat16}) {
+    for (const Shape& s :
+         {Shape{37}, Shape{6, 5}, Shape{2, 7, 9}, Shape{1, 13, 7, 9}, Shape{2, 3, 4, 5, 6}}) {
+      const auto rank = static_cast<std::int64_t>(s.size());
+      SCOPED_TRACE(fmt::format("[{}] {}", fmt::join(s, ", "), dtype_name(dtype)));
+      // Source: every other element of the last dim, reversed dim order in memory.
+      Shape wide = s;
+      wide.back() *= 2;
+      Shape order(s.size());
+      for (std::int64_t d = 0; d < rank; ++d) order[d] = rank - 1 - d;
+      const Tensor base = randn(wide, {}, gen).to(dtype).permute(order).contiguous().permute(order);
+      Shape src_strides = base.strides();
+      src_strides.back() *= 2;
+      const Tensor src = base.as_strided(s, src_strides, 1);
+      // Destination: the slice at offset 2 of a tensor 3 wider along dim 0, filled with 7.
+      Shape outer = s;
+      outer[0] += 3;
+      Tensor whole = full(outer, 7.0f).to(dtype);
+      Tensor dst = whole.as_strided(s, whole.strides(), 2 * whole.stride(0));
+      std::string declined;
+      ASSERT_TRUE(onednn::reorder_into(src, dst, &declined)) << declined;
+      EXPECT_TRUE(testing::all_close(dst, src, Tolerance::exact()));
+      const std::vector<float> all = whole.to_vector();
+      const std::int64_t before = 2 * whole.stride(0), after = before + dst.numel();
+      for (std::int64_t i = 0; i < whole.numel(); ++i) {
+        if (i < before || i >= after) {
+          ASSERT_EQ(all[static_cast<std::size_t>(i)], 7.0f) << i;
+        }
+      }
+    }
+  }
+  std::string declined;
+  Tensor four = empty({2, 2});
+  EXPECT_FALSE(onednn::reorder_into(randn({2, 3}), four, &declined));
+  EXPECT_NE(declined.find("differ in size"), std::string::npos) << declined;
+  Tensor ints = empty({2, 2}, {DType::Int64});
+  EXPECT_FALSE(onednn::reorder_into(empty({2, 2}, {DType::Int64}), ints, &declined));
+  Tensor none = empty({2, 0});
+  EXPECT_FALSE(onednn::reorder_into(empty({2, 0}), none, &declined));
 }
 
 TEST_P(OnednnNewOps, ToFormatUsesTheReorderForLargeFourDimFloatPermutes) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include "kernels/native/decline.h"
@@ -19,6 +20,35 @@ namespace {
 Shape physical_sizes(const Tensor& t, MemoryFormat format) {
   if (format != MemoryFormat::ChannelsLast) return t.sizes();
   return {t.size(0), t.size(2), t.size(3), t.size(1)};
+}
+Shape physical_strides(const Tensor& t, MemoryFormat format) {
+  if (format != MemoryFormat::ChannelsLast) return t.strides();
+  return {t.stride(0), t.stride(2), t.stride(3), t.stride(1)};
+}
+
+// The distance in elements between t's rows as cat copies them, [outer][inner] over the
+// physical axes before q and from q on: the axes from q on one dense run, those before q one
+// arithmetic run of rows (size-1 axes aside). A dense t's rows are `inner` apart; a slice's
+// further (a channel slice of an NHWC tensor, torch.roll's slice along W). nullopt when t's
+// memory holds no such rows (a permuted view, an NCHW input beside NHWC ones).
+std::optional<std::int64_t> row_stride(const Tensor& t, MemoryFormat format, std::int64_t q) {
+  const Shape sizes = physical_sizes(t, format), strides = physical_strides(t, format);
+  std::int64_t run = 1;  // the stride the next axis outward must have to continue the run
+  for (auto a = static_cast<std::int64_t>(sizes.size()) - 1; a >= q; --a) {
+    const auto u = static_cast<std::size_t>(a);
+    if (sizes[u] == 1) continue;
+    if (strides[u] != run) return std::nullopt;
+    run *= sizes[u];
+  }
+  std::optional<std::int64_t> row;
+  for (auto a = q - 1; a >= 0; --a) {
+    const auto u = static_cast<std::size_t>(a);
+    if (sizes[u] == 1) continue;
+    if (row && strides[u] != run) return std::nullopt;
+    if (!row) row = strides[u];
+    run = strides[u] * sizes[u];
+  }
+  return row.value_or(run);
 }
 
 // memcpy for the short rows of a channel concat in NHWC (a GhostNet module's 8 + 8 channels
@@ -51,20 +81,24 @@ std::int64_t physical_axis(std::int64_t d, MemoryFormat format) {
 }
 
 // Rows o < outer of the whole tensor, each holding piece k's row of piece_bytes[k] at the offset
-// of the pieces before it: copy(o, k, offset) moves one piece row. Rows go in blocks, each block
-// piece by piece: the row size stays the same through a block's inner loop (copy_row's branch
-// settles), and each piece is read or written as one stream.
-template <typename Copy>
+// of the pieces before it: copy(o, k, offset) moves one piece row, for every piece k with
+// moved(k). Rows go in blocks, each block piece by piece: the row size stays the same through a
+// block's inner loop (copy_row's branch settles), and each piece is read or written as one
+// stream.
+template <typename Moved, typename Copy>
 void for_each_piece_row(std::int64_t outer, const std::vector<std::size_t>& piece_bytes,
-                        int threads, Copy&& copy) {
-  constexpr std::int64_t kBlockRows = 256;
-  const std::int64_t blocks = (outer + kBlockRows - 1) / kBlockRows;
+                        int threads, Moved&& moved, Copy&& copy) {
+  // 256 rows a block, fewer where that leaves a thread idle: torch.roll's slices of Swin's
+  // [1, 56, 56, 96] tokens are 56 rows of 5–50 KiB.
+  const std::int64_t block_rows =
+      std::clamp<std::int64_t>((outer + 4 * threads - 1) / (4 * threads), 1, 256);
+  const std::int64_t blocks = (outer + block_rows - 1) / block_rows;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t b = 0; b < blocks; ++b) {
-    const std::int64_t begin = b * kBlockRows, end = std::min(outer, begin + kBlockRows);
+    const std::int64_t begin = b * block_rows, end = std::min(outer, begin + block_rows);
     std::size_t offset = 0;  // piece k's place in a row of the whole
     for (std::size_t k = 0; k < piece_bytes.size(); ++k) {
-      if (piece_bytes[k] > 0)
+      if (piece_bytes[k] > 0 && moved(k))
         for (std::int64_t o = begin; o < end; ++o) copy(o, k, offset);
       offset += piece_bytes[k];
     }
@@ -73,7 +107,8 @@ void for_each_piece_row(std::int64_t outer, const std::vector<std::size_t>& piec
 
 }  // namespace
 
-Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* declined) {
+Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* declined,
+           const PlaceInput& place) {
   constexpr std::string_view op = "cat";
   if (inputs.empty() || !inputs[0].defined() || inputs[0].dim() == 0)
     return decline(op, "inputs the reference reports", declined);
@@ -98,8 +133,6 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* dec
       if (a != d && t.size(a) != first.size(a))
         return decline(op, "sizes the reference reports", declined);
     }
-    if (t.numel() > 0 && !t.is_contiguous(format))
-      return decline(op, "an input not dense", declined);
     const Shape physical = physical_sizes(t, format);
     inner[k] = 1;
     for (std::int64_t a = q; a < rank; ++a) inner[k] *= physical[static_cast<std::size_t>(a)];
@@ -108,20 +141,40 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* dec
   Tensor output = empty(out_sizes, {first.dtype(), format});
   if (output.numel() == 0) return output;
 
+  // Rows from the inputs whose memory holds them, in one pass over the output.
+  std::vector<std::optional<std::int64_t>> rows(inputs.size());
+  for (std::size_t k = 0; k < inputs.size(); ++k)
+    if (inputs[k].numel() > 0) rows[k] = row_stride(inputs[k], format, q);
   const std::size_t element = first.element_size();
   const std::size_t row_bytes = static_cast<std::size_t>(output.numel() / outer) * element;
   std::vector<const std::byte*> sources(inputs.size());
-  std::vector<std::size_t> bytes(inputs.size());
+  std::vector<std::size_t> bytes(inputs.size()), source_row_bytes(inputs.size());
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     sources[k] = static_cast<const std::byte*>(inputs[k].data_ptr());
     bytes[k] = static_cast<std::size_t>(inner[k]) * element;
+    source_row_bytes[k] = static_cast<std::size_t>(rows[k].value_or(0)) * element;
   }
   auto* out = static_cast<std::byte*>(output.data_ptr());
-  for_each_piece_row(outer, bytes, row_kernel_threads(output.numel()),
-                     [&](std::int64_t o, std::size_t k, std::size_t offset) {
-                       const auto r = static_cast<std::size_t>(o);
-                       copy_row(out + r * row_bytes + offset, sources[k] + r * bytes[k], bytes[k]);
-                     });
+  for_each_piece_row(
+      outer, bytes, row_kernel_threads(output.numel()),
+      [&](std::size_t k) { return rows[k].has_value(); },
+      [&](std::int64_t o, std::size_t k, std::size_t offset) {
+        const auto r = static_cast<std::size_t>(o);
+        copy_row(out + r * row_bytes + offset, sources[k] + r * source_row_bytes[k], bytes[k]);
+      });
+  // Then each other input straight into its place: the output's view at its offset along d.
+  std::int64_t offset = output.storage_offset();
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const Tensor& t = inputs[k];
+    if (t.numel() > 0 && !rows[k]) {
+      Tensor dst = output.as_strided(t.sizes(), output.strides(), offset);
+      if (place)
+        place(t, dst);
+      else
+        dst.copy_(t);
+    }
+    offset += t.size(d) * output.stride(d);
+  }
   return output;
 }
 
@@ -161,11 +214,12 @@ std::vector<Tensor> split(const Tensor& x, std::int64_t dim,
   if (x.numel() == 0) return pieces;
   const std::size_t row_bytes = static_cast<std::size_t>(x.size(d) * after) * element;
   const auto* in = static_cast<const std::byte*>(x.data_ptr());
-  for_each_piece_row(outer, bytes, row_kernel_threads(x.numel()),
-                     [&](std::int64_t o, std::size_t k, std::size_t offset) {
-                       const auto r = static_cast<std::size_t>(o);
-                       copy_row(targets[k] + r * bytes[k], in + r * row_bytes + offset, bytes[k]);
-                     });
+  for_each_piece_row(
+      outer, bytes, row_kernel_threads(x.numel()), [](std::size_t) { return true; },
+      [&](std::int64_t o, std::size_t k, std::size_t offset) {
+        const auto r = static_cast<std::size_t>(o);
+        copy_row(targets[k] + r * bytes[k], in + r * row_bytes + offset, bytes[k]);
+      });
   return pieces;
 }
 

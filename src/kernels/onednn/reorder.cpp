@@ -1,5 +1,6 @@
-// oneDNN reorder between two strided descriptions of one 4-d tensor: the input's own strides
-// and those of `format` (NCHW: [CHW, HW, W, 1]; NHWC: [HWC, 1, WC, C]).
+// oneDNN reorder between two strided descriptions of one tensor: the input's own strides and
+// the destination's — those of `format` (NCHW: [CHW, HW, W, 1]; NHWC: [HWC, 1, WC, C]) for
+// reorder, any for reorder_into.
 #include "kernels/onednn/reorder.h"
 
 #include <memory>
@@ -33,6 +34,49 @@ dnnl::memory::desc desc_of(const Shape& sizes, const Shape& strides, DType dtype
 
 }  // namespace
 
+bool reorder_into(const Tensor& input, Tensor& dst, std::string* declined) {
+  constexpr std::string_view op = "reorder";
+  auto refuse = [&](std::string reason) {
+    decline(op, std::move(reason), declined);
+    return false;
+  };
+  if (!input.defined() || !dst.defined()) return refuse("an undefined tensor");
+  if (input.sizes() != dst.sizes())
+    return refuse(fmt::format("input {} and destination {} differ in size", input.description(),
+                              dst.description()));
+  const DType dtype = input.dtype();
+  if (dtype != dst.dtype() || (dtype != DType::Float32 && dtype != DType::BFloat16))
+    return refuse(fmt::format("dtypes {} → {}: float32 or bfloat16 only", dtype_name(dtype),
+                              dtype_name(dst.dtype())));
+  if (input.dim() < 1 || input.dim() > DNNL_MAX_NDIMS)
+    return refuse(fmt::format("{} dims: 1 to oneDNN's {} only", input.dim(), DNNL_MAX_NDIMS));
+  if (input.numel() == 0) return refuse("a zero-sized dimension");
+  const int threads = apply_num_threads();
+
+  CacheKey key{static_cast<std::int64_t>(dtype), threads};
+  for (const Shape* s : {&input.sizes(), &input.strides(), &dst.strides()})
+    key.insert(key.end(), s->begin(), s->end());
+  const std::shared_ptr<Primitive> prim = cache().find_or_make(key, [&] {
+    auto made = std::make_shared<Primitive>();
+    made->declined = try_build(op, "reorder", [&] {
+      made->src = desc_of(input.sizes(), input.strides(), dtype);
+      made->dst = desc_of(dst.sizes(), dst.strides(), dtype);
+      made->primitive = dnnl::reorder(dnnl::reorder::primitive_desc(
+          cpu_engine(), made->src, cpu_engine(), made->dst, user_scratchpad()));
+    });
+    return made;
+  });
+  if (!prim->declined.empty()) return refuse(prim->declined);
+
+  cache().execute(op, [&](dnnl::stream& stream) {
+    // oneDNN only reads the source (const_cast: no version bump).
+    dnnl::memory src(prim->src, cpu_engine(), const_cast<void*>(input.data_ptr()));
+    dnnl::memory to(prim->dst, cpu_engine(), dst.data_ptr());
+    execute(prim->primitive, stream, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, to}});
+  });
+  return true;
+}
+
 Tensor reorder(const Tensor& input, MemoryFormat format, std::string* declined) {
   constexpr std::string_view op = "reorder";
   if (!input.defined()) return decline(op, "input is undefined", declined);
@@ -40,39 +84,10 @@ Tensor reorder(const Tensor& input, MemoryFormat format, std::string* declined) 
     return decline(op, "'preserve' is not a target layout", declined);
   if (input.dim() != 4)
     return decline(op, fmt::format("input {} is not 4-d", input.description()), declined);
-  const DType dtype = input.dtype();
-  if (dtype != DType::Float32 && dtype != DType::BFloat16)
-    return decline(op, fmt::format("dtype {} is not float32 or bfloat16", dtype_name(dtype)),
-                   declined);
-  if (input.numel() == 0) return decline(op, "a zero-sized dimension", declined);
   if (!input.is_non_overlapping_and_dense())
     return decline(op, fmt::format("input {} is not dense", input.description()), declined);
-  const int threads = apply_num_threads();
-
-  Tensor output = empty(input.sizes(), {dtype, format});
-  CacheKey key{static_cast<std::int64_t>(dtype), static_cast<std::int64_t>(format), threads};
-  for (const Shape* s : {&input.sizes(), &input.strides()})
-    key.insert(key.end(), s->begin(), s->end());
-
-  const std::shared_ptr<Primitive> prim = cache().find_or_make(key, [&] {
-    auto made = std::make_shared<Primitive>();
-    made->declined = try_build(op, "reorder", [&] {
-      made->src = desc_of(input.sizes(), input.strides(), dtype);
-      made->dst = desc_of(output.sizes(), output.strides(), dtype);
-      made->primitive = dnnl::reorder(dnnl::reorder::primitive_desc(
-          cpu_engine(), made->src, cpu_engine(), made->dst, user_scratchpad()));
-    });
-    return made;
-  });
-  if (!prim->declined.empty()) return decline(op, prim->declined, declined);
-
-  cache().execute(op, [&](dnnl::stream& stream) {
-    // oneDNN only reads the source (const_cast: no version bump).
-    dnnl::memory src(prim->src, cpu_engine(), const_cast<void*>(input.data_ptr()));
-    dnnl::memory dst(prim->dst, cpu_engine(), output.data_ptr());
-    execute(prim->primitive, stream, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
-  });
-  return output;
+  Tensor output = empty(input.sizes(), {input.dtype(), format});
+  return reorder_into(input, output, declined) ? output : Tensor{};
 }
 
 PrimitiveStats reorder_stats() { return cache().stats(); }

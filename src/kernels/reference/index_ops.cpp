@@ -107,8 +107,10 @@ SliceGeometry slice_geometry(const Tensor& data, const std::vector<SliceDim>& di
         "slice: start {} step {} count {} outside dimension {} of size {}", s.start, s.step,
         s.count, d, data.sizes()[d]);
     g.sizes[d] = s.count;
-    // With one element the step is never taken (and may be huge: no overflow).
-    g.strides[d] = s.count > 1 ? s.step * data.strides()[d] : 0;
+    // With one element the step is never taken (and may be huge: no overflow); the dim keeps
+    // data's stride, so a view keeps the layout data's memory has (suggest_memory_format: a
+    // channel slice of an NHWC batch of one is still channels_last).
+    g.strides[d] = s.count > 1 ? s.step * data.strides()[d] : data.strides()[d];
     if (s.count > 0) g.base += s.start * data.strides()[d];
   }
   return g;
