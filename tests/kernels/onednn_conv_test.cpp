@@ -266,7 +266,8 @@ TEST_F(OnednnConv, PostOpsMatchReference) {
 
 // The residual before the activation: a sum post-op (dst starts as the residual) for a spatial
 // kernel, a binary_add operand for a 1×1 one, where oneDNN's 1×1 kernels run it faster; a
-// deconvolution keeps the sum; and the sum wherever dst is the residual itself.
+// deconvolution keeps the sum; and the sum wherever dst is the residual itself. After the
+// activation, the same (run_conv builds an operand instead where the kernel would be ref:any).
 TEST(OnednnPostOpChain, TheResidualIsABinaryOperandOfA1x1Conv) {
   PostOps post;
   post.residual = zeros({1, 8, 4, 4});
@@ -284,47 +285,68 @@ TEST(OnednnPostOpChain, TheResidualIsABinaryOperandOfA1x1Conv) {
   EXPECT_EQ(onednn::detail::post_op_chain_text(PostOps{}, p), "none");
   p.transposed = false;
   EXPECT_EQ(onednn::detail::post_op_chain_text(post, p, /*in_place=*/true), "sum+eltwise_relu");
+  // After the activation, by the same rule.
+  post.then = {PostStep{.add_residual = true}};
+  EXPECT_EQ(onednn::detail::post_op_chain_text(post, p), "eltwise_relu+binary_add");
+  EXPECT_EQ(onednn::detail::post_op_chain_text(post, p, /*in_place=*/true), "eltwise_relu+sum");
+  p.weight_dims = {8, 8, 3, 3};
+  EXPECT_EQ(onednn::detail::post_op_chain_text(post, p), "eltwise_relu+sum");
 }
 
 // PostOps::overwrite_residual: where the residual is dense in the output's layout, the result is
 // written over it (1×1 and spatial kernels, both layouts) and equals the reference; a residual
 // in another layout is left alone and the result is new memory; without the flag, the residual
-// is never written.
+// is never written. The same for a residual added after the activation (a step's, HRNet's
+// relu(conv) + branch), which is a sum post-op where the kernel takes a sum after other
+// post-ops (AVX-512's brgconv in NHWC) and else a binary operand, never oneDNN's reference.
 TEST_F(OnednnConv, OverwritesAResidualItMayWhereItsLayoutIsTheOutputs) {
-  for (const std::int64_t k : {1, 3}) {
-    for (const MemoryFormat layout : {NCHW, NHWC}) {
-      const ConvCase c{.name = fmt::format("{}x{} {}", k, k, memory_format_name(layout)),
-                       .kh = k,
-                       .kw = k,
-                       .padding = k / 2,
-                       .activation = Activation::ReLU,
-                       .residual = true};
-      SCOPED_TRACE(c.name);
-      const Operands o = make_operands(c);
-      Generator gen(7);
-      const Tensor residual = normal({c.n, c.c_out, c.h, c.w}, 1.0, gen);
-      PostOps ref_post;
-      ref_post.activation = c.activation;
-      ref_post.residual = residual;
-      const Tensor expected =
-          reference::apply_post_ops(reference_conv(c, o.input, o.weight, o.bias), ref_post);
-      const Tensor x = o.input.contiguous(layout);
-      for (const MemoryFormat residual_layout : {NCHW, NHWC}) {
-        for (const bool overwrite : {false, true}) {
-          SCOPED_TRACE(fmt::format("residual {}, overwrite {}", memory_format_name(residual_layout),
-                                   overwrite));
-          PostOps post = ref_post;
-          post.residual = residual.clone(residual_layout);
-          post.overwrite_residual = overwrite;
-          const std::vector<float> before = post.residual.to_vector();
-          std::string declined;
-          const Tensor y = onednn::conv2d(x, o.weight, o.bias, conv_options(c), post, &declined);
-          ASSERT_TRUE(y.defined()) << declined;
-          EXPECT_TRUE(testing::all_close(y, expected, Tolerance::op_f32()));
-          const bool in_place = overwrite && residual_layout == layout;
-          EXPECT_EQ(y.is_same(post.residual), in_place);
-          if (!in_place) {
-            EXPECT_EQ(post.residual.to_vector(), before);
+  for (const bool late : {false, true}) {
+    for (const std::int64_t k : {1, 3}) {
+      for (const MemoryFormat layout : {NCHW, NHWC}) {
+        const ConvCase c{.name = fmt::format("{}x{} {}{}", k, k, memory_format_name(layout),
+                                             late ? ", residual after the activation" : ""),
+                         .kh = k,
+                         .kw = k,
+                         .padding = k / 2,
+                         .activation = Activation::ReLU,
+                         .residual = true};
+        SCOPED_TRACE(c.name);
+        const Operands o = make_operands(c);
+        Generator gen(7);
+        const Tensor residual = normal({c.n, c.c_out, c.h, c.w}, 1.0, gen);
+        PostOps ref_post;
+        ref_post.activation = c.activation;
+        ref_post.residual = residual;
+        if (late) ref_post.then = {PostStep{.add_residual = true}};
+        const Tensor expected =
+            reference::apply_post_ops(reference_conv(c, o.input, o.weight, o.bias), ref_post);
+        const Tensor x = o.input.contiguous(layout);
+        for (const MemoryFormat residual_layout : {NCHW, NHWC}) {
+          for (const bool overwrite : {false, true}) {
+            SCOPED_TRACE(fmt::format("residual {}, overwrite {}",
+                                     memory_format_name(residual_layout), overwrite));
+            PostOps post = ref_post;
+            post.residual = residual.clone(residual_layout);
+            post.overwrite_residual = overwrite;
+            const std::vector<float> before = post.residual.to_vector();
+            std::string declined;
+            DispatchLog log;
+            const Tensor y = onednn::conv2d(x, o.weight, o.bias, conv_options(c), post, &declined);
+            ASSERT_TRUE(y.defined()) << declined;
+            log_dispatch("conv2d", "onednn");  // records the implementation run_conv noted
+            const std::vector<std::string> ran = log.take();
+            ASSERT_EQ(ran.size(), 1u);
+            EXPECT_THAT(ran[0], Not(HasSubstr(" ref"))) << ran[0];
+            EXPECT_TRUE(testing::all_close(y, expected, Tolerance::op_f32()));
+            const bool may = overwrite && residual_layout == layout;
+            if (!late || (layout == NHWC && onednn::detail::has_avx512_core())) {
+              EXPECT_EQ(y.is_same(post.residual), may);
+            } else if (!may) {
+              EXPECT_FALSE(y.is_same(post.residual));
+            }
+            if (!y.is_same(post.residual)) {
+              EXPECT_EQ(post.residual.to_vector(), before);
+            }
           }
         }
       }

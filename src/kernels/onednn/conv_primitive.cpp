@@ -30,8 +30,20 @@ using tag = dnnl::memory::format_tag;
 using md = dnnl::memory::desc;
 
 // One cached primitive: what oneDNN built for one problem, or why it could not.
+// One entry of the oneDNN post-op chain of a PostOps, in the order oneDNN applies them.
+struct ChainEntry {
+  // Sum: adds what dst holds (the residual, copied there first). Binary: a binary_mul/add with
+  // per-channel `values`, or, with values null, a binary_add of the residual itself (dst's
+  // sizes and layout).
+  enum class Kind : std::uint8_t { Sum, Eltwise, Binary } kind;
+  dnnl::algorithm alg = dnnl::algorithm::undef;
+  float alpha = 0.f, beta = 0.f;               // Eltwise
+  const std::vector<float>* values = nullptr;  // Binary: one per output channel, or the residual
+};
+
 struct Primitive {
-  std::uint64_t id = 0;  // names the primitive in the packed-weight keys
+  std::uint64_t id = 0;           // names the primitive in the packed-weight keys
+  std::vector<ChainEntry> chain;  // the post-ops it was built with (their kinds; no values)
   std::string declined;  // non-empty: oneDNN cannot take this problem (cached, not retried)
   dnnl::primitive primitive;
   md src_desc, weights_desc, bias_desc, dst_desc;
@@ -82,17 +94,6 @@ dt to_dnnl(DType dtype) {
   fail("onednn: dtype {} has no oneDNN type", dtype_name(dtype));
 }
 
-// One entry of the oneDNN post-op chain of a PostOps, in the order oneDNN applies them.
-struct ChainEntry {
-  // Sum: adds what dst holds (the residual, copied there first). Binary: a binary_mul/add with
-  // per-channel `values`, or, with values null, a binary_add of the residual itself (dst's
-  // sizes and layout): oneDNN's JIT convs take a sum only as the first post-op.
-  enum class Kind : std::uint8_t { Sum, Eltwise, Binary } kind;
-  dnnl::algorithm alg = dnnl::algorithm::undef;
-  float alpha = 0.f, beta = 0.f;               // Eltwise
-  const std::vector<float>* values = nullptr;  // Binary: one per output channel, or the residual
-};
-
 // The activation as eltwise entries (oneDNN applies them in f32 to the accumulator).
 void add_activation(std::vector<ChainEntry>& chain, Activation activation, double negative_slope) {
   for (const EltwiseOp& op : activation_eltwise(activation, negative_slope))
@@ -106,28 +107,30 @@ bool pointwise(const detail::ConvProblem& p) {
                      p.weight_dims.end(), [](std::int64_t k) { return k == 1; });
 }
 
-// y = act(conv + bias + residual), then each step. The residual before the activation is a sum
-// post-op (it adds what dst holds before the primitive runs) when dst is the residual itself
-// (`in_place`, see run_conv) or the kernel is spatial (the residual copied into dst first), and
-// a binary_add with the residual as operand for a 1×1 kernel whose dst is new memory. oneDNN's
-// 1×1 kernels with binary_add took 0.62–0.70× the time of their sum form with its copy
-// (ResNet-50's 64→256 at 56², both with AVX-512 and capped at AVX2, bench/RESULTS.md), but
-// on AVX-512 a full-size binary operand sends them (and the spatial ones) to the older jit
-// kernels, and the sum in place, which copies nothing, runs brgconv_1x1: 0.74–0.87× the
-// binary_add's time on ResNet-50's 1×1 convs, and no slower with AVX2. A step's residual is a
-// binary_add operand. A per-tensor scale or shift is eltwise_linear(α·x + β), a per-channel one
-// a binary mul/add with a [1, C, 1, 1] operand.
+// y = act(conv + bias + residual), then each step; a step's residual is added where the step
+// says, after the activation (HRNet's downsampling convs: relu(conv) + the next branch). The
+// residual is a sum post-op (it adds what dst holds when the primitive reaches it) when dst is
+// the residual itself (`in_place`, see run_conv) or the kernel is spatial (the residual copied
+// into dst first), and a binary_add with the residual as operand for a 1×1 kernel whose dst is
+// new memory, or where `residual_operand` asks for it. oneDNN's 1×1 kernels with binary_add took
+// 0.62–0.70× the time of their sum form with its copy (ResNet-50's 64→256 at 56², both with
+// AVX-512 and capped at AVX2, bench/RESULTS.md), but on AVX-512 a full-size binary operand sends
+// them (and the spatial ones) to the older jit kernels, and the sum in place, which copies
+// nothing, runs brgconv_1x1: 0.74–0.87× the binary_add's time on ResNet-50's 1×1 convs, and no
+// slower with AVX2; a spatial conv with relu + sum runs brgconv in 0.82–0.88× the time of relu
+// + binary_add on jit:avx512_core (HRNet's 3×3 stride-2 convs). oneDNN's older JIT convs (all
+// of them with AVX2) take a sum only as the first post-op and leave a later one to `ref:any`:
+// run_conv then builds the chain again with `residual_operand`. A per-tensor scale or shift is
+// eltwise_linear(α·x + β), a per-channel one a binary mul/add with a [1, C, 1, 1] operand.
 std::vector<ChainEntry> post_op_chain(const PostOps& post, const detail::ConvProblem& p,
-                                      bool in_place) {
+                                      bool in_place, bool residual_operand = false) {
   std::vector<ChainEntry> chain;
+  const ChainEntry residual =
+      residual_operand || (pointwise(p) && !in_place)
+          ? ChainEntry{ChainEntry::Kind::Binary, dnnl::algorithm::binary_add, 0.f, 0.f, nullptr}
+          : ChainEntry{ChainEntry::Kind::Sum};
   const bool late = post.residual_in_steps();
-  if (post.residual.defined() && !late) {
-    if (pointwise(p) && !in_place) {
-      chain.push_back({ChainEntry::Kind::Binary, dnnl::algorithm::binary_add, 0.f, 0.f, nullptr});
-    } else {
-      chain.push_back({ChainEntry::Kind::Sum});
-    }
-  }
+  if (post.residual.defined() && !late) chain.push_back(residual);
   add_activation(chain, post.activation, post.negative_slope);
   using alg = dnnl::algorithm;
   for (const PostStep& step : post.then) {
@@ -149,8 +152,7 @@ std::vector<ChainEntry> post_op_chain(const PostOps& post, const detail::ConvPro
       affine(step.scale, alg::binary_mul, true);
       affine(step.shift, alg::binary_add, false);
     }
-    if (step.add_residual)
-      chain.push_back({ChainEntry::Kind::Binary, alg::binary_add, 0.f, 0.f, nullptr});
+    if (step.add_residual) chain.push_back(residual);
     add_activation(chain, step.activation, step.negative_slope);
   }
   return chain;
@@ -188,6 +190,8 @@ std::shared_ptr<Primitive> create_primitive(const detail::ConvProblem& p, DType 
                                             MemoryFormat layout, bool has_bias,
                                             const std::vector<ChainEntry>& chain) {
   auto e = std::make_shared<Primitive>();
+  e->chain = chain;
+  for (ChainEntry& entry : e->chain) entry.values = nullptr;  // the building call's, not kept
   const dt type = to_dnnl(dtype);
   const tag layout_tag = activation_tag(layout, p.src_dims.size());
   const md src_md(p.src_dims, type, layout_tag);
@@ -386,9 +390,10 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
   const int threads = apply_num_threads();  // oneDNN sizes its blocking for this team
   const bool has_bias = bias.defined();
   // dst is the residual itself, which the sum post-op adds where it lies: no copy, no new memory.
+  // (Unless the primitive takes the residual as an operand after all: `summed` below.)
   const bool in_place = post.overwrite_residual && post.residual.defined() &&
-                        !post.residual_in_steps() && post.residual.dtype() == dtype &&
-                        post.residual.sizes() == p.dst_dims && post.residual.is_contiguous(layout);
+                        post.residual.dtype() == dtype && post.residual.sizes() == p.dst_dims &&
+                        post.residual.is_contiguous(layout);
 
   // The primitive depends on everything but the weight's values and strides.
   CacheKey key;
@@ -424,6 +429,17 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
   }
   if (!prim) {
     prim = create_primitive(p, dtype, layout, has_bias, chain);
+    const bool late_sum = post.residual_in_steps() && !chain.empty() &&
+                          std::any_of(chain.begin(), chain.end(), [](const ChainEntry& e) {
+                            return e.kind == ChainEntry::Kind::Sum;
+                          });
+    if (late_sum && prim->impl.rfind("ref", 0) == 0) {
+      // A sum after other post-ops, which this CPU's kernels leave to ref:any: the residual as
+      // a binary operand instead (cached under this problem's key).
+      std::shared_ptr<Primitive> operand = create_primitive(
+          p, dtype, layout, has_bias, post_op_chain(post, p, in_place, /*residual_operand=*/true));
+      if (operand->declined.empty()) prim = std::move(operand);
+    }
     const std::lock_guard<std::mutex> lock(c.mutex);
     ++c.stats.primitive_misses;
     prim->id = c.next_id++;
@@ -434,8 +450,8 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
                       "post-ops {} (oneDNN: {}), {} threads{}{}",
                       p.op, prim->impl.empty() ? "(none)" : prim->impl, dtype_name(dtype),
                       memory_format_name(layout), fmt::join(p.src_dims, "x"),
-                      fmt::join(p.weight_dims, "x"), post.description(), chain_text(chain), threads,
-                      prim->declined.empty() ? "" : ": ", prim->declined));
+                      fmt::join(p.weight_dims, "x"), post.description(), chain_text(prim->chain),
+                      threads, prim->declined.empty() ? "" : ": ", prim->declined));
   }
   if (!prim->declined.empty()) return decline(p.op, prim->declined, declined);
   note_dispatch_detail(prim->impl);
@@ -488,12 +504,12 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
 
   // The sum post-op accumulates onto dst: dst is the residual itself, or starts as its copy.
   // Else the residual is a binary operand in dst's layout.
-  Tensor output = in_place ? post.residual : empty(p.dst_dims, {dtype, layout});
+  const bool summed = std::any_of(prim->chain.begin(), prim->chain.end(), [](const ChainEntry& e) {
+    return e.kind == ChainEntry::Kind::Sum;
+  });
+  Tensor output = in_place && summed ? post.residual : empty(p.dst_dims, {dtype, layout});
   Tensor residual_operand;
-  if (post.residual.defined() && !in_place) {
-    const bool summed = std::any_of(chain.begin(), chain.end(), [](const ChainEntry& e) {
-      return e.kind == ChainEntry::Kind::Sum;
-    });
+  if (post.residual.defined() && !(in_place && summed)) {
     if (summed) {
       output.copy_(post.residual);
     } else {
@@ -510,8 +526,10 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
     if (has_bias)
       args.emplace(DNNL_ARG_BIAS,
                    dnnl::memory(prim->bias_desc, engine, const_cast<void*>(bias_f32.data_ptr())));
+    // The kinds the primitive was built with (the residual's may differ from `chain`'s), the
+    // values of this call.
     for (std::size_t i = 0; i < chain.size(); ++i) {
-      if (chain[i].kind != ChainEntry::Kind::Binary) continue;
+      if (prim->chain[i].kind != ChainEntry::Kind::Binary) continue;
       void* data = chain[i].values != nullptr
                        ? static_cast<void*>(const_cast<float*>(chain[i].values->data()))
                        : const_cast<void*>(residual_operand.data_ptr());
