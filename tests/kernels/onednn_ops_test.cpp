@@ -21,6 +21,7 @@
 #include "kernels/onednn/conv2d.h"
 #include "kernels/onednn/eltwise.h"
 #include "kernels/onednn/pooling.h"
+#include "kernels/verbose.h"
 #include "refold/error.h"
 #include "refold/functional.h"
 #include "refold/reference.h"
@@ -424,19 +425,34 @@ TEST_F(OnednnOps, BinaryBfloat16RunsNativelyOrFallsBackToTheReference) {
   }
 }
 
-// functional::add and mul run oneDNN's binary for float32, but for an NHWC tensor and one value
-// per channel, which refold's channel kernel takes where the CPU has AVX2
-// (kernels/native/channel_binary.h).
-TEST_F(OnednnOps, FunctionalAddAndMulRunOnOnednnForFloat32) {
+// functional::add and mul run oneDNN's binary for two large float32 operands of one shape;
+// refold's channel kernel takes an NHWC tensor and one value per channel, and its broadcast
+// loop any other broadcast and any small pair, where the CPU has AVX2 (oneDNN's otherwise).
+TEST_F(OnednnOps, FunctionalAddAndMulRunOnOnednnForLargeSameShapeFloat32) {
   Generator gen(23);
   const Tensor a = normal({1, 13, 4, 4}, 2.0, gen).contiguous(MemoryFormat::ChannelsLast);
   const Tensor b = normal({1, 13, 1, 1}, 2.0, gen);
+  const Tensor large = normal({1, 64, 32, 32}, 2.0, gen);  // 2^16 elements
   const std::uint64_t before = onednn::binary_stats().runs;
+  DispatchLog log;
   functional::add(a, b);
   functional::mul(b, a);
   functional::add(a, a);
   functional::mul(a.contiguous(), b);
-  EXPECT_EQ(onednn::binary_stats().runs, before + (native::cpu_has_avx2_fma() ? 2 : 4));
+  functional::add(large, large);
+  functional::mul(large, large.contiguous(MemoryFormat::ChannelsLast));
+  const std::vector<std::string> ran = log.take();
+  ASSERT_EQ(ran.size(), 6u);
+  if (native::cpu_has_avx2_fma()) {
+    EXPECT_EQ(onednn::binary_stats().runs, before + 2);
+    EXPECT_EQ(ran[0].rfind("add: native", 0), 0u) << ran[0];
+    EXPECT_EQ(ran[2].rfind("add: native broadcast", 0), 0u) << ran[2];
+    EXPECT_EQ(ran[3].rfind("mul: native broadcast", 0), 0u) << ran[3];
+  } else {
+    EXPECT_EQ(onednn::binary_stats().runs, before + 6);
+  }
+  EXPECT_EQ(ran[4].rfind("add: onednn", 0), 0u) << ran[4];
+  EXPECT_EQ(ran[5].rfind("mul: onednn", 0), 0u) << ran[5];
 }
 
 TEST_F(OnednnOps, BinaryPrimitivesAreCachedPerProblem) {
