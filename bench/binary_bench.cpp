@@ -3,8 +3,8 @@
 // (kernels/onednn/binary.h: the primitive cache's lookup, oneDNN's threads), alternating pairs
 // (paired_timing.h; ratio native / onednn, < 1: native faster). The shapes of a vision
 // transformer's small binaries — XCiT's per-head temperature on [1, 4, 32, 32] scores, a
-// layer scale and a residual Add on [1, 196, 128] tokens — and larger ones, up to a ConvNeXt
-// stage 1 map, to find where oneDNN's threads start to pay.
+// layer scale and a residual Add on [1, 196, 128] tokens — and larger ones, up to a ResNet
+// stage 1 map (800 K elements).
 // Run (the exact command is in bench/RESULTS.md):
 //   REFOLD_NUM_THREADS=2 build/bench/binary_bench --benchmark_repetitions=3
 //       --benchmark_report_aggregates_only=true
@@ -35,6 +35,8 @@ const std::vector<Problem> kProblems = {
     {"residual_1x784x256", {1, 784, 256}, {1, 784, 256}},
     {"residual_1x3136x96", {1, 3136, 96}, {1, 3136, 96}},
     {"layer_scale_1x3136x96_by_96", {1, 3136, 96}, {96}},
+    {"residual_1x256x56x56", {1, 256, 56, 56}, {1, 256, 56, 56}},
+    {"residual_1x64x112x112", {1, 64, 112, 112}, {1, 64, 112, 112}},
 };
 
 void binary(benchmark::State& state, const Problem& p, bool mul) {

@@ -211,35 +211,14 @@ Tensor hardsigmoid(const Tensor& input) {
 }
 
 // add/mul/sub/div: refold's broadcast loop (either operand first; kernels/native/
-// broadcast_binary.h) where it is the faster — one operand broadcasts, or the output is small —
-// else oneDNN's binary when one operand has the output's shape (the first, for sub and div;
-// kernels/onednn/binary.h) and oneDNN has more than its reference implementation for it, else
-// the loop; the reference for what both decline. Add and mul by one value per channel of an
-// NHWC tensor: refold's channel kernel first (its threads read what the previous kernel wrote
-// on them, kernels/native/channel_binary.h).
-namespace {
-
-// The loop before oneDNN (build/bench/binary_bench, Xeon, 2 threads): 0.70–0.78× oneDNN's time
-// wherever one operand broadcasts (a layer scale on 25 K to 300 K elements, a per-head
-// temperature), and 0.69–0.72× for two operands of the output's shape below 2¹⁵ elements,
-// where oneDNN's call and thread wake-up outweigh the work; from 2¹⁷ such elements oneDNN's
-// threads run 3× faster.
-constexpr std::int64_t kSmallBinary = std::int64_t{1} << 15;
-
-// The broadcast loop where it runs first (kSmallBinary), else declined for oneDNN's binary.
-Tensor broadcast_loop_first(native::BinaryKind kind, const Tensor& a, const Tensor& b,
-                            std::string* declined) {
-  const bool first = a.defined() && b.defined() &&
-                     (a.numel() != b.numel() || std::max(a.numel(), b.numel()) < kSmallBinary);
-  if (!first) {
-    *declined = "oneDNN's binary is the faster for two large operands of one shape";
-    return {};
-  }
-  return native::broadcast_binary(kind, a, b, declined);
-}
-
-}  // namespace
-
+// broadcast_binary.h), then oneDNN's binary for what it declines (bfloat16, a CPU without AVX2,
+// an x that is not dense) when one operand has the output's shape (the first, for sub and div;
+// kernels/onednn/binary.h) and oneDNN has more than its reference implementation for it; the
+// reference for what both decline. The loop took 0.45–0.97× oneDNN's time on every shape
+// measured, from a per-head temperature on 4 K scores to an 800 K-element residual
+// (build/bench/binary_bench, Xeon, 2 threads). Add and mul by one value per channel of an NHWC
+// tensor: refold's channel kernel first (its threads read what the previous kernel wrote on
+// them, kernels/native/channel_binary.h).
 Tensor add(const Tensor& a, const Tensor& b) {
   using native::BinaryKind;
   return dispatch(
@@ -247,10 +226,8 @@ Tensor add(const Tensor& a, const Tensor& b) {
       {{"native",
         [&](std::string* d) { return native::channel_binary(native::ChannelOp::Add, a, b, d); }},
        {"native broadcast",
-        [&](std::string* d) { return broadcast_loop_first(BinaryKind::Add, a, b, d); }},
-       {"onednn", [&](std::string* d) { return onednn::binary(onednn::BinaryOp::Add, a, b, d); }},
-       {"native broadcast",
-        [&](std::string* d) { return native::broadcast_binary(BinaryKind::Add, a, b, d); }}},
+        [&](std::string* d) { return native::broadcast_binary(BinaryKind::Add, a, b, d); }},
+       {"onednn", [&](std::string* d) { return onednn::binary(onednn::BinaryOp::Add, a, b, d); }}},
       [&] { return reference::add(a, b); });
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
@@ -260,10 +237,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
       {{"native",
         [&](std::string* d) { return native::channel_binary(native::ChannelOp::Mul, a, b, d); }},
        {"native broadcast",
-        [&](std::string* d) { return broadcast_loop_first(BinaryKind::Mul, a, b, d); }},
-       {"onednn", [&](std::string* d) { return onednn::binary(onednn::BinaryOp::Mul, a, b, d); }},
-       {"native broadcast",
-        [&](std::string* d) { return native::broadcast_binary(BinaryKind::Mul, a, b, d); }}},
+        [&](std::string* d) { return native::broadcast_binary(BinaryKind::Mul, a, b, d); }},
+       {"onednn", [&](std::string* d) { return onednn::binary(onednn::BinaryOp::Mul, a, b, d); }}},
       [&] { return reference::mul(a, b); });
 }
 Tensor sub(const Tensor& a, const Tensor& b) {
@@ -271,10 +246,8 @@ Tensor sub(const Tensor& a, const Tensor& b) {
   return dispatch(
       "sub",
       {{"native broadcast",
-        [&](std::string* d) { return broadcast_loop_first(BinaryKind::Sub, a, b, d); }},
-       {"onednn", [&](std::string* d) { return onednn::binary(onednn::BinaryOp::Sub, a, b, d); }},
-       {"native broadcast",
-        [&](std::string* d) { return native::broadcast_binary(BinaryKind::Sub, a, b, d); }}},
+        [&](std::string* d) { return native::broadcast_binary(BinaryKind::Sub, a, b, d); }},
+       {"onednn", [&](std::string* d) { return onednn::binary(onednn::BinaryOp::Sub, a, b, d); }}},
       [&] { return reference::arith(a, b, reference::ArithOp::Sub); });
 }
 Tensor div(const Tensor& a, const Tensor& b) {
@@ -282,10 +255,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
   return dispatch(
       "div",
       {{"native broadcast",
-        [&](std::string* d) { return broadcast_loop_first(BinaryKind::Div, a, b, d); }},
-       {"onednn", [&](std::string* d) { return onednn::binary(onednn::BinaryOp::Div, a, b, d); }},
-       {"native broadcast",
-        [&](std::string* d) { return native::broadcast_binary(BinaryKind::Div, a, b, d); }}},
+        [&](std::string* d) { return native::broadcast_binary(BinaryKind::Div, a, b, d); }},
+       {"onednn", [&](std::string* d) { return onednn::binary(onednn::BinaryOp::Div, a, b, d); }}},
       [&] { return reference::arith(a, b, reference::ArithOp::Div); });
 }
 

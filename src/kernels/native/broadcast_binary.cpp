@@ -77,20 +77,25 @@ REFOLD_TARGET_AVX2 void row(const float* x, const float* v, std::int64_t step, f
   }
 }
 
-// Rows [r0, r1) of the outer dims (outermost first), each `inner` long.
+// Elements [e0, e1) of the rows of the outer dims (outermost first), each `inner` long, in
+// memory order: a range may start and end inside a row (one long row split over threads).
 template <BinaryKind Op, bool reversed>
-void rows(const float* x, const float* v, float* y, const std::vector<Dim>& outer,
-          std::int64_t inner, std::int64_t v_step, std::int64_t r0, std::int64_t r1) {
+void elements(const float* x, const float* v, float* y, const std::vector<Dim>& outer,
+              std::int64_t inner, std::int64_t v_step, std::int64_t e0, std::int64_t e1) {
+  if (e0 >= e1) return;
   std::vector<std::int64_t> index(outer.size(), 0);
   std::int64_t xo = 0, vo = 0;
-  for (std::size_t d = outer.size(), rest = static_cast<std::size_t>(r0); d-- > 0;) {
+  for (std::size_t d = outer.size(), rest = static_cast<std::size_t>(e0 / inner); d-- > 0;) {
     index[d] = static_cast<std::int64_t>(rest) % outer[d].size;
     rest /= static_cast<std::size_t>(outer[d].size);
     xo += index[d] * outer[d].x_stride;
     vo += index[d] * outer[d].v_stride;
   }
-  for (std::int64_t r = r0; r < r1; ++r) {
-    row<Op, reversed>(x + xo, v + vo, v_step, y + xo, inner);
+  for (std::int64_t e = e0; e < e1;) {
+    const std::int64_t c = e % inner, n = std::min(inner - c, e1 - e);
+    row<Op, reversed>(x + xo + c, v + vo + c * v_step, v_step, y + xo + c, n);
+    e += n;
+    if (c + n < inner) break;                       // the range ended inside this row
     for (std::size_t d = outer.size(); d-- > 0;) {  // the next index, innermost first
       xo += outer[d].x_stride;
       vo += outer[d].v_stride;
@@ -102,16 +107,18 @@ void rows(const float* x, const float* v, float* y, const std::vector<Dim>& oute
   }
 }
 
+// Each thread one contiguous range of the elements, cut at multiples of 16 (64 bytes).
 template <BinaryKind Op, bool reversed>
 void run(const float* x, const float* v, float* y, const std::vector<Dim>& outer,
          std::int64_t inner, std::int64_t v_step, int threads) {
-  std::int64_t total = 1;
+  std::int64_t total = inner;
   for (const Dim& d : outer) total *= d.size;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     const int team = threads > 1 ? omp_get_num_threads() : 1,
               me = threads > 1 ? omp_get_thread_num() : 0;
-    rows<Op, reversed>(x, v, y, outer, inner, v_step, total * me / team, total * (me + 1) / team);
+    auto cut = [&](int k) { return k == team ? total : total * k / team / 16 * 16; };
+    elements<Op, reversed>(x, v, y, outer, inner, v_step, cut(me), cut(me + 1));
   }
 }
 

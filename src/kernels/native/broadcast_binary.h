@@ -5,9 +5,10 @@
 // (as onednn::binary, kernels/onednn/binary.h); the other, v, may come first in a Sub or Div
 // (y = v − x). In x's memory order the innermost dims merge into rows that v reads along (its
 // stride 1 there), as one value (stride 0) or gathered (any other stride: an NHWC x times an
-// NCHW per-channel-and-row v); each thread takes one contiguous range of rows. 8 lanes (AVX2).
-// Declined (kernels/dispatch.h): not float32, x not dense, neither operand with the output's
-// shape, a negative or huge stride of v along the rows, no AVX2/FMA.
+// NCHW per-channel-and-row v); each thread takes one contiguous range of the elements (a long row
+// split between threads). 8 lanes (AVX2). Declined (kernels/dispatch.h): not float32, x not dense,
+// neither operand with the output's shape, a negative or huge stride of v along the rows, no
+// AVX2/FMA.
 #pragma once
 
 #include <string>

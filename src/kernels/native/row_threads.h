@@ -11,8 +11,13 @@
 
 namespace refold::native {
 
-// Below this many elements a row kernel stays on the calling thread (256 KiB of float32).
-inline constexpr std::int64_t kParallelElements = std::int64_t{1} << 16;
+// Below this many elements a row kernel stays on the calling thread (64 KiB of float32). At
+// 2¹⁶ a vision transformer's token tensors (197 × 192, 196 × 128) ran their LayerNorms,
+// softmaxes and small binaries on one thread; at 2¹⁴, in whole models against 2¹⁶
+// (bench/compare_builds.py, Xeon, 2 threads): DeiT-Tiny 0.949×, TinyViT-5M 0.954×, MobileViTv2
+// 0.919×, XCiT-Nano 0.971×, LeViT-128S 0.972×, MobileNetV3-Small 0.975×, none slower, and
+// MobileViTv2 0.980× with a busy loop on the other core; 2¹² gained nothing more.
+inline constexpr std::int64_t kParallelElements = std::int64_t{1} << 14;
 
 inline int row_kernel_threads(std::int64_t elements) {
   const int threads = onednn::apply_num_threads();
