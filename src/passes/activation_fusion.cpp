@@ -402,13 +402,21 @@ bool fuse_chain_at(graph::Graph& graph, std::size_t index, detail::StaticShapes&
   if (!first.parts.empty() || first.inputs.empty() || first.outputs.size() != 1) return false;
   const bool binary = is_binary_arithmetic(first);
   if (activation_reader(first) == nullptr && !is_affine_op(first)) return false;
-  // The chain's input: the operand that is not a constant.
+  // The chain's input: the operand that is not a constant. An Add of two computed values of
+  // one shape (HRNet's and an FPN's branch sums, before their Relu) heads a chain too: its
+  // first operand is the input, its second the residual.
   std::string x = first.inputs[0];
   if (binary) {
     if (first.inputs.size() != 2) return false;
     const bool c0 = graph.is_constant(first.inputs[0]), c1 = graph.is_constant(first.inputs[1]);
-    if (c0 == c1) return false;  // two computed operands (a residual needs a chain before it)
-    x = c0 ? first.inputs[1] : first.inputs[0];
+    if (c0 && c1) return false;
+    if (!c0 && !c1) {
+      const auto s0 = shapes.shape(first.inputs[0]), s1 = shapes.shape(first.inputs[1]);
+      if (!is_op(first, "Add") || first.inputs[0] == first.inputs[1] || !s0 || s0 != s1)
+        return false;
+    } else {
+      x = c0 ? first.inputs[1] : first.inputs[0];
+    }
   }
   if (x.empty() || graph.is_constant(x)) return false;
   const auto shape = shapes.shape(x);

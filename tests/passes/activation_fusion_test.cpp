@@ -379,7 +379,8 @@ TEST(ActivationFusion, AnActivationAfterADataMoveMovesToItsConvAndFuses) {
 
 // Elementwise chains that no conv heads run as one ElementwiseChain node, one pass over memory,
 // with the unfused graph's values — DenseNet's BatchNormalization → Relu, a scale → shift →
-// activation, a residual after an activation — in both layouts; one node alone stays.
+// activation, a residual after an activation, a sum of two computed values before one — in
+// both layouts; one node alone stays.
 TEST(ActivationFusion, ElementwiseChainsWithoutAConvRunAsOnePass) {
   struct Chain {
     const char* name;
@@ -405,6 +406,11 @@ TEST(ActivationFusion, ElementwiseChainsWithoutAConvRunAsOnePass) {
       {"Relu, then a residual",
        [&](GraphBuilder& b, const std::string& x, const std::string& z) {
          return b.node("Add", {b.node("Relu", {x}, {}, "relu"), z}, {}, "add");
+       },
+       2},
+      {"a sum of two values, then Relu",  // HRNet's fuse layers, an FPN's top-down sum
+       [&](GraphBuilder& b, const std::string& x, const std::string& z) {
+         return b.node("Relu", {b.node("Add", {x, z}, {}, "add")}, {}, "relu");
        },
        2},
   };

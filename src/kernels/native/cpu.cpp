@@ -76,8 +76,13 @@ bool cpu_has_full_rate_avx512() {
     if (!cpu_has_avx512()) return false;
     volatile float sink = 0.0f, source = 1.0f;  // the start value and the result: opaque
     const float seed = source;
+    // The first 512-bit instructions after a pause run slowed while the core powers its upper
+    // lanes (the license warm-up, tens of microseconds): timed cold, a full-rate Xeon's ratio
+    // was 1.0–1.41, and now and then above the cut, so the kernels chosen changed from process
+    // to process (HRNet's 3×3 convs on Winograd or brgconv). Warmed for 1 ms first: 1.10–1.12.
+    for (double warm = 0; warm < 1e-3;) warm += fma512_seconds(seed, sink);
     double t256 = 1e9, t512 = 1e9;
-    for (int run = 0; run < 5; ++run) {  // the first 512-bit runs may be slowed (power license)
+    for (int run = 0; run < 5; ++run) {
       t256 = std::min(t256, fma256_seconds(seed, sink));
       t512 = std::min(t512, fma512_seconds(seed, sink));
     }
