@@ -10,6 +10,7 @@
 #include "refold/functional.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -219,45 +220,38 @@ Tensor hardsigmoid(const Tensor& input) {
 // (build/bench/binary_bench, Xeon, 2 threads). Add and mul by one value per channel of an NHWC
 // tensor: refold's channel kernel first (its threads read what the previous kernel wrote on
 // them, kernels/native/channel_binary.h).
+namespace {
+
+Tensor binary(std::string_view name, std::optional<native::ChannelOp> channel,
+              native::BinaryKind kind, onednn::BinaryOp op, const Tensor& a, const Tensor& b,
+              FunctionRef<Tensor()> reference) {
+  auto per_channel = [&](std::string* d) { return native::channel_binary(*channel, a, b, d); };
+  auto loop = [&](std::string* d) { return native::broadcast_binary(kind, a, b, d); };
+  auto primitive = [&](std::string* d) { return onednn::binary(op, a, b, d); };
+  if (channel)
+    return dispatch(name,
+                    {{"native", per_channel}, {"native broadcast", loop}, {"onednn", primitive}},
+                    reference);
+  return dispatch(name, {{"native broadcast", loop}, {"onednn", primitive}}, reference);
+}
+
+}  // namespace
+
 Tensor add(const Tensor& a, const Tensor& b) {
-  using native::BinaryKind;
-  return dispatch(
-      "add",
-      {{"native",
-        [&](std::string* d) { return native::channel_binary(native::ChannelOp::Add, a, b, d); }},
-       {"native broadcast",
-        [&](std::string* d) { return native::broadcast_binary(BinaryKind::Add, a, b, d); }},
-       {"onednn", [&](std::string* d) { return onednn::binary(onednn::BinaryOp::Add, a, b, d); }}},
-      [&] { return reference::add(a, b); });
+  return binary("add", native::ChannelOp::Add, native::BinaryKind::Add, onednn::BinaryOp::Add, a, b,
+                [&] { return reference::add(a, b); });
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
-  using native::BinaryKind;
-  return dispatch(
-      "mul",
-      {{"native",
-        [&](std::string* d) { return native::channel_binary(native::ChannelOp::Mul, a, b, d); }},
-       {"native broadcast",
-        [&](std::string* d) { return native::broadcast_binary(BinaryKind::Mul, a, b, d); }},
-       {"onednn", [&](std::string* d) { return onednn::binary(onednn::BinaryOp::Mul, a, b, d); }}},
-      [&] { return reference::mul(a, b); });
+  return binary("mul", native::ChannelOp::Mul, native::BinaryKind::Mul, onednn::BinaryOp::Mul, a, b,
+                [&] { return reference::mul(a, b); });
 }
 Tensor sub(const Tensor& a, const Tensor& b) {
-  using native::BinaryKind;
-  return dispatch(
-      "sub",
-      {{"native broadcast",
-        [&](std::string* d) { return native::broadcast_binary(BinaryKind::Sub, a, b, d); }},
-       {"onednn", [&](std::string* d) { return onednn::binary(onednn::BinaryOp::Sub, a, b, d); }}},
-      [&] { return reference::arith(a, b, reference::ArithOp::Sub); });
+  return binary("sub", std::nullopt, native::BinaryKind::Sub, onednn::BinaryOp::Sub, a, b,
+                [&] { return reference::arith(a, b, reference::ArithOp::Sub); });
 }
 Tensor div(const Tensor& a, const Tensor& b) {
-  using native::BinaryKind;
-  return dispatch(
-      "div",
-      {{"native broadcast",
-        [&](std::string* d) { return native::broadcast_binary(BinaryKind::Div, a, b, d); }},
-       {"onednn", [&](std::string* d) { return onednn::binary(onednn::BinaryOp::Div, a, b, d); }}},
-      [&] { return reference::arith(a, b, reference::ArithOp::Div); });
+  return binary("div", std::nullopt, native::BinaryKind::Div, onednn::BinaryOp::Div, a, b,
+                [&] { return reference::arith(a, b, reference::ArithOp::Div); });
 }
 
 // Pools: oneDNN when the input is contiguous in the format it suggests (kernels/onednn/pooling.h).
