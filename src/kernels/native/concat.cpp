@@ -156,7 +156,7 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* dec
   }
   auto* out = static_cast<std::byte*>(output.data_ptr());
   for_each_piece_row(
-      outer, bytes, row_kernel_threads(output.numel()),
+      outer, bytes, copy_kernel_threads(output.numel()),
       [&](std::size_t k) { return rows[k].has_value(); },
       [&](std::int64_t o, std::size_t k, std::size_t offset) {
         const auto r = static_cast<std::size_t>(o);
@@ -215,7 +215,7 @@ std::vector<Tensor> split(const Tensor& x, std::int64_t dim,
   const std::size_t row_bytes = static_cast<std::size_t>(x.size(d) * after) * element;
   const auto* in = static_cast<const std::byte*>(x.data_ptr());
   for_each_piece_row(
-      outer, bytes, row_kernel_threads(x.numel()), [](std::size_t) { return true; },
+      outer, bytes, copy_kernel_threads(x.numel()), [](std::size_t) { return true; },
       [&](std::int64_t o, std::size_t k, std::size_t offset) {
         const auto r = static_cast<std::size_t>(o);
         copy_row(targets[k] + r * bytes[k], in + r * row_bytes + offset, bytes[k]);

@@ -66,7 +66,7 @@ Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float val
 
   const float* in = input.data<float>();
   float* out = output.data<float>();
-  const int threads = row_kernel_threads(output.numel());
+  const int threads = copy_kernel_threads(output.numel());
   // One chunk of rows per thread; each starts its odometer with divisions, then steps it.
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t chunk = 0; chunk < threads; ++chunk) {

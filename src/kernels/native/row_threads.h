@@ -24,4 +24,14 @@ inline int row_kernel_threads(std::int64_t elements) {
   return elements < kParallelElements ? 1 : threads;
 }
 
+// The same for a kernel that only copies (concat, split, pad): a copy of 2¹⁴ to 2¹⁶ elements
+// did not gain from a second thread (ShuffleNetV2-1.0's channel concats: 0.976× the time with
+// them on one thread, bench/compare_builds.py), so copies stay on one below 2¹⁶ (256 KiB).
+inline constexpr std::int64_t kParallelCopyElements = std::int64_t{1} << 16;
+
+inline int copy_kernel_threads(std::int64_t elements) {
+  const int threads = onednn::apply_num_threads();
+  return elements < kParallelCopyElements ? 1 : threads;
+}
+
 }  // namespace refold::native
