@@ -46,8 +46,8 @@ void binary(benchmark::State& state, const Problem& p, bool mul) {
       state, "native",
       [&] {
         benchmark::DoNotOptimize(
-            native::broadcast_binary(mul ? native::BinaryKind::Mul : native::BinaryKind::Add, x,
-                                     v, nullptr)
+            native::broadcast_binary(mul ? native::BinaryKind::Mul : native::BinaryKind::Add, x, v,
+                                     nullptr)
                 .data_ptr());
       },
       "onednn",
@@ -64,8 +64,8 @@ void binary(benchmark::State& state, const Problem& p, bool mul) {
 int main(int argc, char** argv) {
   for (const Problem& p : kProblems) {
     for (const bool mul : {false, true}) {
-      benchmark::RegisterBenchmark((std::string(mul ? "mul/" : "add/") + p.name).c_str(), binary,
-                                   p, mul)
+      benchmark::RegisterBenchmark((std::string(mul ? "mul/" : "add/") + p.name).c_str(), binary, p,
+                                   mul)
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond);
     }
