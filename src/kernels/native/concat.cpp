@@ -16,14 +16,11 @@ namespace refold::native {
 
 namespace {
 
-// Sizes in memory order: logical for contiguous, (N, H, W, C) for channels_last.
-Shape physical_sizes(const Tensor& t, MemoryFormat format) {
-  if (format != MemoryFormat::ChannelsLast) return t.sizes();
-  return {t.size(0), t.size(2), t.size(3), t.size(1)};
-}
-Shape physical_strides(const Tensor& t, MemoryFormat format) {
-  if (format != MemoryFormat::ChannelsLast) return t.strides();
-  return {t.stride(0), t.stride(2), t.stride(3), t.stride(1)};
+// Per-dim values (sizes, strides) in memory order: logical for contiguous, (N, H, W, C) for
+// channels_last.
+Shape in_memory_order(const Shape& logical, MemoryFormat format) {
+  if (format != MemoryFormat::ChannelsLast) return logical;
+  return {logical[0], logical[2], logical[3], logical[1]};
 }
 
 // The distance in elements between t's rows as cat copies them, [outer][inner] over the
@@ -32,7 +29,8 @@ Shape physical_strides(const Tensor& t, MemoryFormat format) {
 // further (a channel slice of an NHWC tensor, torch.roll's slice along W). nullopt when t's
 // memory holds no such rows (a permuted view, an NCHW input beside NHWC ones).
 std::optional<std::int64_t> row_stride(const Tensor& t, MemoryFormat format, std::int64_t q) {
-  const Shape sizes = physical_sizes(t, format), strides = physical_strides(t, format);
+  const Shape sizes = in_memory_order(t.sizes(), format),
+              strides = in_memory_order(t.strides(), format);
   std::int64_t run = 1;  // the stride the next axis outward must have to continue the run
   for (auto a = static_cast<std::int64_t>(sizes.size()) - 1; a >= q; --a) {
     const auto u = static_cast<std::size_t>(a);
@@ -121,7 +119,7 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* dec
 
   Shape out_sizes = first.sizes();
   out_sizes[static_cast<std::size_t>(d)] = 0;
-  const Shape first_physical = physical_sizes(first, format);
+  const Shape first_physical = in_memory_order(first.sizes(), format);
   std::int64_t outer = 1;
   for (std::int64_t a = 0; a < q; ++a) outer *= first_physical[static_cast<std::size_t>(a)];
   std::vector<std::int64_t> inner(inputs.size());
@@ -133,7 +131,7 @@ Tensor cat(const std::vector<Tensor>& inputs, std::int64_t dim, std::string* dec
       if (a != d && t.size(a) != first.size(a))
         return decline(op, "sizes the reference reports", declined);
     }
-    const Shape physical = physical_sizes(t, format);
+    const Shape physical = in_memory_order(t.sizes(), format);
     inner[k] = 1;
     for (std::int64_t a = q; a < rank; ++a) inner[k] *= physical[static_cast<std::size_t>(a)];
     out_sizes[static_cast<std::size_t>(d)] += t.size(d);
@@ -194,7 +192,7 @@ std::vector<Tensor> split(const Tensor& x, std::int64_t dim,
   if (!x.is_contiguous() && !nhwc) return {decline(op, "x is not dense", declined)};
   const MemoryFormat format = nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
   const std::int64_t q = physical_axis(d, format);
-  const Shape physical = physical_sizes(x, format);
+  const Shape physical = in_memory_order(x.sizes(), format);
   std::int64_t outer = 1, after = 1;  // ∏ physical sizes before q, and after it
   for (std::int64_t a = 0; a < x.dim(); ++a) {
     if (a < q) outer *= physical[static_cast<std::size_t>(a)];

@@ -19,9 +19,14 @@ namespace refold::native {
 // MobileViTv2 0.980× with a busy loop on the other core; 2¹² gained nothing more.
 inline constexpr std::int64_t kParallelElements = std::int64_t{1} << 14;
 
-inline int row_kernel_threads(std::int64_t elements) {
+// refold's setting from `parallel_from` elements on, else 1.
+inline int threads_from(std::int64_t elements, std::int64_t parallel_from) {
   const int threads = onednn::apply_num_threads();
-  return elements < kParallelElements ? 1 : threads;
+  return elements < parallel_from ? 1 : threads;
+}
+
+inline int row_kernel_threads(std::int64_t elements) {
+  return threads_from(elements, kParallelElements);
 }
 
 // The same for a kernel that only copies (concat, split, pad): a copy of 2¹⁴ to 2¹⁶ elements
@@ -30,8 +35,7 @@ inline int row_kernel_threads(std::int64_t elements) {
 inline constexpr std::int64_t kParallelCopyElements = std::int64_t{1} << 16;
 
 inline int copy_kernel_threads(std::int64_t elements) {
-  const int threads = onednn::apply_num_threads();
-  return elements < kParallelCopyElements ? 1 : threads;
+  return threads_from(elements, kParallelCopyElements);
 }
 
 }  // namespace refold::native

@@ -167,6 +167,12 @@ md binary_operand_desc(const ChainEntry& entry, const md& dst) {
   return md(dims, dt::f32, dims.size() == 5 ? tag::abcde : dims.size() == 3 ? tag::abc : tag::abcd);
 }
 
+// Whether the chain adds the residual as a sum post-op (onto what dst holds).
+bool has_sum(const std::vector<ChainEntry>& chain) {
+  return std::any_of(chain.begin(), chain.end(),
+                     [](const ChainEntry& e) { return e.kind == ChainEntry::Kind::Sum; });
+}
+
 // "sum+eltwise_relu", "binary_add+eltwise_relu", …; "none" for no entry.
 std::string chain_text(const std::vector<ChainEntry>& chain) {
   std::vector<std::string> parts;
@@ -429,11 +435,7 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
   }
   if (!prim) {
     prim = create_primitive(p, dtype, layout, has_bias, chain);
-    const bool late_sum = post.residual_in_steps() && !chain.empty() &&
-                          std::any_of(chain.begin(), chain.end(), [](const ChainEntry& e) {
-                            return e.kind == ChainEntry::Kind::Sum;
-                          });
-    if (late_sum && prim->impl.rfind("ref", 0) == 0) {
+    if (post.residual_in_steps() && has_sum(chain) && prim->impl.rfind("ref", 0) == 0) {
       // A sum after other post-ops, which this CPU's kernels leave to ref:any: the residual as
       // a binary operand instead (cached under this problem's key).
       std::shared_ptr<Primitive> operand = create_primitive(
@@ -504,9 +506,7 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
 
   // The sum post-op accumulates onto dst: dst is the residual itself, or starts as its copy.
   // Else the residual is a binary operand in dst's layout.
-  const bool summed = std::any_of(prim->chain.begin(), prim->chain.end(), [](const ChainEntry& e) {
-    return e.kind == ChainEntry::Kind::Sum;
-  });
+  const bool summed = has_sum(prim->chain);
   Tensor output = in_place && summed ? post.residual : empty(p.dst_dims, {dtype, layout});
   Tensor residual_operand;
   if (post.residual.defined() && !(in_place && summed)) {
