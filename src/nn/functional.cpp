@@ -32,7 +32,7 @@
 #include "kernels/onednn/binary.h"
 #include "kernels/onednn/conv2d.h"
 #include "kernels/onednn/eltwise.h"
-#include "kernels/onednn/inner_product.h"
+#include "kernels/onednn/linear.h"
 #include "kernels/onednn/pooling.h"
 #include "kernels/onednn/reorder.h"
 #include "kernels/post_ops.h"
@@ -280,11 +280,11 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2d output_size) {
                   [&] { return reference::adaptive_avg_pool2d(input, output_size); });
 }
 
-// linear: oneDNN's inner product for float32, its post-ops fused
-// (kernels/onednn/inner_product.h), or, where refold's activation pass is the faster
+// linear: oneDNN's matmul on packed weights for float32, its post-ops fused
+// (kernels/onednn/linear.h), or, where refold's activation pass is the faster
 // (kernels/native/activation_pass.h: GELU at any size — MatMul → Add → GELU of a transformer's
 // MLP took 0.69–0.94× the fused time, 49 to 3136 tokens — and sigmoid/SiLU from its threshold),
-// the inner product without the activation and then the pass. oneDNN declines invalid
+// the product without the activation and then the pass. oneDNN declines invalid
 // arguments, so the reference rejects them.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, const PostOps& post) {
   REFOLD_CHECK(post.then.empty(),

@@ -455,7 +455,7 @@ bool fuse_chain_at(graph::Graph& graph, std::size_t index, detail::StaticShapes&
 
 // ---------------------------------------------------------------------------------------------
 // Linear products: MatMul(x, W) of a computed x by a constant float32 W [K, N], or a Gemm run
-// by nn::Linear, and the nodes after it that oneDNN's inner product applies before it writes:
+// by nn::Linear, and the nodes after it that oneDNN's matmul applies before it writes:
 //   the bias       Add of a constant per feature (1 or N values on the last axis, not enlarging
 //                  the product: [N], [1, 1, N], …) while the product has none — PyTorch exports
 //                  a Linear on a 3-d input as MatMul + Add

@@ -5,7 +5,7 @@
 //                             and the exporter still see them
 //
 // It wraps the node's own nn::Linear (registered as child "linear") whose activation is the
-// chain's. When `r` has the product's sizes and dtype it runs one oneDNN inner product with the
+// chain's. When `r` has the product's sizes and dtype it runs one oneDNN matmul with the
 // residual and the activation as post-ops (Linear::forward_with_residual). Otherwise (the Add
 // broadcast r, or r's dtype differs) it runs the unfused steps — the product, ONNX Add in the
 // Add's operand order, the activation — so the node always computes what the nodes it replaced

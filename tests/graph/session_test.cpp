@@ -143,6 +143,32 @@ TEST(Session, HoldsPackedConvWeightsOnceAndRebuildsThemWhenRead) {
   EXPECT_EQ(memory_stats().held_bytes, held_before);
 }
 
+// A transformer's two linear products by constants, which oneDNN's matmul packs (from the
+// second run on, kernels/onednn/packed_weights.h): held once as well, rebuilt exactly when read.
+TEST(Session, HoldsPackedLinearWeightsOnceAndRebuildsThemWhenRead) {
+  GraphBuilder b;
+  const std::string x = b.input("x", {1, 10, 64});
+  const std::string h = b.relu(b.node("MatMul", {x, b.constant("w1", randn({64, 96}))}));
+  b.output(b.node("MatMul", {h, b.constant("w2", randn({96, 64}))}));
+  const std::vector<Tensor> in = b.random_inputs();
+  const std::vector<Tensor> expected = b.run(in);
+  const std::string bytes = onnx::save_to_bytes(b.graph());
+  const std::size_t held_before = memory_stats().held_bytes;
+  {
+    const Session session(as_bytes(bytes), "linears.onnx");
+    const Tensor first = session.run(in)[0];
+    EXPECT_TRUE(testing::model_close(first, expected[0]));
+    EXPECT_TRUE(testing::model_close(session.run(in)[0], expected[0]));
+    EXPECT_GE(memory_stats().held_bytes - held_before, (64 * 96 + 96 * 64) * sizeof(float))
+        << "the two weights";
+    const auto reloaded =
+        onnx::load_from_memory(as_bytes(onnx::save_to_bytes(session.graph())), "saved.onnx");
+    EXPECT_EQ(memory_stats().held_bytes, held_before);
+    EXPECT_TRUE(testing::all_close(reloaded->run(in)[0], expected[0], testing::Tolerance::exact()));
+  }
+  EXPECT_EQ(memory_stats().held_bytes, held_before);
+}
+
 // A weight someone else holds a handle on keeps its bytes: a pointer from that handle stays valid.
 TEST(Session, DoesNotHoldAWeightOthersHoldAHandleOn) {
   std::vector<Tensor> in, expected;

@@ -1,4 +1,4 @@
-// oneDNN inner product (linear) and reorder (NCHW ↔ NHWC) against the reference, in both
+// oneDNN linear (matmul on packed weights) and reorder (NCHW ↔ NHWC) against the reference, in both
 // layouts, odd sizes, 1 and 2 threads; their declines; and that functional:: runs them on oneDNN.
 // (cat: tests/kernels/native_concat_test.cpp.)
 #include <fmt/format.h>
@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "kernels/native/cpu.h"
-#include "kernels/onednn/inner_product.h"
+#include "kernels/onednn/conv2d.h"
+#include "kernels/onednn/linear.h"
 #include "kernels/onednn/reorder.h"
 #include "kernels/post_ops.h"
 #include "kernels/verbose.h"
@@ -56,6 +57,47 @@ TEST_P(OnednnNewOps, LinearMatchesReference) {
   }
 }
 
+// A constant weight runs as it lies on its first call and from its second call on in the
+// primitive's own format, packed once (kernels/onednn/packed_weights.h); a weight that is new on
+// every call (a MatMul by an activation) is never packed. Every call matches the reference.
+TEST_P(OnednnNewOps, LinearPacksAConstantWeightOnceAndNeverAComputedOne) {
+  Generator gen(5);
+  const Tensor x = randn({7, 48}, {}, gen);
+  const Tensor w = randn({40, 48}, {}, gen);
+  const Tensor b = randn({40}, {}, gen);
+  const auto call = [&](const Tensor& weight) {
+    const Tensor y = onednn::linear(x, weight, b, {});
+    EXPECT_TRUE(testing::all_close(y, reference::linear(x, weight, b), Tolerance::op_f32()));
+  };
+  const auto packs = [] { return onednn::cache_stats().weight_packs; };
+  const auto reads = [] {  // calls that found their weight in the primitive's format
+    const onednn::CacheStats s = onednn::cache_stats();
+    return s.weight_hits + s.weight_direct;
+  };
+  const auto packs0 = packs();
+  const auto reads0 = reads();
+  call(w);
+  EXPECT_EQ(packs(), packs0) << "a weight seen for the first time runs as it lies";
+  EXPECT_EQ(reads(), reads0 + 1);
+  call(w);
+  // (Every format oneDNN's matmul picks differs from a row-major W read as Wᵀ [K, O]: plain
+  // Wᵀ for its GEMM, blocked for brgemm.)
+  const auto packs1 = packs();
+  EXPECT_EQ(packs1, packs0 + 1) << "the second call packs the weight";
+  EXPECT_EQ(reads(), reads0 + 1);
+  call(w);
+  call(w);
+  EXPECT_EQ(packs(), packs1) << "later calls find the packed copy";
+  for (int run = 0; run < 3; ++run) call(randn({40, 48}, {}, gen));
+  EXPECT_EQ(packs(), packs1) << "a weight new on every call is never packed";
+  // Writing into the weight makes it new: its old packed copy is never used for it.
+  Tensor changed = w.clone();
+  call(changed);
+  call(changed);
+  changed.copy_(randn({40, 48}, {}, gen));
+  call(changed);
+}
+
 TEST_P(OnednnNewOps, LinearDeclinesWhatItCannotTakeAndFunctionalFallsBack) {
   const Tensor x = randn({4, 9});
   const Tensor w = randn({5, 9});
@@ -64,10 +106,10 @@ TEST_P(OnednnNewOps, LinearDeclinesWhatItCannotTakeAndFunctionalFallsBack) {
   const Tensor xt = randn({9, 4}).permute({1, 0});
   EXPECT_FALSE(onednn::linear(xt, w, {}, {}, &declined).defined());
   EXPECT_NE(declined.find("not contiguous"), std::string::npos);
-  const auto before = onednn::inner_product_stats().runs;
+  const auto before = onednn::linear_stats().runs;
   EXPECT_TRUE(
       testing::all_close(functional::linear(xt, w), reference::linear(xt, w), Tolerance::op_f32()));
-  EXPECT_EQ(onednn::inner_product_stats().runs, before + 1);
+  EXPECT_EQ(onednn::linear_stats().runs, before + 1);
   // bfloat16: the float32 primitive between a widening and a rounding (bfloat16_boundary.h).
   const Tensor y16 =
       onednn::linear(x.to(DType::BFloat16), w.to(DType::BFloat16), {}, {}, &declined);
@@ -83,10 +125,10 @@ TEST_P(OnednnNewOps, LinearDeclinesWhatItCannotTakeAndFunctionalFallsBack) {
       "linear: input has 9 features"));
   EXPECT_TRUE(throws_error([&] { onednn::linear(x, randn({5, 8}), {}, {}); }, "oneDNN declined"));
   // Runs on oneDNN through functional::.
-  const auto runs = onednn::inner_product_stats().runs;
+  const auto runs = onednn::linear_stats().runs;
   EXPECT_TRUE(
       testing::all_close(functional::linear(x, w), reference::linear(x, w), Tolerance::op_f32()));
-  EXPECT_EQ(onednn::inner_product_stats().runs, runs + 1);
+  EXPECT_EQ(onednn::linear_stats().runs, runs + 1);
 }
 
 // y = act(x·Wᵀ + b + r) in one primitive: each activation, with and without the residual,
@@ -130,14 +172,14 @@ TEST_P(OnednnNewOps, LinearFusesItsActivationAndResidual) {
   strided.residual = randn({11, 6, 2}).permute({2, 1, 0});
   EXPECT_FALSE(onednn::linear(x, w, b, strided, &declined).defined());
   EXPECT_NE(declined.find("residual"), std::string::npos);
-  const auto runs = onednn::inner_product_stats().runs;
+  const auto runs = onednn::linear_stats().runs;
   EXPECT_TRUE(testing::all_close(functional::linear(x, w, b, strided),
                                  reference::add(reference::linear(x, w, b), strided.residual),
                                  Tolerance::op_f32()));
-  EXPECT_EQ(onednn::inner_product_stats().runs, runs + 1);
+  EXPECT_EQ(onednn::linear_stats().runs, runs + 1);
 }
 
-// GELU (and a residual before it): the inner product without it, then refold's pass, where the
+// GELU (and a residual before it): the product without it, then refold's pass, where the
 // CPU has AVX2 (kernels/native/activation_pass.h); the values are the reference's either way.
 TEST_P(OnednnNewOps, LinearFinishesGeluWithTheNativePass) {
   Generator gen(19);

@@ -130,7 +130,7 @@ TEST_P(NnForward, LinearFlattenIdentityPixelShuffle) {
   EXPECT_EQ(middle(x).sizes(), (Shape{2, 36, 4}));
 
   nn::Linear fc(144, 10);
-  // Linear runs on oneDNN's inner product (its own summation order): the fp32 op policy.
+  // Linear runs on oneDNN's matmul (its own summation order): the fp32 op policy.
   EXPECT_TRUE(testing::all_close(fc(flat), reference::linear(flat, fc.weight(), fc.bias()),
                                  Tolerance::op_f32()));
 

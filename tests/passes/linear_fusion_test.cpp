@@ -1,6 +1,6 @@
 // activation-fusion on linear products: MatMul by a constant matrix (or a Gemm that is a Linear)
 // with its bias Add, a residual Add and an activation becomes one node whose module runs one
-// oneDNN inner product (passes/fused_linear.h); the values stay the unfused graph's.
+// oneDNN matmul (passes/fused_linear.h); the values stay the unfused graph's.
 #include <gtest/gtest.h>
 
 #include <functional>

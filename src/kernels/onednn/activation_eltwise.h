@@ -1,6 +1,6 @@
 // An activation (refold/post_ops.h) as the oneDNN eltwise operations that compute it, in the
 // order oneDNN applies them to an f32 accumulator: the post-ops of a conv (conv_primitive.cpp)
-// and of an inner product (inner_product.cpp) append them alike.
+// and of a linear (linear.cpp) append them alike.
 #pragma once
 
 #include <vector>

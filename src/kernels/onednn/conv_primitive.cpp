@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "core/check.h"
-#include "core/held_weights.h"
 #include "kernels/lru_cache.h"
 #include "kernels/onednn/activation_eltwise.h"
 #include "kernels/onednn/conv2d.h"
 #include "kernels/onednn/engine.h"
+#include "kernels/onednn/packed_weights.h"
 #include "kernels/onednn/threads.h"
 #include "kernels/reference/conv_common.h"
 #include "kernels/verbose.h"
@@ -50,29 +50,10 @@ struct Primitive {
   std::string impl;  // oneDNN's implementation name, e.g. "brg:avx512_core"
 };
 
-// A weight reordered into a primitive's weights_desc (memory owned by oneDNN).
-// A weight reordered into the primitive's format; it can stand in for the plain weight
-// (core/held_weights.h): the reverse reorder rebuilds the plain bytes exactly.
-struct PackedWeight final : PackedCopy {
-  dnnl::memory memory;
-  md plain;  // the weight as it was read
-  void unpack(std::byte* to) const override {
-    call("weight rebuild", [&] {
-      dnnl::memory out(plain, cpu_engine(), to);
-      const dnnl::reorder reorder(dnnl::reorder::primitive_desc(
-          cpu_engine(), memory.get_desc(), cpu_engine(), plain, user_scratchpad()));
-      execute(reorder, cpu_stream(), {{DNNL_ARG_FROM, memory}, {DNNL_ARG_TO, out}});
-      cpu_stream().wait();
-    });
-  }
-};
-
 struct Caches {
   std::mutex mutex;
   LruCache<Primitive> primitives{1024};
-  LruCache<PackedWeight> weights{std::size_t{1} << 30};
-  CacheStats stats;
-  std::uint64_t next_id = 1;
+  CacheStats stats;  // the primitives' counters (the weights' are packed_weights.h's)
 };
 
 // Never destroyed: cached oneDNN objects must not outlive the engine at exit, and a leaked
@@ -309,26 +290,6 @@ Shape canonical_strides(const Tensor& w) {
   return w.strides();
 }
 
-// Reorders `weight` into e.weights_desc (a new oneDNN-owned buffer).
-std::shared_ptr<PackedWeight> pack_weight(const detail::ConvProblem& p, const Primitive& e,
-                                          const Tensor& weight) {
-  const Tensor w = weight_for_reading(weight);
-  const md user_md(p.weight_dims, to_dnnl(w.dtype()),
-                   weight_strides(p, w.sizes(), canonical_strides(w)));
-  auto packed = std::make_shared<PackedWeight>();
-  call(p.op, [&] {
-    dnnl::memory user(user_md, cpu_engine(), const_cast<void*>(w.data_ptr()));
-    packed->memory = dnnl::memory(e.weights_desc, cpu_engine());
-    const dnnl::reorder reorder(dnnl::reorder::primitive_desc(cpu_engine(), user_md, cpu_engine(),
-                                                              e.weights_desc, user_scratchpad()));
-    execute(reorder, cpu_stream(), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, packed->memory}});
-    cpu_stream().wait();
-  });
-  packed->plain = user_md;
-  if (w.is_same(weight)) refold::detail::offer_packed(weight, packed);
-  return packed;
-}
-
 std::string_view isa_name() {
   using isa = dnnl::cpu_isa;
   switch (dnnl::get_effective_cpu_isa()) {
@@ -444,7 +405,7 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
     }
     const std::lock_guard<std::mutex> lock(c.mutex);
     ++c.stats.primitive_misses;
-    prim->id = c.next_id++;
+    prim->id = new_primitive_id();
     c.primitives.insert(key, prim, 1);
     if (verbose())
       log_verbose(
@@ -458,41 +419,13 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
   if (!prim->declined.empty()) return decline(p.op, prim->declined, declined);
   note_dispatch_detail(prim->impl);
 
-  // The weight: used in place when the primitive chose its own layout, else packed once per
-  // (primitive, version, view); the key never reads the weight's bytes, which a session may
-  // hold only in the packed copy (core/held_weights.h).
-  dnnl::memory weights_memory;
+  // The weight: its own bytes when the primitive chose its layout, else packed once
+  // (packed_weights.h).
   const Tensor w = weight_for_reading(weight);  // outlives the call when used in place
-  {
-    const md user_md(p.weight_dims, to_dnnl(dtype),
-                     weight_strides(p, w.sizes(), canonical_strides(w)));
-    if (user_md == prim->weights_desc) {
-      weights_memory = call(p.op, [&] {
-        return dnnl::memory(user_md, cpu_engine(), const_cast<void*>(w.data_ptr()));
-      });
-      const std::lock_guard<std::mutex> lock(c.mutex);
-      ++c.stats.weight_direct;
-    } else {
-      CacheKey wkey{static_cast<std::int64_t>(prim->id),
-                    static_cast<std::int64_t>(weight.version()), weight.storage_offset(),
-                    static_cast<std::int64_t>(weight.dtype())};
-      wkey.insert(wkey.end(), weight.sizes().begin(), weight.sizes().end());
-      wkey.insert(wkey.end(), weight.strides().begin(), weight.strides().end());
-      std::shared_ptr<PackedWeight> packed;
-      {
-        const std::lock_guard<std::mutex> lock(c.mutex);
-        packed = c.weights.find(wkey);
-        if (packed) ++c.stats.weight_hits;
-      }
-      if (!packed) {
-        packed = pack_weight(p, *prim, weight);
-        const std::lock_guard<std::mutex> lock(c.mutex);
-        ++c.stats.weight_packs;
-        c.weights.insert(wkey, packed, prim->weights_desc.get_size());
-      }
-      weights_memory = packed->memory;
-    }
-  }
+  const dnnl::memory weights_memory = weight_memory(
+      p.op, prim->id, weight, w,
+      md(p.weight_dims, to_dnnl(dtype), weight_strides(p, w.sizes(), canonical_strides(w))),
+      prim->weights_desc);
 
   // Bias: f32, dense (a tiny copy when it is not).
   Tensor bias_f32;
@@ -576,8 +509,12 @@ CacheStats cache_stats() {
   const std::lock_guard<std::mutex> lock(c.mutex);
   CacheStats s = c.stats;
   s.primitives = c.primitives.size();
-  s.packed_weights = c.weights.size();
-  s.packed_bytes = c.weights.cost();
+  const detail::PackedWeightStats w = detail::packed_weight_stats();
+  s.weight_hits = w.hits;
+  s.weight_packs = w.packs;
+  s.weight_direct = w.direct;
+  s.packed_weights = w.weights;
+  s.packed_bytes = w.bytes;
   return s;
 }
 
@@ -585,15 +522,15 @@ void clear_cache() {
   Caches& c = caches();
   const std::lock_guard<std::mutex> lock(c.mutex);
   c.primitives.clear();
-  c.weights.clear();
   c.stats = {};
+  detail::clear_packed_weights();
 }
 
 void set_cache_capacity(std::size_t primitives, std::size_t packed_weight_bytes) {
   Caches& c = caches();
   const std::lock_guard<std::mutex> lock(c.mutex);
   c.primitives.set_capacity(primitives);
-  c.weights.set_capacity(packed_weight_bytes);
+  detail::set_packed_weight_capacity(packed_weight_bytes);
 }
 
 }  // namespace refold::onednn

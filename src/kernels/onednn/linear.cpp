@@ -1,7 +1,15 @@
-// oneDNN inner product for linear: src [N, K] (nc), weights [O, K] with the weight's own strides,
-// bias [O] (x), dst [N, O] (nc); N = the product of the input's leading dims. Post-ops: the
-// residual as binary_add of an [N, O] (nc) operand, then the activation's eltwise ops.
-#include "kernels/onednn/inner_product.h"
+// oneDNN matmul for linear: src [N, K] row-major, weights Wᵀ [K, O] in the primitive's own
+// format (packed once, packed_weights.h), bias [1, O], dst [N, O] row-major; N = the product of
+// the input's leading dims. Post-ops: the residual as binary_add of an [N, O] operand, then the
+// activation's eltwise ops.
+//
+// Why matmul and not inner product: with the weight format left to it, oneDNN's matmul runs
+// brgemm on packed weights on every shape measured, where the inner product either reads plain
+// weights through its GEMM or, given format any, runs a brgemm that is slower on odd token counts
+// (197: DeiT's). Xeon family 6 model 167, 2 threads (bench/RESULTS.md, session 45): 0.72–0.92×
+// the plain inner product's time on transformer shapes (49–3136 rows, K 64–768), equal on
+// a classifier's single row; with AVX2 both run gemm:jit on the plain layout, at equal speed.
+#include "kernels/onednn/linear.h"
 
 #include <bit>
 #include <memory>
@@ -14,6 +22,7 @@
 #include "kernels/native/bfloat16_boundary.h"
 #include "kernels/onednn/activation_eltwise.h"
 #include "kernels/onednn/engine.h"
+#include "kernels/onednn/packed_weights.h"
 #include "kernels/onednn/primitive_cache.h"
 #include "kernels/onednn/threads.h"
 
@@ -22,8 +31,9 @@ namespace {
 
 struct Primitive {
   std::string declined;  // non-empty: oneDNN cannot take this problem (cached, not retried)
-  dnnl::inner_product_forward primitive;
-  dnnl::memory::desc src, weights, bias, dst;
+  std::uint64_t id = 0;  // names the primitive in the packed-weight keys
+  dnnl::matmul primitive;
+  dnnl::memory::desc src, weights, bias, dst;  // weights: the primitive's own format
 };
 
 PrimitiveCache<Primitive, PrimitiveStats>& cache() {
@@ -78,12 +88,21 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   const std::int64_t n = input.numel() / k;
   const std::int64_t o = weight.size(0);
 
+  // Wᵀ [K, O] as the weight's memory holds it: element (k, o) at W's (o, k). A dense weight
+  // with a size-1 dim is one run of memory whatever that dim's (arbitrary) stride says.
+  const dnnl::memory::dims user_strides =
+      k == 1 || o == 1 ? dnnl::memory::dims{o, 1}
+                       : dnnl::memory::dims{weight.stride(1), weight.stride(0)};
+  // A weight read before (a constant) in the primitive's own format, else as it lies
+  // (packed_weights.h: an operand computed on every run is never packed).
+  const bool packed = detail::seen_before(weight);
+
   const bool residual = post.residual.defined();
   const CacheKey key{n,
                      k,
                      o,
-                     weight.stride(0),
-                     weight.stride(1),
+                     packed ? 0 : user_strides[0],
+                     packed ? 0 : user_strides[1],
                      bias.defined() ? 1 : 0,
                      residual ? 1 : 0,
                      static_cast<std::int64_t>(post.activation),
@@ -91,32 +110,35 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, con
                      threads};
   const std::shared_ptr<Primitive> prim = cache().find_or_make(key, [&] {
     auto made = std::make_shared<Primitive>();
-    made->declined = try_build(op, "inner product", [&] {
+    made->id = detail::new_primitive_id();
+    made->declined = try_build(op, "matmul", [&] {
       using dt = dnnl::memory::data_type;
-      made->src = dnnl::memory::desc({n, k}, dt::f32, dnnl::memory::dims{k, 1});
-      made->weights = dnnl::memory::desc({o, k}, dt::f32,
-                                         dnnl::memory::dims{weight.stride(0), weight.stride(1)});
-      made->bias = dnnl::memory::desc({o}, dt::f32, dnnl::memory::dims{1});
-      made->dst = dnnl::memory::desc({n, o}, dt::f32, dnnl::memory::dims{o, 1});
+      using tag = dnnl::memory::format_tag;
+      made->src = dnnl::memory::desc({n, k}, dt::f32, tag::ab);
+      made->bias = dnnl::memory::desc({1, o}, dt::f32, tag::ab);
+      made->dst = dnnl::memory::desc({n, o}, dt::f32, tag::ab);
       dnnl::post_ops ops;
       if (residual) ops.append_binary(dnnl::algorithm::binary_add, made->dst);
       for (const EltwiseOp& e : activation_eltwise(post.activation, post.negative_slope))
         ops.append_eltwise(1.f, e.alg, e.alpha, e.beta);
       dnnl::primitive_attr attr = user_scratchpad();
       attr.set_post_ops(ops);
-      const auto desc =
-          bias.defined()
-              ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference, made->src,
-                                                  made->weights, made->bias, made->dst)
-              : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference, made->src,
-                                                  made->weights, made->dst);
-      made->primitive = dnnl::inner_product_forward(
-          dnnl::inner_product_forward::primitive_desc(desc, attr, cpu_engine()));
+      const dnnl::memory::desc weights = packed ? dnnl::memory::desc({k, o}, dt::f32, tag::any)
+                                                : dnnl::memory::desc({k, o}, dt::f32, user_strides);
+      const auto desc = bias.defined()
+                            ? dnnl::matmul::desc(made->src, weights, made->bias, made->dst)
+                            : dnnl::matmul::desc(made->src, weights, made->dst);
+      const dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
+      made->weights = pd.weights_desc();
+      made->primitive = dnnl::matmul(pd);
     });
     return made;
   });
   if (!prim->declined.empty()) return decline(op, prim->declined, declined);
 
+  const dnnl::memory w = detail::weight_memory(
+      op, prim->id, weight, weight,
+      dnnl::memory::desc({k, o}, dnnl::memory::data_type::f32, user_strides), prim->weights);
   Shape out_sizes(input.sizes().begin(), input.sizes().end() - 1);
   out_sizes.push_back(o);
   Tensor output = empty(out_sizes, DType::Float32);
@@ -124,7 +146,6 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, con
     // oneDNN only reads the operands; const_cast avoids Tensor's writable data_ptr(), which
     // would bump their versions.
     const dnnl::memory src(prim->src, cpu_engine(), const_cast<void*>(input.data_ptr()));
-    const dnnl::memory w(prim->weights, cpu_engine(), const_cast<void*>(weight.data_ptr()));
     const dnnl::memory dst(prim->dst, cpu_engine(), output.data_ptr());
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
@@ -139,6 +160,6 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   return output;
 }
 
-PrimitiveStats inner_product_stats() { return cache().stats(); }
+PrimitiveStats linear_stats() { return cache().stats(); }
 
 }  // namespace refold::onednn
