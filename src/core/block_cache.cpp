@@ -65,8 +65,8 @@ std::size_t block_size(std::size_t bytes, std::size_t alignment) {
     const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
     return rounded < alignment ? alignment : rounded;
   }
-  // The size class: a quarter of the largest power of two ≤ bytes (≥ 64 KiB, so a multiple of
-  // the page and of any alignment up to it), times the fewest quarters that hold `bytes`.
+  // The size class: a quarter of the largest power of two ≤ bytes (≥ 4 KiB, so a multiple of
+  // the page; at least the alignment), times the fewest quarters that hold `bytes`.
   std::size_t octave = kMinCachedBytes;
   while (octave <= bytes / 2) octave *= 2;
   const std::size_t quarter = std::max(octave / 4, alignment);

@@ -37,13 +37,18 @@
 
 namespace refold::detail {
 
-// glibc's default mmap threshold: a block from it on is pages of their own (mmap'd, faulted in
-// on first write, unmapped when freed) unless cached here. At 256 KiB, MobileViT's 245 KB
-// attention tensors were mapped and unmapped on every run: its 5-d Transposes took 0.18 ms each
-// where the copy takes 0.02 (bench/RESULTS.md, session 35).
-inline constexpr std::size_t kMinCachedBytes = std::size_t{128} << 10;  // 128 KiB
-inline constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;    // 1 GiB
-inline constexpr std::size_t kMinMappedBytes = std::size_t{64} << 10;   // 64 KiB, stand-ins only
+// From 16 KiB on. glibc maps blocks from its mmap threshold on (128 KiB by default) as pages of
+// their own (faulted in on first write, unmapped when freed): at 256 KiB, MobileViT's 245 KB
+// attention tensors were mapped and unmapped on every run, its 5-d Transposes 0.18 ms each where
+// the copy takes 0.02 (bench/RESULTS.md, session 35). Below it, glibc trims the top of its heap
+// once more than M_TRIM_THRESHOLD (128 KiB by default) lies free there, and a model's run frees
+// its last activations at the heap's top: a chain of 1×1 and depthwise convs on 7×7×512 maps
+// (100 KB) built in memory ran 1.39× the time it takes with the blocks kept (session 45), the
+// threads waiting on page faults and the TLB shootdowns of each trim. (A model loaded from a
+// file rarely showed it: freeing the file's bytes raises both glibc thresholds.)
+inline constexpr std::size_t kMinCachedBytes = std::size_t{16} << 10;  // 16 KiB
+inline constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;   // 1 GiB
+inline constexpr std::size_t kMinMappedBytes = std::size_t{64} << 10;  // 64 KiB, stand-ins only
 inline constexpr std::size_t kLargestFit = 2;  // a request takes a kept block up to 2× its class
 
 // `bytes` rounded as the cache rounds it (at least `alignment`, a multiple of it; from

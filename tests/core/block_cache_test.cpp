@@ -24,10 +24,11 @@ TEST_F(BlockCache, RoundsLargeBlocksToSizeClassesAndSmallOnesToTheAlignment) {
   constexpr std::size_t KiB = 1024, MiB = 1024 * KiB;
   EXPECT_EQ(detail::block_size(0, 64), 64u);
   EXPECT_EQ(detail::block_size(65, 64), 128u);
-  // Four classes per octave: 128 KiB + 1 byte → 160 KiB; 1 MiB exactly stays; 1 MiB + 1 → 1.25;
-  // 1.6 MiB → 1.75; 3 MiB (between 2 and 4) → 3.
-  EXPECT_EQ(detail::kMinCachedBytes, 128 * KiB);  // glibc's default mmap threshold
-  EXPECT_EQ(detail::block_size(detail::kMinCachedBytes + 1, 64), 160 * KiB);
+  // Four classes per octave: 16 KiB + 1 byte → 20 KiB; 128 KiB + 1 → 160; 1 MiB exactly stays;
+  // 1 MiB + 1 → 1.25; 1.6 MiB → 1.75; 3 MiB (between 2 and 4) → 3.
+  EXPECT_EQ(detail::kMinCachedBytes, 16 * KiB);  // below glibc's trim and mmap thresholds
+  EXPECT_EQ(detail::block_size(detail::kMinCachedBytes + 1, 64), 20 * KiB);
+  EXPECT_EQ(detail::block_size(128 * KiB + 1, 64), 160 * KiB);
   EXPECT_EQ(detail::block_size(MiB, 64), MiB);
   EXPECT_EQ(detail::block_size(MiB + 1, 64), MiB + MiB / 4);
   EXPECT_EQ(detail::block_size(MiB + 6 * MiB / 10, 64), MiB + 3 * MiB / 4);
@@ -38,6 +39,21 @@ TEST_F(BlockCache, RoundsLargeBlocksToSizeClassesAndSmallOnesToTheAlignment) {
     EXPECT_LE(size, bytes + bytes / 4 + 4 * KiB) << bytes;
     EXPECT_EQ(size % (4 * KiB), 0u) << bytes;
   }
+}
+
+// A 100 KB activation (7×7×512, a MobileNet's last stage) is kept when freed and serves the
+// next run's: glibc would trim it off the top of its heap and fault it back in.
+TEST_F(BlockCache, KeepsBlocksBelowGlibcsTrimThreshold) {
+  const std::size_t kept = detail::cached_block_bytes();
+  const void* first = nullptr;
+  {
+    const Tensor a = empty({1, 512, 7, 7});
+    first = a.data_ptr();
+  }
+  EXPECT_EQ(detail::cached_block_bytes(), kept + detail::block_size(512 * 49 * 4, 64));
+  const Tensor b = empty({1, 512, 7, 7});
+  EXPECT_EQ(b.data_ptr(), first);
+  EXPECT_EQ(detail::cached_block_bytes(), kept);
 }
 
 // A tensor a little smaller than a freed one, in the same class, takes its block: what lets one
