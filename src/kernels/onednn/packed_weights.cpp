@@ -32,7 +32,9 @@ struct PackedWeight final : PackedCopy {
 struct Cache {
   std::mutex mutex;
   LruCache<PackedWeight> weights{std::size_t{1} << 30};
-  LruCache<bool> seen{std::size_t{1} << 16};  // weight keys (no primitive) asked about
+  // Weight keys (no primitive) asked about: 8192 of them, about 1 MB, more than a model's
+  // constants between two sightings of one (a computed operand adds one key per run).
+  LruCache<bool> seen{std::size_t{1} << 13};
   PackedWeightStats stats;
 };
 
