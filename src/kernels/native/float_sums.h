@@ -3,8 +3,9 @@
 // in float over blocks of 64 values, each block's 8 lane sums added in double (float's speed,
 // double's range across blocks; within 1e-6 of the exact sum of the terms' magnitudes, tested).
 // Columns are read across rows (`width` contiguous values of `rows` rows `row_stride` apart: one
-// sum per column), in float over blocks of 4 rows, each block added in double. The reference kernels sum in double, so both match them within
-// Tolerance::op_f32. Callers check cpu_has_avx2_fma() first.
+// sum per column), in float over blocks of 4 rows, each block added in double. The reference
+// kernels sum in double, so both match them within Tolerance::op_f32. Callers check
+// cpu_has_avx2_fma() first.
 #pragma once
 
 #include <cstdint>
