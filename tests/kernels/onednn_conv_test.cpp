@@ -504,6 +504,38 @@ TEST_F(OnednnConv, SecondCallHitsTheCaches) {
   EXPECT_EQ(s2.weight_hits, 1u);
 }
 
+// A primitive's memory objects are made once per thread and pointed at each call's data
+// (onednn::BoundArgs): a second call with other input, bias, residual and per-channel post-op
+// values computes from those, and writes its own output, the first call's left as it was.
+TEST_F(OnednnConv, EachCallReadsAndWritesItsOwnData) {
+  Generator gen(4);
+  const Tensor w = normal({16, 13, 3, 3}, 0.1, gen).contiguous(NHWC);
+  Conv2dOptions opt;
+  opt.padding = 1;
+  const auto run = [&](int seed) {
+    Generator g(static_cast<std::uint64_t>(seed));
+    const Tensor x = normal({1, 13, 9, 9}, 1.0, g).contiguous(NHWC);
+    const Tensor b = normal({16}, 1.0, g);
+    PostOps post;
+    post.residual = normal({1, 16, 9, 9}, 1.0, g).contiguous(NHWC);
+    post.activation = Activation::ReLU;
+    std::vector<float> scale(16), shift(16);
+    for (float& v : scale) v = static_cast<float>(g.uniform());
+    for (float& v : shift) v = static_cast<float>(g.uniform() - 0.5);
+    post.then = {PostStep{.scale = scale, .shift = shift}};
+    const Tensor y = onednn::conv2d(x, w, b, opt, post);
+    const Tensor expected = reference::apply_post_ops(reference::conv2d(x, w, b, opt), post);
+    return std::pair{y, expected};
+  };
+  const auto [first, first_expected] = run(10);
+  const Tensor first_copy = first.clone();
+  const auto [second, second_expected] = run(11);
+  EXPECT_NE(first.data_ptr(), second.data_ptr());
+  EXPECT_TRUE(testing::all_close(first, first_expected, Tolerance::op_f32()));
+  EXPECT_TRUE(testing::all_close(second, second_expected, Tolerance::op_f32()));
+  EXPECT_TRUE(testing::all_close(first, first_copy, Tolerance::exact()));
+}
+
 TEST_F(OnednnConv, WritingTheWeightRepacks) {
   Generator gen(2);
   const Tensor x = normal({1, 13, 10, 10}, 1.0, gen).contiguous(NHWC);

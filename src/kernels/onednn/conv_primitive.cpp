@@ -451,26 +451,23 @@ Tensor run_conv(const ConvProblem& p, const Tensor& input, const Tensor& weight,
   }
 
   call(p.op, [&] {
-    const auto& engine = cpu_engine();
-    std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, dnnl::memory(prim->src_desc, engine, const_cast<void*>(input.data_ptr()))},
-        {DNNL_ARG_WEIGHTS, weights_memory},
-        {DNNL_ARG_DST, dnnl::memory(prim->dst_desc, engine, output.data_ptr())}};
-    if (has_bias)
-      args.emplace(DNNL_ARG_BIAS,
-                   dnnl::memory(prim->bias_desc, engine, const_cast<void*>(bias_f32.data_ptr())));
+    BoundArgs& args = BoundArgs::of(prim->id);
+    args.bind(DNNL_ARG_SRC, prim->src_desc, input.data_ptr());
+    args.put(DNNL_ARG_WEIGHTS, weights_memory);
+    args.bind(DNNL_ARG_DST, prim->dst_desc, output.data_ptr());
+    if (has_bias) args.bind(DNNL_ARG_BIAS, prim->bias_desc, bias_f32.data_ptr());
     // The kinds the primitive was built with (the residual's may differ from `chain`'s), the
     // values of this call.
     for (std::size_t i = 0; i < chain.size(); ++i) {
       if (prim->chain[i].kind != ChainEntry::Kind::Binary) continue;
-      void* data = chain[i].values != nullptr
-                       ? static_cast<void*>(const_cast<float*>(chain[i].values->data()))
-                       : const_cast<void*>(residual_operand.data_ptr());
-      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
-                   dnnl::memory(binary_operand_desc(chain[i], prim->dst_desc), engine, data));
+      const void* data = chain[i].values != nullptr
+                             ? static_cast<const void*>(chain[i].values->data())
+                             : residual_operand.data_ptr();
+      args.bind(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
+                binary_operand_desc(chain[i], prim->dst_desc), data);
     }
     dnnl::stream& stream = cpu_stream();
-    execute(prim->primitive, stream, std::move(args));
+    args.run(prim->primitive, stream);
     stream.wait();
   });
   return output;

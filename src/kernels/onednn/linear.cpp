@@ -143,19 +143,15 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   out_sizes.push_back(o);
   Tensor output = empty(out_sizes, DType::Float32);
   cache().execute(op, [&](dnnl::stream& stream) {
-    // oneDNN only reads the operands; const_cast avoids Tensor's writable data_ptr(), which
-    // would bump their versions.
-    const dnnl::memory src(prim->src, cpu_engine(), const_cast<void*>(input.data_ptr()));
-    const dnnl::memory dst(prim->dst, cpu_engine(), output.data_ptr());
-    std::unordered_map<int, dnnl::memory> args = {
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
-    if (bias.defined())
-      args[DNNL_ARG_BIAS] =
-          dnnl::memory(prim->bias, cpu_engine(), const_cast<void*>(bias.data_ptr()));
+    BoundArgs& args = BoundArgs::of(prim->id);
+    args.bind(DNNL_ARG_SRC, prim->src, input.data_ptr());
+    args.put(DNNL_ARG_WEIGHTS, w);
+    args.bind(DNNL_ARG_DST, prim->dst, output.data_ptr());
+    if (bias.defined()) args.bind(DNNL_ARG_BIAS, prim->bias, bias.data_ptr());
     if (residual)  // post-op 0: the binary_add
-      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
-          dnnl::memory(prim->dst, cpu_engine(), const_cast<void*>(post.residual.data_ptr()));
-    execute(prim->primitive, stream, std::move(args));
+      args.bind(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, prim->dst,
+                post.residual.data_ptr());
+    args.run(prim->primitive, stream);
   });
   return output;
 }
