@@ -20,26 +20,32 @@
 namespace refold {
 
 // The plan, and the weights held once (core/held_weights.h) by a session that owns its graph.
-// Runs share `runs`; weights are held only under it alone. The first run, which packs the
-// weights, runs alone and holds each weight as soon as its node has packed it, so the plain and
-// the packed copies of all weights are never resident at once; later runs share the lock and
-// hold what a new input size packed when no other run is in flight.
+// Runs share `runs`; weights are held only under it alone. The first runs, which pack the
+// weights, run alone and hold each weight as soon as its node has packed it, so the plain and
+// the packed copies of all weights are never resident at once: a conv packs its weight on the
+// first run, a linear on the second (kernels/onednn/packed_weights.h), so runs hold node by
+// node until one packs nothing new (at most kPackingRuns of them). Later runs share the lock
+// and hold what a new input size packed when no other run is in flight.
 struct Session::Compiled {
   Compiled(const graph::Graph& graph, bool hold_weights)
       : plan(graph),
         held(hold_weights ? detail::HeldWeights(weights(graph)) : detail::HeldWeights()),
-        first_run_done(!hold_weights) {}
+        packing_done(!hold_weights) {}
+
+  static constexpr int kPackingRuns = 3;
 
   // `run(observe)` runs the plan, calling `observe` after each node.
   template <typename Run>
   auto run(const Run& run) const {
-    if (!first_run_done.load(std::memory_order_acquire)) {
+    if (!packing_done.load(std::memory_order_acquire)) {
       const std::unique_lock alone(runs);
-      if (!first_run_done.load(std::memory_order_relaxed)) {
+      if (!packing_done.load(std::memory_order_relaxed)) {
+        const std::uint64_t offers = detail::packed_offers();
         auto result = run([this](const graph::Node&, const std::vector<Tensor>&,
                                  const std::vector<Tensor>&) { held.hold(); });
         held.hold();
-        first_run_done.store(true, std::memory_order_release);
+        packing_done.store(detail::packed_offers() == offers || ++packing_runs >= kPackingRuns,
+                           std::memory_order_release);
         trim();
         return result;
       }
@@ -72,7 +78,8 @@ struct Session::Compiled {
   graph::ExecutionPlan plan;
   mutable std::shared_mutex runs;
   mutable detail::HeldWeights held;
-  mutable std::atomic<bool> first_run_done;
+  mutable std::atomic<bool> packing_done;
+  mutable int packing_runs = 0;  // runs that held node by node (under `runs` alone)
 };
 
 namespace {
