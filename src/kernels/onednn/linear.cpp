@@ -33,7 +33,7 @@ struct Primitive {
   std::string declined;  // non-empty: oneDNN cannot take this problem (cached, not retried)
   std::uint64_t id = 0;  // names the primitive in the packed-weight keys
   dnnl::matmul primitive;
-  dnnl::memory::desc src, weights, bias, dst;  // weights: the primitive's own format
+  dnnl::memory::desc src, weights, bias, dst;  // weights: packed, or the weight as it lies
 };
 
 PrimitiveCache<Primitive, PrimitiveStats>& cache() {
@@ -93,6 +93,9 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   const dnnl::memory::dims user_strides =
       k == 1 || o == 1 ? dnnl::memory::dims{o, 1}
                        : dnnl::memory::dims{weight.stride(1), weight.stride(0)};
+  const dnnl::memory::desc user_weights = call(op, [&] {
+    return dnnl::memory::desc({k, o}, dnnl::memory::data_type::f32, user_strides);
+  });
   // A weight read before (a constant) in the primitive's own format, else as it lies
   // (packed_weights.h: an operand computed on every run is never packed).
   const bool packed = detail::seen_before(weight);
@@ -123,8 +126,8 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, con
         ops.append_eltwise(1.f, e.alg, e.alpha, e.beta);
       dnnl::primitive_attr attr = user_scratchpad();
       attr.set_post_ops(ops);
-      const dnnl::memory::desc weights = packed ? dnnl::memory::desc({k, o}, dt::f32, tag::any)
-                                                : dnnl::memory::desc({k, o}, dt::f32, user_strides);
+      const dnnl::memory::desc weights =
+          packed ? dnnl::memory::desc({k, o}, dt::f32, tag::any) : user_weights;
       const auto desc = bias.defined()
                             ? dnnl::matmul::desc(made->src, weights, made->bias, made->dst)
                             : dnnl::matmul::desc(made->src, weights, made->dst);
@@ -136,9 +139,8 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   });
   if (!prim->declined.empty()) return decline(op, prim->declined, declined);
 
-  const dnnl::memory w = detail::weight_memory(
-      op, prim->id, weight, weight,
-      dnnl::memory::desc({k, o}, dnnl::memory::data_type::f32, user_strides), prim->weights);
+  const dnnl::memory w =
+      detail::weight_memory(op, prim->id, weight, weight, user_weights, prim->weights);
   Shape out_sizes(input.sizes().begin(), input.sizes().end() - 1);
   out_sizes.push_back(o);
   Tensor output = empty(out_sizes, DType::Float32);

@@ -18,16 +18,23 @@ namespace {
 struct PackedWeight final : PackedCopy {
   dnnl::memory memory;
   dnnl::memory::desc plain;  // the weight as it was read
-  void unpack(std::byte* to) const override {
-    call("weight rebuild", [&] {
-      dnnl::memory out(plain, cpu_engine(), to);
-      const dnnl::reorder reorder(dnnl::reorder::primitive_desc(
-          cpu_engine(), memory.get_desc(), cpu_engine(), plain, user_scratchpad()));
-      execute(reorder, cpu_stream(), {{DNNL_ARG_FROM, memory}, {DNNL_ARG_TO, out}});
-      cpu_stream().wait();
-    });
-  }
+  void unpack(std::byte* to) const override;
 };
+
+// Copies `from` into `to`, each in its own format (a oneDNN reorder: packing and unpacking).
+void reorder(std::string_view op, const dnnl::memory& from, const dnnl::memory& to) {
+  call(op, [&] {
+    const dnnl::reorder reorder(dnnl::reorder::primitive_desc(
+        cpu_engine(), from.get_desc(), cpu_engine(), to.get_desc(), user_scratchpad()));
+    execute(reorder, cpu_stream(), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+    cpu_stream().wait();
+  });
+}
+
+void PackedWeight::unpack(std::byte* to) const {
+  reorder("weight rebuild", memory,
+          call("weight rebuild", [&] { return dnnl::memory(plain, cpu_engine(), to); }));
+}
 
 struct Cache {
   std::mutex mutex;
@@ -57,14 +64,12 @@ std::shared_ptr<PackedWeight> pack(std::string_view op, const Tensor& weight, co
                                    const dnnl::memory::desc& user,
                                    const dnnl::memory::desc& packed) {
   auto copy = std::make_shared<PackedWeight>();
-  call(op, [&] {
-    dnnl::memory from(user, cpu_engine(), const_cast<void*>(bytes.data_ptr()));
-    copy->memory = dnnl::memory(packed, cpu_engine());
-    const dnnl::reorder reorder(
-        dnnl::reorder::primitive_desc(cpu_engine(), user, cpu_engine(), packed, user_scratchpad()));
-    execute(reorder, cpu_stream(), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, copy->memory}});
-    cpu_stream().wait();
-  });
+  call(op, [&] { copy->memory = dnnl::memory(packed, cpu_engine()); });
+  reorder(
+      op,
+      call(op,
+           [&] { return dnnl::memory(user, cpu_engine(), const_cast<void*>(bytes.data_ptr())); }),
+      copy->memory);
   copy->plain = user;
   if (bytes.is_same(weight)) refold::detail::offer_packed(weight, copy);
   return copy;
