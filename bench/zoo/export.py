@@ -6,6 +6,7 @@
     $python bench/zoo/export.py --only resnet18,yolov8n --out /tmp/zoo
     $python bench/zoo/export.py --extra --out /tmp/extra   # 23 other families (EXTRA below)
     $python bench/zoo/export.py --third --out /tmp/third   # 15 more, held out (THIRD below)
+    $python bench/zoo/export.py --fourth --out /tmp/fourth # 29 more, held out (FOURTH below)
     $python bench/zoo/run.py --models /tmp/extra --time     # run.py takes either folder
 
 For every model (built without pretrained weights; none can be downloaded here):
@@ -102,6 +103,28 @@ THIRD = {
     "efficientnet_b1": ("timm", 224), "mobilenetv3_large_100": ("timm", 224),
     "shufflenet_v2_x1_0": ("torchvision", 224),
     "lraspp_mobilenet_v3_large": ("torchvision_segmentation", 256),
+}
+
+# A fourth set (--fourth), held out while the first three were tuned: Inception-v3, Res2Net's
+# hierarchical splits, selective-kernel and split-attention nets (SKNet, ResNeSt), CSPDarknet,
+# dual paths (DPN), SE-ResNeXt, ECA's 1-d channel conv, Swin's shifted windows, cascaded group
+# attention (EfficientViT-M), InceptionNeXt's band kernels, StarNet's elementwise products,
+# HardCoRe-NAS, NF-RegNet's weight standardization, RegNetZ, CoaT-Lite, MambaOut's gated convs,
+# EfficientFormer, BoTNet's relative-position attention, GhostNetV3, GENet, MobileNetV1,
+# CrossViT, PiT, ConViT, and YOLOv5, YOLOv9, YOLO12 and YOLO26.
+FOURTH = {
+    "inception_v3": ("timm", 224), "res2net50_14w_8s": ("timm", 160),
+    "skresnet18": ("timm", 224), "resnest14d": ("timm", 224), "cspdarknet53": ("timm", 160),
+    "dpn48b": ("timm", 224), "seresnext26d_32x4d": ("timm", 224), "ecaresnet26t": ("timm", 224),
+    "swin_tiny_patch4_window7_224": ("timm", 224), "efficientvit_m0": ("timm", 224),
+    "inception_next_atto": ("timm", 224), "starnet_s1": ("timm", 224),
+    "hardcorenas_a": ("timm", 224), "nf_regnet_b0": ("timm", 224), "regnetz_b16": ("timm", 224),
+    "coat_lite_tiny": ("timm", 224), "mambaout_femto": ("timm", 224),
+    "efficientformer_l1": ("timm", 224), "botnet26t_256": ("timm", 256),
+    "ghostnetv3_100": ("timm", 224), "gernet_s": ("timm", 224), "mobilenetv1_100": ("timm", 224),
+    "crossvit_tiny_240": ("timm", 240), "pit_ti_224": ("timm", 224), "convit_tiny": ("timm", 224),
+    "yolov5n": ("ultralytics", 320), "yolov9t": ("ultralytics", 320),
+    "yolo12n": ("ultralytics", 320), "yolo26n": ("ultralytics", 320),
 }
 
 
@@ -376,10 +399,13 @@ def main():
                        help="export the EXTRA set instead of the zoo (e.g. --out /tmp/extra)")
     which.add_argument("--third", action="store_true",
                        help="export the THIRD set instead of the zoo (e.g. --out /tmp/third)")
+    which.add_argument("--fourth", action="store_true",
+                       help="export the FOURTH set instead of the zoo (e.g. --out /tmp/fourth)")
     args = parser.parse_args()
-    if args.extra or args.third:
+    held_out = EXTRA if args.extra else THIRD if args.third else FOURTH if args.fourth else None
+    if held_out is not None:
         ZOO.clear()
-        ZOO.update(EXTRA if args.extra else THIRD)
+        ZOO.update(held_out)
     names = list(ZOO) if not args.only else [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in ZOO]
     if unknown:
