@@ -1,5 +1,6 @@
 // BatchNormalization (inference): nn::BatchNorm2d over the graph's constant parameters, else
-// BatchNormalization.
+// BatchNormalization; with training_mode=1, BatchNormalizationOfBatch (the input's own
+// statistics: weight standardization in NF-Nets and BiT's StdConv, exported that way).
 #include "ops/batch_norm.h"
 
 #include <fmt/ranges.h>
@@ -7,6 +8,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "kernels/reference/onnx_ops.h"
 #include "ops/op.h"
 #include "ops/window.h"
 #include "refold/functional.h"
@@ -35,23 +37,60 @@ std::vector<Tensor> BatchNormalization::run(const std::vector<Tensor>& in) {
   return {functional::batch_norm(x, in[3], in[4], in[1], in[2], epsilon_)};
 }
 
+namespace {
+
+// BatchNormalization with training_mode=1 (opset 14+): x normalized by its own statistics per
+// channel, then scaled and shifted; outputs 1 and 2, when asked for, are the running statistics
+// the step would carry on (kernels/reference/onnx_ops.h). PyTorch exports F.batch_norm(…,
+// training=True) so — timm's StdConv2d and ScaledStdConv2d standardize their conv weights with
+// it, and the weight is a constant, so constant folding runs this once at load.
+class BatchNormalizationOfBatch : public graph::Op {
+ public:
+  BatchNormalizationOfBatch(double epsilon, double momentum, std::size_t outputs)
+      : Op("BatchNormalization"), epsilon_(epsilon), momentum_(momentum), outputs_(outputs) {}
+
+  std::vector<Tensor> run(const std::vector<Tensor>& in) override {
+    REFOLD_CHECK(in.size() == 5, "BatchNormalization: expects 5 inputs, got {}", in.size());
+    reference::BatchNormTrainingResult r =
+        reference::batch_norm_training(in[0], in[1], in[2], in[3], in[4], epsilon_, momentum_);
+    std::vector<Tensor> out = {r.y, r.running_mean, r.running_var};
+    out.resize(outputs_);
+    return out;
+  }
+
+ private:
+  double epsilon_, momentum_;
+  std::size_t outputs_;
+};
+
+}  // namespace
+
 nn::ModulePtr build_batch_normalization(const BuildContext& context) {
   const graph::Node& node = context.node;
   const graph::Attributes& a = node.attributes;
-  // Training (F21): training_mode=1 (opset 14+) or the running_mean/var outputs (older opsets
-  // also had saved_mean/saved_var) — refold runs inference only.
-  const std::int64_t training = a.get_int("training_mode", 0);
-  REFOLD_CHECK(training == 0, "unsupported: training_mode={} (refold runs inference only)",
-               training);
-  for (std::size_t i = 1; i < node.outputs.size(); ++i)
-    REFOLD_CHECK(node.outputs[i].empty(),
-                 "unsupported: output {} ('{}') is a training output (refold runs inference "
-                 "only)",
-                 i, node.outputs[i]);
-  check_arity(node, 5, 5, 1);
   const double eps = a.get_float("epsilon", 1e-5f);
   REFOLD_CHECK(std::isfinite(eps) && eps >= 0, "epsilon must be finite and non-negative (got {})",
                eps);
+  // training_mode=1 (opset 14+): the batch's own statistics, and up to two running-statistics
+  // outputs (F21: computed, never folded into a conv).
+  const std::int64_t training = a.get_int("training_mode", 0);
+  REFOLD_CHECK(training == 0 || training == 1, "training_mode must be 0 or 1 (got {})", training);
+  if (training == 1) {
+    check_arity(node, 5, 5, 3);
+    const double momentum = a.get_float("momentum", 0.9f);
+    REFOLD_CHECK(std::isfinite(momentum), "momentum must be finite (got {})", momentum);
+    std::size_t outputs = node.outputs.size();
+    while (outputs > 1 && node.outputs[outputs - 1].empty()) --outputs;
+    return std::make_shared<BatchNormalizationOfBatch>(eps, momentum, outputs);
+  }
+  // Before opset 14 training had no attribute: the mean/var (and saved_mean/saved_var) outputs
+  // asked for it. Their meaning differs between opsets — refold runs inference only there.
+  for (std::size_t i = 1; i < node.outputs.size(); ++i)
+    REFOLD_CHECK(node.outputs[i].empty(),
+                 "unsupported: output {} ('{}') is a training output without training_mode=1 "
+                 "(refold computes the running statistics only for training_mode=1, opset 14+)",
+                 i, node.outputs[i]);
+  check_arity(node, 5, 5, 1);
 
   bool all_const = true;
   for (std::size_t i = 1; i < 5; ++i)

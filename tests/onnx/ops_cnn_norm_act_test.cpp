@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/reference/onnx_ops.h"
 #include "onnx/ops_cnn_helpers.h"
 #include "onnx/ops_tensor_helpers.h"
 #include "ops/activation.h"
@@ -69,6 +70,36 @@ TEST(OnnxBatchNormalization, RuntimeParametersBecomeAnOp) {
                                  expected, Tolerance::op_f32()));
 }
 
+// training_mode=1: each channel normalized by the batch's own mean and population variance (over
+// N and the spatial dims), and the running statistics carried on with `momentum`. Channel 0 holds
+// 1, 2 | 3, 4 (mean 2.5, var 1.25), channel 1 0, 2 | 4, 6 (mean 3, var 5).
+TEST(OnnxBatchNormalization, TrainingModeUsesTheBatchsOwnStatistics) {
+  OpCase c("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y", "running_mean", "running_var"});
+  c.constant("s", testing::values({2, 1}, {2})).constant("b", testing::values({0, 1}, {2}));
+  c.constant("m", testing::values({1, 1}, {2})).constant("v", testing::values({1, 1}, {2}));
+  c.integer("training_mode", 1).real("momentum", 0.5f).real("epsilon", 0.0f);
+  const Tensor x = testing::values({1, 2, 0, 2, 3, 4, 4, 6}, {2, 2, 1, 2});
+  const float s0 = 2 / std::sqrt(1.25f), s1 = 1 / std::sqrt(5.0f);
+  const Tensor y = testing::values({-1.5f * s0, -0.5f * s0, -3 * s1 + 1, -1 * s1 + 1, 0.5f * s0,
+                                    1.5f * s0, 1 * s1 + 1, 3 * s1 + 1},
+                                   {2, 2, 1, 2});
+  for (const Tensor& input : {x, to_channels_last(x)}) {
+    const std::vector<Tensor> out = c.run_all({input});
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_TRUE(testing::all_close(out[0], y, Tolerance::op_f32()));
+    // 1·0.5 + 2.5·0.5, 1·0.5 + 3·0.5; 1·0.5 + 1.25·0.5, 1·0.5 + 5·0.5
+    EXPECT_TRUE(testing::all_close(out[1], testing::values({1.75f, 2}, {2}), Tolerance::op_f32()));
+    EXPECT_TRUE(testing::all_close(out[2], testing::values({1.125f, 3}, {2}), Tolerance::op_f32()));
+  }
+  // One image is InstanceNormalization with the BN's scale and bias.
+  const BnParams p;
+  OpCase one = bn_case(p);
+  one.integer("training_mode", 1);
+  const Tensor image = random({1, 5, 4, 3}, 9);
+  EXPECT_TRUE(one.close_in_both_layouts(image,
+                                        reference::group_norm(image, p.scale, p.bias, 5, 1e-5)));
+}
+
 TEST(OnnxBatchNormalization, Errors) {
   const BnParams p;
   auto build = [&](auto configure) {
@@ -86,12 +117,24 @@ TEST(OnnxBatchNormalization, Errors) {
     };
   };
   testing::expect_errors({
-      {"F21 training_mode", build([](OpCase& c) { c.integer("training_mode", 1); }),
-       "unsupported: training_mode=1"},
-      {"F21 training outputs", build([](OpCase& c) {
+      {"training_mode 2", build([](OpCase& c) { c.integer("training_mode", 2); }),
+       "training_mode must be 0 or 1 (got 2)"},
+      {"F21 training outputs without training_mode", build([](OpCase& c) {
          c.node().outputs = {"y", "running_mean", "running_var"};
        }),
-       "unsupported: output 1 ('running_mean') is a training output"},
+       "unsupported: output 1 ('running_mean') is a training output without training_mode=1"},
+      {"training_mode with four outputs", build([](OpCase& c) {
+         c.integer("training_mode", 1);
+         c.node().outputs = {"y", "a", "b", "c"};
+       }),
+       "unsupported: output 3 ('c') is not implemented"},
+      {"training_mode on an empty batch",
+       [&] {
+         OpCase c = bn_case(p);
+         c.integer("training_mode", 1);
+         c.run({empty({0, 5, 2, 2})});
+       },
+       "X [0, 5, 2, 2] is empty"},
       {"negative epsilon", build([](OpCase& c) { c.real("epsilon", -1.0f); }),
        "epsilon must be finite and non-negative"},
       {"F20 length", with("m", random({4}, 1)), "input_mean has 4 values but scale has 5"},

@@ -218,7 +218,7 @@ TEST(BnFolding, DeclinesTrainingMode) {
   GraphBuilder b(9);
   const std::string x = b.input("x", {1, 3, 6, 6});
   b.output(b.bn(b.conv(x, 3, 3, 1), 3));
-  // The importer rejects training_mode=1; a graph edited afterwards must still not be folded.
+  // training_mode=1 normalizes by the batch's own statistics: no constant scale to fold.
   b.graph().node(1).attributes.set("training_mode", std::int64_t{1});
   const passes::PassReport r = expect_unchanged(b);
   EXPECT_TRUE(has_note(r, "training mode")) << notes_of(r);

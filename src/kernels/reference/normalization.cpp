@@ -20,10 +20,10 @@ void check_float(const Tensor& t, const char* op, const char* name) {
                name, dtype_name(t.dtype()));
 }
 
-// Mean and 1/√(var + ε) of the elements of x that `group_of(index)` maps to each of `groups`
-// groups.
+// Mean, (population) variance and 1/√(var + ε) of the elements of x that `group_of(index)` maps
+// to each of `groups` groups.
 struct Statistics {
-  std::vector<double> mean, inv_std;
+  std::vector<double> mean, var, inv_std;
 };
 template <typename GroupOf>
 Statistics statistics(const Tensor& x, GroupOf&& group_of, std::int64_t groups, double epsilon) {
@@ -37,6 +37,7 @@ Statistics statistics(const Tensor& x, GroupOf&& group_of, std::int64_t groups, 
   });
   Statistics s;
   s.mean.resize(g);
+  s.var.resize(g);
   s.inv_std.resize(g);
   for (std::size_t k = 0; k < g; ++k) s.mean[k] = sum[k] / count[k];
   for_each_index(x.sizes(), [&](const Shape& idx) {
@@ -44,8 +45,10 @@ Statistics statistics(const Tensor& x, GroupOf&& group_of, std::int64_t groups, 
     const double d = in.at_offset(offset_of(idx, in.strides())) - s.mean[k];
     squares[k] += d * d;
   });
-  for (std::size_t k = 0; k < g; ++k)
-    s.inv_std[k] = 1.0 / std::sqrt(squares[k] / count[k] + epsilon);
+  for (std::size_t k = 0; k < g; ++k) {
+    s.var[k] = squares[k] / count[k];
+    s.inv_std[k] = 1.0 / std::sqrt(s.var[k] + epsilon);
+  }
   return s;
 }
 
@@ -141,6 +144,58 @@ Tensor group_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, std:
     out.set_offset(offset_of(idx, out.strides()), round_to_dtype(v, x.dtype()));
   });
   return y;
+}
+
+// x [N, C, …]: statistics per channel over every other dim (the batch's own mean and population
+// variance), y = (x − μ_c) / √(σ²_c + ε) · scale_c + bias_c; the running statistics it would
+// carry on are input·momentum + batch·(1 − momentum).
+BatchNormTrainingResult batch_norm_training(const Tensor& x, const Tensor& scale,
+                                            const Tensor& bias, const Tensor& input_mean,
+                                            const Tensor& input_var, double epsilon,
+                                            double momentum) {
+  const char* op = "BatchNormalization";
+  check_float(x, op, "X");
+  REFOLD_CHECK(x.dim() >= 2, "{}: X must be at least 2-d [N, C, …], got [{}]", op,
+               fmt::join(x.sizes(), ", "));
+  const std::int64_t channels = x.size(1);
+  const char* names[] = {"scale", "B", "input_mean", "input_var"};
+  const Tensor* params[] = {&scale, &bias, &input_mean, &input_var};
+  for (std::size_t i = 0; i < 4; ++i) {
+    check_float(*params[i], op, names[i]);
+    REFOLD_CHECK(params[i]->dim() == 1 && params[i]->numel() == channels,
+                 "{}: {} must be 1-d of length {} (X's channels), got [{}]", op, names[i],
+                 channels, fmt::join(params[i]->sizes(), ", "));
+  }
+  REFOLD_CHECK(x.numel() > 0, "{}: X [{}] is empty: a batch with no elements has no statistics",
+               op, fmt::join(x.sizes(), ", "));
+  const auto channel_of = [](const Shape& idx) { return static_cast<std::size_t>(idx[1]); };
+  const Statistics s = statistics(x, channel_of, channels, epsilon);
+  BatchNormTrainingResult result;
+  result.y = empty_like(x, {x.dtype(), MemoryFormat::Preserve});
+  const FloatReader in(x), gamma(scale), beta(bias);
+  const FloatWriter out(result.y);
+  for_each_index(x.sizes(), [&](const Shape& idx) {
+    const std::size_t c = channel_of(idx);
+    const auto at = static_cast<std::int64_t>(c);
+    const double v = (in.at_offset(offset_of(idx, in.strides())) - s.mean[c]) * s.inv_std[c] *
+                         gamma.at_offset(at * gamma.stride(0)) +
+                     beta.at_offset(at * beta.stride(0));
+    out.set_offset(offset_of(idx, out.strides()), round_to_dtype(v, x.dtype()));
+  });
+  const auto running = [&](const Tensor& input, const std::vector<double>& batch) {
+    Tensor r = empty({channels}, input.dtype());
+    const FloatReader from(input);
+    const FloatWriter to(r);
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const double v = from.at_offset(c * from.stride(0)) * momentum +
+                       batch[static_cast<std::size_t>(c)] * (1.0 - momentum);
+      to.set_offset(c, round_to_dtype(v, input.dtype()));
+    }
+    return r;
+  };
+  result.running_mean = running(input_mean, s.mean);
+  result.running_var = running(input_var, s.var);
+  return result;
 }
 
 // LRN across channels: y = x / (bias + α/size · Σ_{c'} x[c']²)^β, c' over

@@ -150,6 +150,16 @@ LayerNormResult layer_norm(const Tensor& x, const Tensor& scale, const Tensor& b
 // scale and bias per channel.
 Tensor group_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, std::int64_t groups,
                   double epsilon);
+// ONNX BatchNormalization with training_mode=1 (opset 14+): normalizes x [N, C, …] by its own
+// statistics per channel (mean and population variance over every dim but 1), then scale and B;
+// also the running statistics, input_mean·momentum + mean·(1 − momentum) and the same for var.
+struct BatchNormTrainingResult {
+  Tensor y, running_mean, running_var;
+};
+BatchNormTrainingResult batch_norm_training(const Tensor& x, const Tensor& scale,
+                                            const Tensor& bias, const Tensor& input_mean,
+                                            const Tensor& input_var, double epsilon,
+                                            double momentum);
 // ONNX LRN across channels (see normalization.cpp for the window).
 Tensor lrn(const Tensor& x, std::int64_t size, double alpha, double beta, double bias);
 
