@@ -96,8 +96,8 @@ TEST(OnnxBatchNormalization, TrainingModeUsesTheBatchsOwnStatistics) {
   OpCase one = bn_case(p);
   one.integer("training_mode", 1);
   const Tensor image = random({1, 5, 4, 3}, 9);
-  EXPECT_TRUE(one.close_in_both_layouts(image,
-                                        reference::group_norm(image, p.scale, p.bias, 5, 1e-5)));
+  EXPECT_TRUE(
+      one.close_in_both_layouts(image, reference::group_norm(image, p.scale, p.bias, 5, 1e-5)));
 }
 
 TEST(OnnxBatchNormalization, Errors) {

@@ -163,11 +163,11 @@ BatchNormTrainingResult batch_norm_training(const Tensor& x, const Tensor& scale
   for (std::size_t i = 0; i < 4; ++i) {
     check_float(*params[i], op, names[i]);
     REFOLD_CHECK(params[i]->dim() == 1 && params[i]->numel() == channels,
-                 "{}: {} must be 1-d of length {} (X's channels), got [{}]", op, names[i],
-                 channels, fmt::join(params[i]->sizes(), ", "));
+                 "{}: {} must be 1-d of length {} (X's channels), got [{}]", op, names[i], channels,
+                 fmt::join(params[i]->sizes(), ", "));
   }
-  REFOLD_CHECK(x.numel() > 0, "{}: X [{}] is empty: a batch with no elements has no statistics",
-               op, fmt::join(x.sizes(), ", "));
+  REFOLD_CHECK(x.numel() > 0, "{}: X [{}] is empty: a batch with no elements has no statistics", op,
+               fmt::join(x.sizes(), ", "));
   const auto channel_of = [](const Shape& idx) { return static_cast<std::size_t>(idx[1]); };
   const Statistics s = statistics(x, channel_of, channels, epsilon);
   BatchNormTrainingResult result;
