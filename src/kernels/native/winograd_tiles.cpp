@@ -23,11 +23,11 @@ std::array<double, M + 2> weight_1d(double g0, double g1, double g2) {
   if constexpr (M == 2) {
     return {g0, 0.5 * (g0 + g1 + g2), 0.5 * (g0 - g1 + g2), g2};
   } else {
-    return {g0 / 4,
-            -(g0 + g1 + g2) / 6,
-            -(g0 - g1 + g2) / 6,
-            g0 / 24 + g1 / 12 + g2 / 6,
-            g0 / 24 - g1 / 12 + g2 / 6,
+    return {g0,
+            (g0 + g1 + g2) / 3,
+            -(g0 - g1 + g2) / 3,
+            -(16 * g0 + 8 * g1 + 4 * g2) / 15,
+            (g0 - 2 * g1 + 4 * g2) / 15,
             g2};
   }
 }
@@ -87,10 +87,11 @@ TilePosition locate(const TileGeometry& g, std::int64_t tile) {
 
 // The 1-d transforms, α values d[k·step] → v[k·out_step] (Bᵀ) and α → m values (Aᵀ):
 //   F(2×2)  Bᵀ: (d0 − d2, d1 + d2, d2 − d1, d1 − d3)    Aᵀ: (m0 + m1 + m2, m1 − m2 − m3)
-//   F(4×4)  Bᵀ, with p = d4 − 4·d2, q = d3 − 4·d1, r = d4 − d2, s = 2·(d3 − d1):
-//             (4·d0 − 5·d2 + d4, p + q, p − q, r + s, r − s, 4·d1 − 5·d3 + d5)
-//           Aᵀ, with a = m1 + m2, b = m1 − m2, c = m3 + m4, e = m3 − m4:
-//             (m0 + a + c, b + 2·e, a + 4·c, b + 8·e + m5)
+//   F(4×4)  Bᵀ, with r = d4 − d2, s = d3 − d1:
+//             (d0 − d2 + r + 1.5·s, r + s + 1.5·(d2 + d3), r − s + 1.5·(d3 − d2),
+//              r + 2·s, r − 0.5·s, d5 − d3 − s + 1.5·r)
+//           Aᵀ, with a = m1 + m2, b = m1 − m2:
+//             (m0 + a + m3 + m4, b + m3/2 − 2·m4, a + m3/4 + 4·m4, b + m3/8 − 8·m4 + m5)
 template <int M>
 REFOLD_TARGET_AVX2 inline void input_1d(const __m256* d, std::ptrdiff_t step, __m256* v,
                                         std::ptrdiff_t out_step) {
@@ -100,18 +101,17 @@ REFOLD_TARGET_AVX2 inline void input_1d(const __m256* d, std::ptrdiff_t step, __
     v[2 * out_step] = _mm256_sub_ps(d[2 * step], d[step]);
     v[3 * out_step] = _mm256_sub_ps(d[step], d[3 * step]);
   } else {
-    const __m256 four = _mm256_set1_ps(4.0f), five = _mm256_set1_ps(5.0f);
+    const __m256 half = _mm256_set1_ps(0.5f), three_halves = _mm256_set1_ps(1.5f);
     const __m256 two = _mm256_set1_ps(2.0f);
     const __m256 d0 = d[0], d1 = d[step], d2 = d[2 * step], d3 = d[3 * step];
     const __m256 d4 = d[4 * step], d5 = d[5 * step];
-    const __m256 p = _mm256_fnmadd_ps(four, d2, d4), q = _mm256_fnmadd_ps(four, d1, d3);
-    const __m256 r = _mm256_sub_ps(d4, d2), s = _mm256_mul_ps(two, _mm256_sub_ps(d3, d1));
-    v[0] = _mm256_fmadd_ps(four, d0, _mm256_fnmadd_ps(five, d2, d4));
-    v[out_step] = _mm256_add_ps(p, q);
-    v[2 * out_step] = _mm256_sub_ps(p, q);
-    v[3 * out_step] = _mm256_add_ps(r, s);
-    v[4 * out_step] = _mm256_sub_ps(r, s);
-    v[5 * out_step] = _mm256_fmadd_ps(four, d1, _mm256_fnmadd_ps(five, d3, d5));
+    const __m256 r = _mm256_sub_ps(d4, d2), s = _mm256_sub_ps(d3, d1);
+    v[0] = _mm256_fmadd_ps(three_halves, s, _mm256_add_ps(_mm256_sub_ps(d0, d2), r));
+    v[out_step] = _mm256_fmadd_ps(three_halves, _mm256_add_ps(d2, d3), _mm256_add_ps(r, s));
+    v[2 * out_step] = _mm256_fmadd_ps(three_halves, _mm256_sub_ps(d3, d2), _mm256_sub_ps(r, s));
+    v[3 * out_step] = _mm256_fmadd_ps(two, s, r);
+    v[4 * out_step] = _mm256_fnmadd_ps(half, s, r);
+    v[5 * out_step] = _mm256_fmadd_ps(three_halves, r, _mm256_sub_ps(_mm256_sub_ps(d5, d3), s));
   }
 }
 
@@ -124,12 +124,15 @@ REFOLD_TARGET_AVX2 inline void output_1d(const __m256* m, std::ptrdiff_t step, _
     y[out_step] = _mm256_sub_ps(_mm256_sub_ps(m1, m2), m[3 * step]);
   } else {
     const __m256 a = _mm256_add_ps(m[step], m[2 * step]), b = _mm256_sub_ps(m[step], m[2 * step]);
-    const __m256 c = _mm256_add_ps(m[3 * step], m[4 * step]);
-    const __m256 e = _mm256_sub_ps(m[3 * step], m[4 * step]);
-    y[0] = _mm256_add_ps(_mm256_add_ps(m[0], a), c);
-    y[out_step] = _mm256_fmadd_ps(_mm256_set1_ps(2.0f), e, b);
-    y[2 * out_step] = _mm256_fmadd_ps(_mm256_set1_ps(4.0f), c, a);
-    y[3 * out_step] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.0f), e, b), m[5 * step]);
+    const __m256 m3 = m[3 * step], m4 = m[4 * step];
+    y[0] = _mm256_add_ps(_mm256_add_ps(m[0], a), _mm256_add_ps(m3, m4));
+    y[out_step] =
+        _mm256_fnmadd_ps(_mm256_set1_ps(2.0f), m4, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), m3, b));
+    y[2 * out_step] =
+        _mm256_fmadd_ps(_mm256_set1_ps(4.0f), m4, _mm256_fmadd_ps(_mm256_set1_ps(0.25f), m3, a));
+    y[3 * out_step] = _mm256_add_ps(
+        _mm256_fnmadd_ps(_mm256_set1_ps(8.0f), m4, _mm256_fmadd_ps(_mm256_set1_ps(0.125f), m3, b)),
+        m[5 * step]);
   }
 }
 

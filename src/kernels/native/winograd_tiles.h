@@ -11,13 +11,20 @@
 //        ⎢0 −1  1  0⎥        ⎢ ½   −½    ½ ⎥         ⎣0  1 −1 −1⎦
 //        ⎣0  1  0 −1⎦        ⎣ 0    0    1 ⎦
 //
-// F(4×4, 3×3), interpolation points 0, ±1, ±2, ∞:
-//        ⎡4  0 −5  0  1  0⎤        ⎡  ¼     0     0 ⎤
-//        ⎢0 −4 −4  1  1  0⎥        ⎢ −⅙    −⅙    −⅙ ⎥         ⎡1  1  1  1  1  0⎤
-//   Bᵀ = ⎢0  4 −4 −1  1  0⎥    G = ⎢ −⅙     ⅙    −⅙ ⎥    Aᵀ = ⎢0  1 −1  2 −2  0⎥
-//        ⎢0 −2 −1  2  1  0⎥        ⎢1/24  1/12   ⅙ ⎥         ⎢0  1  1  4  4  0⎥
-//        ⎢0  2 −1 −2  1  0⎥        ⎢1/24 −1/12   ⅙ ⎥         ⎣0  1 −1  8 −8  1⎦
-//        ⎣0  4  0 −5  0  1⎦        ⎣  0     0     1 ⎦
+// F(4×4, 3×3), interpolation points 0, ±1, ½, −2, ∞:
+//        ⎡1 −³⁄₂ −2  ³⁄₂  1  0⎤        ⎡   1       0      0   ⎤
+//        ⎢0  −1   ½  ⁵⁄₂  1  0⎥        ⎢   ⅓       ⅓      ⅓   ⎥         ⎡1  1  1  1   1  0⎤
+//   Bᵀ = ⎢0   1 −⁵⁄₂  ½   1  0⎥    G = ⎢  −⅓       ⅓     −⅓   ⎥    Aᵀ = ⎢0  1 −1  ½  −2  0⎥
+//        ⎢0  −2  −1   2   1  0⎥        ⎢−16/15  −8/15  −4/15 ⎥         ⎢0  1  1  ¼   4  0⎥
+//        ⎢0   ½  −1  −½   1  0⎥        ⎢ 1/15   −2/15   4/15 ⎥         ⎣0  1 −1  ⅛  −8  1⎦
+//        ⎣0   1 −³⁄₂ −2  ³⁄₂  1⎦        ⎣   0       0      1   ⎦
+// (the rows of Bᵀ are the coefficients of Π over the other finite points of (x − point); the
+// last one of Π over all of them). The usual points 0, ±1, ±2 have sparser transforms but larger
+// coefficients (5 in Bᵀ, 8 in Aᵀ, 1/24 in G): the channel sums of the products below are
+// rounded in float32 at the transformed positions' scale, and these points halve that error at
+// the output (Barabasz et al., "Error analysis and improving the accuracy of Winograd
+// convolution for deep neural networks", 2020; docs/native-kernels.md) for 3 more operations per
+// 1-d input transform and 2 per output transform.
 //
 // Over channels the ⊙ becomes α² independent matrix products, one per position ξ:
 //   M_ξ[t][o] = Σ_i V_ξ[t][i] · U_ξ[i][o],   V_ξ = (Bᵀ d B)_ξ per tile t and input channel i,
