@@ -8,6 +8,7 @@
     $python bench/zoo/export.py --third --out /tmp/third   # 15 more, held out (THIRD below)
     $python bench/zoo/export.py --fourth --out /tmp/fourth # 29 more, held out (FOURTH below)
     $python bench/zoo/run.py --models /tmp/extra --time     # run.py takes either folder
+    $python bench/zoo/export.py --fourth --out /tmp/fourth --golden64-only  # add golden64 only
 
 For every model (built without pretrained weights; none can be downloaded here):
   * eval mode, a fixed seed, and every BatchNorm's running mean/var, weight and bias randomized
@@ -15,6 +16,10 @@ For every model (built without pretrained weights; none can be downloaded here):
     really changes numbers;
   * <name>.input.npy    a random normal input (1x3x224x224; yolov8n 1x3x320x320)
   * <name>.golden.npy   PyTorch's output on it (torch.no_grad)
+  * <name>.golden64.npy the same module run in float64 on the same input: the exact answer to
+                        within float64's rounding, where the model runs in float64. Its distance
+                        to the golden (manifest: float32_error) is PyTorch's own float32
+                        rounding, which run.py uses to tell rounding from a wrong number
   * <name>.ts17.onnx    the TorchScript exporter, opset 17 (it folds BatchNorms into convs)
   * <name>.ts17bn.onnx  the same with TrainingMode.PRESERVE: BatchNormalization nodes kept
   * <name>.dynamo.onnx  the dynamo exporter (torch's default), one file (no external data)
@@ -307,24 +312,47 @@ def first_line(error):
     return text.splitlines()[0][:500] if text else type(error).__name__
 
 
-def export_model(name, source, side, out):
-    """Exports one model's forms; returns its manifest entry. Never raises for one form."""
+def prepared_model(name, source, side):
+    """The model as every form is exported from: built with the fixed seed, its constant scalars
+    and BatchNorms randomized; with its input (numpy and torch) and PyTorch's output on it."""
     torch.manual_seed(SEED)
-    entry = dict(source=source, input_shape=[BATCH, 3, side, side], seed=SEED,
-                 input=f"{name}.input.npy", golden=f"{name}.golden.npy", files={}, opsets={},
-                 errors={}, seconds={}, onnxruntime_check={})
-    start = time.perf_counter()
     model = build(name, source)
-    x_np = np.random.default_rng(SEED).standard_normal(entry["input_shape"]).astype(np.float32)
+    x_np = np.random.default_rng(SEED).standard_normal([BATCH, 3, side, side]).astype(np.float32)
     x = torch.from_numpy(x_np)
     randomize_constant_scalars(model, torch.Generator().manual_seed(SEED))
     randomize_batchnorms(model, x, torch.Generator().manual_seed(SEED))
     with torch.no_grad():
         golden = model(x).numpy()
+    return model, x_np, x, golden
+
+
+def save_float64_reference(model, x, golden, name, out):
+    """The module in float64 on the same input (a copy; the float32 model is untouched):
+    {golden64, float32_error} for the manifest, or {golden64_error} where it does not run so."""
+    try:
+        with torch.no_grad():
+            golden64 = copy.deepcopy(model).double()(x.double()).numpy()
+    except Exception as e:  # noqa: BLE001 — some modules hold float32-only code paths
+        return dict(golden64=None, golden64_error=first_line(e))
+    if golden64.shape != golden.shape:
+        return dict(golden64=None, golden64_error=f"float64 output {list(golden64.shape)}")
+    np.save(out / f"{name}.golden64.npy", golden64)
+    return dict(golden64=f"{name}.golden64.npy",
+                float32_error=float(np.abs(golden.astype(np.float64) - golden64).max()))
+
+
+def export_model(name, source, side, out):
+    """Exports one model's forms; returns its manifest entry. Never raises for one form."""
+    entry = dict(source=source, input_shape=[BATCH, 3, side, side], seed=SEED,
+                 input=f"{name}.input.npy", golden=f"{name}.golden.npy", files={}, opsets={},
+                 errors={}, seconds={}, onnxruntime_check={})
+    start = time.perf_counter()
+    model, x_np, x, golden = prepared_model(name, source, side)
     np.save(out / f"{name}.input.npy", x_np)
     np.save(out / f"{name}.golden.npy", golden)
     entry.update(output_shape=list(golden.shape), golden_max_abs=float(np.abs(golden).max()),
                  parameters=sum(p.numel() for p in model.parameters()))
+    entry.update(save_float64_reference(model, x, golden, name, out))
     entry["seconds"]["build"] = round(time.perf_counter() - start, 2)
 
     forms = [("ts17", lambda m, p: export_ts17(m, x, p)),
@@ -372,6 +400,16 @@ def export_model(name, source, side, out):
     return entry
 
 
+def add_float64_reference(name, source, side, out):
+    """--golden64-only: the float64 reference for a model already exported to `out`."""
+    model, _, x, golden = prepared_model(name, source, side)
+    saved = np.load(out / f"{name}.golden.npy")
+    if not np.array_equal(saved, golden):
+        raise RuntimeError(f"{name}: the model no longer gives its saved golden (max|diff| "
+                           f"{np.abs(saved - golden).max():.3g}); export it again")
+    return save_float64_reference(model, x, golden, name, out)
+
+
 def record_error(entry, out, name, form, error):
     entry["errors"][form] = first_line(error)
     (out / f"{name}.{form}.error.txt").write_text(traceback.format_exc())
@@ -401,6 +439,9 @@ def main():
                        help="export the THIRD set instead of the zoo (e.g. --out /tmp/third)")
     which.add_argument("--fourth", action="store_true",
                        help="export the FOURTH set instead of the zoo (e.g. --out /tmp/fourth)")
+    parser.add_argument("--golden64-only", action="store_true",
+                        help="only add <name>.golden64.npy to an exported folder (its manifest "
+                             "entries kept; the golden must come out the same)")
     args = parser.parse_args()
     held_out = EXTRA if args.extra else THIRD if args.third else FOURTH if args.fourth else None
     if held_out is not None:
@@ -423,20 +464,31 @@ def main():
     for i, name in enumerate(names):
         source, side = ZOO[name]
         print(f"[{i + 1}/{len(names)}] {name} ({source})", flush=True)
-        try:
-            models[name] = export_model(name, source, side, out)
-        except Exception as e:  # noqa: BLE001 — building or running the model itself failed
-            models[name] = dict(source=source, input_shape=[BATCH, 3, side, side], files={},
-                                errors={"build": first_line(e)})
-            (out / f"{name}.build.error.txt").write_text(traceback.format_exc())
-            print(f"  {name}: build FAILED: {models[name]['errors']['build']}", flush=True)
+        if args.golden64_only:
+            if name not in models:
+                print(f"  {name}: not in {manifest_path}, skipped (export it first)")
+                continue
+            try:
+                models[name].update(add_float64_reference(name, source, side, out))
+            except Exception as e:  # noqa: BLE001 — recorded, the next model goes on
+                models[name].update(golden64=None, golden64_error=first_line(e))
+            print(f"  {name}: float32_error {models[name].get('float32_error')} "
+                  f"{models[name].get('golden64_error') or ''}", flush=True)
+        else:
+            try:
+                models[name] = export_model(name, source, side, out)
+            except Exception as e:  # noqa: BLE001 — building or running the model itself failed
+                models[name] = dict(source=source, input_shape=[BATCH, 3, side, side], files={},
+                                    errors={"build": first_line(e)})
+                (out / f"{name}.build.error.txt").write_text(traceback.format_exc())
+                print(f"  {name}: build FAILED: {models[name]['errors']['build']}", flush=True)
         # Written after every model, so an interrupted run leaves a usable manifest.
         ordered = {n: models[n] for n in list(ZOO) + sorted(models) if n in models}
         manifest = dict(versions=versions(), python=sys.version.split()[0], opset_ts=OPSET,
                         tolerance="1e-4 * max(1, max|golden|)", models=ordered)
         manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
 
-    failed = {n: models[n]["errors"] for n in names if models[n]["errors"]}
+    failed = {n: models[n]["errors"] for n in names if models.get(n, {}).get("errors")}
     print(f"\nwrote {manifest_path}: {len(names)} models, export errors: "
           f"{json.dumps(failed, indent=2) if failed else 'none'}")
 

@@ -13,6 +13,10 @@ For each model of the manifest and each exported form present (<name>.<form>.onn
      (a file with symbolic input dims also gets --input-shape, the saved input's shape);
   2. `refold run` of the optimized file on the model's saved input (graph input name read from
      the file), compared with PyTorch's output: pass when max|diff| <= 1e-4 * max(1, max|golden|).
+     Some models (random weights, deep stacks, box decoders with outputs in the hundreds) amplify
+     float32 rounding past that bound whoever runs them; export.py's float64 run of the same
+     module is the exact answer, and a file past the bound whose output is no further from it
+     than ROUNDING_FACTOR × PyTorch's own float32 output is reported "pass (float32 rounding)";
      When that fails (or optimize did), the original file is also run with --no-optimize, to tell
      refold's importer/kernels from its optimization passes; when a number is wrong, the first
      node whose output departs from ONNX Runtime's is searched for (first_divergence);
@@ -161,20 +165,34 @@ def opset(path):
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
 
 
-def compare(output, golden):
+# A file is within float32 rounding when its output is no further from the float64 run than this
+# many times PyTorch's float32 output is: two float32 computations of an ill-conditioned model,
+# each as far from the exact answer as PyTorch's, can differ by twice that.
+ROUNDING_FACTOR = 2.0
+
+
+def compare(output, golden, golden64=None):
     if output.shape != golden.shape:
         return dict(ok=False, error=f"output shape {list(output.shape)} != golden "
                                     f"{list(golden.shape)}")
     diff = float(np.abs(output.astype(np.float64) - golden.astype(np.float64)).max())
     tolerance = 1e-4 * max(1.0, float(np.abs(golden).max()))
-    return dict(ok=bool(diff <= tolerance), max_abs_diff=diff, tolerance=tolerance)
+    result = dict(ok=bool(diff <= tolerance), max_abs_diff=diff, tolerance=tolerance)
+    if golden64 is not None:
+        error64 = float(np.abs(output.astype(np.float64) - golden64).max())
+        pytorch_error = float(np.abs(golden.astype(np.float64) - golden64).max())
+        result.update(error_vs_float64=error64, pytorch_float32_error=pytorch_error,
+                      within_float32_rounding=bool(error64 <= ROUNDING_FACTOR * pytorch_error))
+    return result
 
 
 # ----------------------------------------------------------------------------------------------
 # One model, one form
 
-def run_against_golden(refold, model_path, input_path, golden, out_dir, optimize=True):
-    """`refold run` on the saved input; its output compared with the golden."""
+def run_against_golden(refold, model_path, input_path, golden, out_dir, optimize=True,
+                       golden64=None):
+    """`refold run` on the saved input; its output compared with the golden (and the float64
+    run, when there is one)."""
     (input_name, *_), output_names = graph_io(model_path)
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)
@@ -191,7 +209,7 @@ def run_against_golden(refold, model_path, input_path, golden, out_dir, optimize
             result.update(ok=False, error=f"no {written.name} among {[f.name for f in files]}")
             return result
         written = files[0]
-    result.update(compare(np.load(written), golden))
+    result.update(compare(np.load(written), golden, golden64))
     return result
 
 
@@ -270,6 +288,7 @@ def check(refold, models_dir, work, name, entry, form):
     optimized.unlink(missing_ok=True)
     input_path = models_dir / entry["input"]
     golden = np.load(models_dir / entry["golden"])
+    golden64 = np.load(models_dir / entry["golden64"]) if entry.get("golden64") else None
     record = dict(model=name, form=form, file=path.name, opset=opset(path))
 
     shape_args = input_shape_args(path, entry["input_shape"])
@@ -283,7 +302,7 @@ def check(refold, models_dir, work, name, entry, form):
 
     if optimized.exists():
         record["run"] = run_against_golden(refold, optimized, input_path, golden,
-                                           work / f"{name}.{form}.out")
+                                           work / f"{name}.{form}.out", golden64=golden64)
     if not record.get("run", {}).get("ok"):
         # Diagnosis: does refold run the file as imported, without its passes?
         noopt = run_against_golden(refold, path, input_path, golden,
@@ -406,7 +425,9 @@ def status(record):
     run = record.get("run", {})
     if run.get("error"):
         return "FAIL run"
-    return "pass" if run.get("ok") else "FAIL mismatch"
+    if run.get("ok"):
+        return "pass"
+    return "pass (float32 rounding)" if run.get("within_float32_rounding") else "FAIL mismatch"
 
 
 def describe_divergence(d):
@@ -416,6 +437,13 @@ def describe_divergence(d):
     return text + (f"{d['op_type']} '{d['node']}' → `{d['output']}`, inputs {d['input_shapes']}, "
                    f"attributes {d['attributes']}: "
                    + (d.get("error") or f"max\\|diff\\| {fmt(d.get('max_abs_diff'))}"))
+
+
+def float64_cell(run):
+    """refold's distance to the float64 run, and PyTorch float32's in parentheses."""
+    if "error_vs_float64" not in run:
+        return "—"
+    return f"{fmt(run['error_vs_float64'])} ({fmt(run['pytorch_float32_error'])})"
 
 
 def speed_target(records):
@@ -435,7 +463,7 @@ def speed_target(records):
 
 def markdown(records, export_errors, header, timed):
     columns = ["model", "form", "opset", "optimize", "verify max err", "max\\|diff\\| vs golden",
-               "tolerance", "result", "nodes: original → refold (deploy)"]
+               "tolerance", "vs float64 (PyTorch's)", "result", "nodes: original → refold (deploy)"]
     if timed:
         columns += ["ORT ms", "OpenVINO ms", "refold ms", "refold/ORT", "refold/OV",
                     "refold/faster (per round)"]
@@ -451,7 +479,8 @@ def markdown(records, export_errors, header, timed):
             nodes += f" ({node_total(ops['reference'])})"
         cells = [r["model"], r["form"], str(r["opset"]),
                  "ok" if r["optimize"]["ok"] else "FAIL", fmt(verify),
-                 fmt(run.get("max_abs_diff")), fmt(run.get("tolerance")), status(r), nodes]
+                 fmt(run.get("max_abs_diff")), fmt(run.get("tolerance")), float64_cell(run),
+                 status(r), nodes]
         if timed:
             t = r.get("timing", {})
             m, q = t.get("median_ms", {}), t.get("ratios", {})
@@ -464,7 +493,18 @@ def markdown(records, export_errors, header, timed):
 
     lines += reparam_target(records)
 
-    failures = [r for r in records if status(r) != "pass"]
+    rounding = [r for r in records if status(r) == "pass (float32 rounding)"]
+    if rounding:
+        lines += ["", "## Past the tolerance, within float32 rounding", "",
+                  f"max\\|diff\\| from the float64 run at most {ROUNDING_FACTOR:g}× PyTorch "
+                  "float32's own:", ""]
+        for r in rounding:
+            run = r["run"]
+            lines.append(f"- **{r['model']} {r['form']}**: max\\|diff\\| "
+                         f"{fmt(run['max_abs_diff'])} > tolerance {fmt(run['tolerance'])}; from "
+                         f"float64 {fmt(run['error_vs_float64'])}, PyTorch float32 "
+                         f"{fmt(run['pytorch_float32_error'])}")
+    failures = [r for r in records if status(r).startswith("FAIL")]
     if failures:
         lines += ["", "## Failures (first error line of refold's stderr)", ""]
         for r in failures:
@@ -620,7 +660,9 @@ def main():
         f"{datetime.datetime.now().isoformat(timespec='seconds')}; refold: {version}; "
         f"torch {manifest['versions'].get('torch')}, timm {manifest['versions'].get('timm')}, "
         f"ultralytics {manifest['versions'].get('ultralytics')}; pass: max|diff| vs PyTorch "
-        f"≤ 1e-4·max(1, max|golden|); verify: refold optimize --verify's own max error; "
+        f"≤ 1e-4·max(1, max|golden|); pass (float32 rounding): past that, but no further from "
+        f"the module's float64 run (export.py's golden64) than {ROUNDING_FACTOR:g}× PyTorch "
+        f"float32's own distance to it; verify: refold optimize --verify's own max error; "
         f"nodes (Constant nodes not counted): the exported file, refold's optimized file and, "
         f"in parentheses, the deploy form (timm reparameterize_model / ultralytics fuse)."
         + (f" Times: medians, {args.threads} threads, batch 1." if args.time else "")]
@@ -634,7 +676,10 @@ def main():
         records=records, export_errors={f"{n} {f}": e for (n, f), e in export_errors}),
         indent=2) + "\n")
     passed = sum(status(r) == "pass" for r in records)
-    print(f"{passed} of {len(records)} model/form pairs pass; wrote {args.md} and {args.json}")
+    rounding = sum(status(r) == "pass (float32 rounding)" for r in records)
+    print(f"{passed} of {len(records)} model/form pairs pass"
+          + (f", {rounding} more within float32 rounding" if rounding else "")
+          + f"; wrote {args.md} and {args.json}")
 
 
 if __name__ == "__main__":

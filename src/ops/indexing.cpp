@@ -6,6 +6,8 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "kernels/dispatch.h"
+#include "kernels/native/gather.h"
 #include "kernels/reference/tensor_ops.h"
 #include "ops/op.h"
 #include "ops/tensor_values.h"
@@ -40,9 +42,30 @@ std::vector<Tensor> ShapeOf::run(const std::vector<Tensor>& inputs) {
   return {out};
 }
 
-std::vector<Tensor> Gather::run(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> Gather::moved(const std::vector<Tensor>& inputs, bool views) const {
   expect_inputs(inputs, 2, 2, "Gather");
-  return {reference::gather(inputs[0], inputs[1], axis_)};
+  const Tensor& data = inputs[0];
+  const reference::GatherIndices g = reference::gather_indices(data, inputs[1], axis_);
+  const std::vector<std::int64_t>& index = g.values;
+  // index[j] = index[0] + j·step, step ≥ 1: data's axis sliced from index[0] by step.
+  std::int64_t step = index.size() > 1 ? index[1] - index[0] : 1;
+  for (std::size_t j = 1; j < index.size() && step >= 1; ++j)
+    if (index[j] - index[j - 1] != step) step = 0;
+  if (!index.empty() && step >= 1) {
+    std::vector<reference::SliceDim> dims(static_cast<std::size_t>(data.dim()));
+    for (std::size_t d = 0; d < dims.size(); ++d) dims[d] = {0, 1, data.sizes()[d]};
+    dims[static_cast<std::size_t>(g.axis)] = {index[0], step,
+                                              static_cast<std::int64_t>(index.size())};
+    Tensor sliced = views ? reference::slice_view(data, dims) : Tensor();
+    if (!sliced.defined()) sliced = reference::slice(data, dims);
+    return {reshaped(sliced, g.out_sizes, views)};
+  }
+  return {dispatch("Gather",
+                   {{"native",
+                     [&](std::string* declined) {
+                       return native::gather(data, index, g.axis, g.out_sizes, declined);
+                     }}},
+                   [&] { return reference::gather(data, inputs[1], axis_); })};
 }
 
 void check_slice_spec(const SliceSpec& spec, std::int64_t rank) {

@@ -36,11 +36,16 @@ class ShapeOf : public graph::Op {
   std::optional<std::int64_t> end_;
 };
 
-class Gather : public graph::Op {
+// ONNX Gather. Indices that step evenly upward (one index, qkv[0]; or i, i + s, i + 2s, …) select
+// a strided slice of the axis: a view where the executor takes views (ops::ViewOp), else one
+// copy; other indices copy rows (native::gather), or go through the reference.
+class Gather : public ViewOp {
  public:
-  explicit Gather(std::int64_t axis = 0) : Op("Gather"), axis_(axis) {}
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+  explicit Gather(std::int64_t axis = 0) : ViewOp("Gather"), axis_(axis) {}
   std::int64_t axis() const { return axis_; }
+
+ protected:
+  std::vector<Tensor> moved(const std::vector<Tensor>& inputs, bool views) const override;
 
  private:
   std::int64_t axis_;

@@ -6,7 +6,10 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/reference/tensor_ops.h"
+#include "kernels/verbose.h"
 #include "onnx/ops_tensor_helpers.h"
+#include "ops/indexing.h"
 #include "testing/builders.h"
 #include "testing/error_table.h"
 
@@ -53,6 +56,51 @@ TEST(OnnxGather, AxesIndicesRankAndNegativeIndices) {
   y = OpCase("Gather", {"d", "i"}).constant("i", i64({1}, {})).run({i64({8, 3, 224, 224})});
   EXPECT_EQ(i64_values(y), (I64s{3}));
   EXPECT_EQ(y.dim(), 0);
+}
+
+// Indices that step evenly upward (one index, or i, i + s, …) slice the axis: a view of the data
+// where the executor takes views, one copy where it does not. Any other indices copy rows
+// (native), unless the data is not dense in logical order (the reference). Every path gives the
+// reference's bits.
+TEST(OnnxGather, EvenStepsAreASliceOtherIndicesCopyRows) {
+  const Tensor data = iota({2, 4, 3, 5});
+  struct Row {
+    const char* name;
+    Tensor indices;
+    const char* ran;  // with views; without, a slice is a copy
+  };
+  const Row rows[] = {
+      {"one index (qkv[1])", i64({1}, {}), "Gather: view"},
+      {"one index, kept as an axis", i64({-1}, {1}), "Gather: view"},
+      {"every other", i64({0, 2}), "Gather: view"},
+      {"evenly stepped, 2-d", i64({1, 2}, {1, 2}), "Gather: view"},
+      {"out of order", i64({2, 0, 3}), "Gather: native"},
+      {"repeated", i64({1, 1}), "Gather: native"},
+      {"2-d, negative", i64({-1, 0, 2, 1}, {2, 2}), "Gather: native"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    const Tensor want = reference::gather(data, row.indices, 1);
+    ops::Gather op(1);
+    std::vector<Tensor> inputs = {data, row.indices};
+    DispatchLog log;
+    const Tensor view = op.run_views(inputs).at(0);
+    EXPECT_EQ(log.take(), (std::vector<std::string>{row.ran}));
+    EXPECT_EQ(view.sizes(), want.sizes());
+    EXPECT_EQ(view.to_vector(), want.to_vector());
+    EXPECT_EQ(view.shares_storage(data), std::string_view(row.ran) == "Gather: view");
+    const Tensor dense = op.run(inputs).at(0);
+    EXPECT_TRUE(dense.is_contiguous());
+    EXPECT_FALSE(dense.shares_storage(data));
+    EXPECT_EQ(dense.to_vector(), want.to_vector());
+  }
+  // channels_last data is not dense in logical order: the rows come from the reference.
+  const Tensor nhwc = to_channels_last(data);
+  ops::Gather op(1);
+  std::vector<Tensor> inputs = {nhwc, i64({3, 0})};
+  DispatchLog log;
+  EXPECT_EQ(op.run(inputs).at(0).to_vector(), reference::gather(data, inputs[1], 1).to_vector());
+  EXPECT_EQ(log.take(), (std::vector<std::string>{"Gather: reference"}));
 }
 
 TEST(OnnxGather, Errors) {

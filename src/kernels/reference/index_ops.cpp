@@ -29,20 +29,29 @@ void check_indices(const Tensor& indices, const char* op) {
 
 }  // namespace
 
-Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis) {
+GatherIndices gather_indices(const Tensor& data, const Tensor& indices, std::int64_t axis) {
   REFOLD_CHECK(data.defined(), "gather: data is undefined");
   check_indices(indices, "gather");
   REFOLD_CHECK(data.dim() > 0, "gather: data is 0-d");
-  const auto a = static_cast<std::size_t>(detail::wrap_axis(axis, data.dim(), "gather"));
-  const std::int64_t size = data.sizes()[a];
-  // Every index is checked before the output is made.
-  std::vector<std::int64_t> idx_values = detail::int64_values(indices);
-  for (std::int64_t& i : idx_values) i = wrap_index(i, size, "gather", a);
-
+  GatherIndices g;
+  g.axis = detail::wrap_axis(axis, data.dim(), "gather");
+  const auto a = static_cast<std::size_t>(g.axis);
+  g.values = detail::int64_values(indices);
+  for (std::int64_t& i : g.values) i = wrap_index(i, data.sizes()[a], "gather", a);
   const Shape& ds = data.sizes();
-  Shape sizes(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(a));
-  sizes.insert(sizes.end(), indices.sizes().begin(), indices.sizes().end());
-  sizes.insert(sizes.end(), ds.begin() + static_cast<std::ptrdiff_t>(a) + 1, ds.end());
+  g.out_sizes.assign(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(a));
+  g.out_sizes.insert(g.out_sizes.end(), indices.sizes().begin(), indices.sizes().end());
+  g.out_sizes.insert(g.out_sizes.end(), ds.begin() + static_cast<std::ptrdiff_t>(a) + 1, ds.end());
+  return g;
+}
+
+Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis) {
+  // Every index is checked before the output is made.
+  const GatherIndices g = gather_indices(data, indices, axis);
+  const auto a = static_cast<std::size_t>(g.axis);
+  const std::vector<std::int64_t>& idx_values = g.values;
+  const Shape& ds = data.sizes();
+  const Shape& sizes = g.out_sizes;
   Tensor output = empty(sizes, data.dtype());
   const std::size_t q = static_cast<std::size_t>(indices.dim());
   // Row-major position of the index part of an output index → its value in idx_values.

@@ -126,6 +126,14 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSamplePara
 // out = data.sizes[:axis] + indices.sizes + data.sizes[axis+1:];
 // out[i.., j.., k..] = data[i.., indices[j..], k..]; indices (int64) in [−size, size).
 Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis);
+// What gather checks before it copies: the axis wrapped into [0, rank), every index wrapped into
+// [0, size) (an error names the first out of range) and the output's sizes.
+struct GatherIndices {
+  std::int64_t axis = 0;
+  std::vector<std::int64_t> values;
+  Shape out_sizes;
+};
+GatherIndices gather_indices(const Tensor& data, const Tensor& indices, std::int64_t axis);
 
 // ONNX GatherElements: out has indices' shape, out[i..] = data[i.. with i[axis] = indices[i..]];
 // indices (int64) in [−size, size) of data's `axis`; every other dimension of indices at most
