@@ -1,9 +1,9 @@
 // Stand-in runs. The optimizer's static shape inference (passes/known_values.h) runs nodes on
 // zeros of their inputs' shapes only to learn their outputs' shapes and element types. While a
 // StandInRun lives on a thread:
-//   - functional::conv2d validates its call as always (an invalid conv still throws, naming its
-//     problem) and returns zeros of the output's shape, type and memory format without
-//     computing them;
+//   - functional::conv2d and functional::linear validate their calls as always (an invalid conv
+//     still throws, naming its problem) and return zeros of the output's shape, type and memory
+//     format without computing them (the reference linear took 64 s of Swin-T's load);
 //   - every other dispatched op runs its reference (kernels/dispatch.h), which validates as the
 //     fast implementations do and builds nothing that outlives the call;
 //   - the storages it allocates are never kept for reuse (core/block_cache.h).

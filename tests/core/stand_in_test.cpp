@@ -1,5 +1,5 @@
-// core/stand_in.h: while a StandInRun lives, a conv gives its output's shape, type and
-// format without computing it and every other dispatched op runs its reference, so the
+// core/stand_in.h: while a StandInRun lives, a conv or a linear gives its output's shape, type
+// and format without computing it and every other dispatched op runs its reference, so the
 // optimizer's static shape inference builds no oneDNN primitive and packs no weight.
 #include "core/stand_in.h"
 
@@ -38,6 +38,23 @@ TEST(StandInRun, AConvGivesItsOutputWithoutDispatching) {
   // Outside the scope the same call computes.
   EXPECT_TRUE(testing::all_close(functional::conv2d(x, w, Tensor(), options),
                                  reference::conv2d(x, w, Tensor(), options),
+                                 testing::Tolerance::op_f32()));
+}
+
+// A linear too: its reference is a double-precision loop that took 64 s of Swin-T's load.
+TEST(StandInRun, ALinearGivesItsOutputWithoutComputingIt) {
+  const Tensor x = randn({2, 49, 96}), w = randn({288, 96}), bias = randn({288});
+  const std::uint64_t before = dispatch_count();
+  Tensor y;
+  {
+    const StandInRun stand_in;
+    y = functional::linear(x, w, bias);
+    EXPECT_THROW(functional::linear(x, randn({288, 95}), bias), Error);
+  }
+  EXPECT_EQ(dispatch_count(), before);
+  EXPECT_EQ(y.sizes(), (Shape{2, 49, 288}));
+  EXPECT_EQ(y.to_vector(), std::vector<float>(2 * 49 * 288, 0.0f));  // not even the bias
+  EXPECT_TRUE(testing::all_close(functional::linear(x, w, bias), reference::linear(x, w, bias),
                                  testing::Tolerance::op_f32()));
 }
 

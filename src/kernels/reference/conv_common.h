@@ -51,6 +51,10 @@ inline void check_bias(std::string_view op, const Tensor& bias, std::int64_t out
   check_same_dtype(op, "bias", bias, input);
 }
 
+// linear's argument checks (PyTorch's messages, "linear: …"); the output's sizes,
+// [..., out_features].
+Shape check_linear(const Tensor& input, const Tensor& weight, const Tensor& bias);
+
 // The bias as `outputs` values; no bias reads as zeros.
 inline std::vector<float> bias_values(const Tensor& bias, std::int64_t outputs) {
   return bias.defined() ? bias.to_vector() : std::vector<float>(static_cast<std::size_t>(outputs));

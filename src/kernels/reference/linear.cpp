@@ -10,7 +10,9 @@
 
 namespace refold::reference {
 
-Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+namespace detail {
+
+Shape check_linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   constexpr std::string_view op = "linear";
   REFOLD_CHECK(input.defined(), "{}: input is undefined", op);
   REFOLD_CHECK(input.dim() >= 1,
@@ -20,19 +22,27 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   REFOLD_CHECK(is_floating(input.dtype()),
                "{}: input dtype {} is not supported (float32 or bfloat16)", op,
                dtype_name(input.dtype()));
-  detail::check_operand(op, "weight", weight, 2, "[out_features, in_features]");
-  detail::check_same_dtype(op, "weight", weight, input);
+  check_operand(op, "weight", weight, 2, "[out_features, in_features]");
+  check_same_dtype(op, "weight", weight, input);
   const std::int64_t in_features = input.size(-1);
   const std::int64_t out_features = weight.size(0);
   REFOLD_CHECK(weight.size(1) == in_features,
                "{}: input has {} features (last dim of {}), weight expects {} (weight {})", op,
                in_features, input.description(), weight.size(1), weight.description());
-  detail::check_bias(op, bias, out_features, input, "out_features");
-
-  // Output [..., out_features]: the input's leading dims, contiguous (PyTorch's addmm result).
-  Shape lead(input.sizes().begin(), input.sizes().end() - 1);
-  Shape out_sizes = lead;
+  check_bias(op, bias, out_features, input, "out_features");
+  // Output [..., out_features]: the input's leading dims (PyTorch's addmm result).
+  Shape out_sizes(input.sizes().begin(), input.sizes().end() - 1);
   out_sizes.push_back(out_features);
+  return out_sizes;
+}
+
+}  // namespace detail
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  const Shape out_sizes = detail::check_linear(input, weight, bias);
+  const std::int64_t in_features = input.size(-1);
+  const std::int64_t out_features = weight.size(0);
+  const Shape lead(input.sizes().begin(), input.sizes().end() - 1);
   Tensor output = empty(out_sizes, input.dtype());
 
   const FloatReader in(input), w(weight);
