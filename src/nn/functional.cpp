@@ -105,6 +105,33 @@ Tensor onednn_then_activation(const Conv2dCall& call, std::string* declined) {
   return y;
 }
 
+// A depthwise conv over NCHW memory, run on an NHWC copy and copied back. oneDNN has no direct
+// kernel for a depthwise conv on plain NCHW (it runs gemm:jit): CoaT's position-encoding convs
+// (64 channels, 7×7, 56²) ran at 5 GFLOP/s and took a third of the model; its NHWC depthwise
+// kernel with both copies is several times faster (bench/RESULTS.md). The planner keeps a conv
+// in NCHW only where its neighbours are, as in an attention block's image ↔ tokens reshapes.
+Tensor onednn_depthwise_via_nhwc(const Conv2dCall& call, std::string* declined) {
+  const reference::detail::Conv2dGeometry& g = call.geometry;
+  const auto refuse = [&](std::string why) {
+    *declined = std::move(why);
+    return Tensor();
+  };
+  if (g.groups == 1 || g.groups != g.in_channels) return refuse("not a depthwise conv");
+  if (call.input.suggest_memory_format() == MemoryFormat::ChannelsLast)
+    return refuse("the input is channels_last already");
+  if (call.input.dtype() != DType::Float32) return refuse("not float32");
+  if (call.post.residual.defined()) return refuse("a residual (kept in its layout)");
+  const Tensor x = to_format(call.input, MemoryFormat::ChannelsLast);
+  const Conv2dCall nhwc = validate_conv2d(x, call.weight, call.bias, call.options, call.post);
+  const Tensor y = onednn::conv2d(nhwc, declined);
+  if (!y.defined()) return y;
+  // Back through oneDNN's reorder itself, not to_format's dispatch: the log line that follows
+  // is this conv's, with the kernel oneDNN chose.
+  std::string unused;
+  const Tensor back = onednn::reorder(y, MemoryFormat::Contiguous, &unused);
+  return back.defined() ? back : y.contiguous();
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
@@ -134,6 +161,8 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
         [&](std::string* declined) { return native::direct_conv2d(call, declined); }},
        {"onednn + native activation",
         [&](std::string* declined) { return onednn_then_activation(call, declined); }},
+       {"onednn depthwise via NHWC",
+        [&](std::string* declined) { return onednn_depthwise_via_nhwc(call, declined); }},
        {"onednn", [&](std::string* declined) { return onednn::conv2d(call, declined); }}},
       [&] {
         const Tensor y =

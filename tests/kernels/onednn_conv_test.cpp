@@ -4,9 +4,11 @@
 // × post-ops (every activation, residual sum); plus the weight cache, declines, and the
 // expected-failure table (the same messages as the reference).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -20,6 +22,7 @@
 #include "kernels/reference/conv_common.h"
 #include "kernels/verbose.h"
 #include "refold/error.h"
+#include "refold/functional.h"
 #include "refold/reference.h"
 #include "refold/threads.h"
 #include "testing/compare.h"
@@ -420,6 +423,51 @@ TEST_F(OnednnConv, AChannelMultiplierRunsTheDepthwiseKernel) {
             .contiguous(layout);
     (void)onednn::conv2d(repeated, w, Tensor{}, o, {}, &declined);
     EXPECT_EQ(onednn::cache_stats().primitive_hits, before.primitive_hits + 1);
+  }
+}
+
+// functional::conv2d runs a depthwise conv over NCHW memory on the NHWC kernel (oneDNN has none
+// for plain NCHW) and gives its output back in NCHW; channels_last input, a residual or a
+// grouped conv that is not depthwise keep the plain oneDNN call.
+TEST_F(OnednnConv, ADepthwiseConvOverNchwRunsTheNhwcKernel) {
+  Generator gen(8);
+  const Tensor x = normal({1, 24, 20, 20}, 1.0, gen);
+  const Tensor w = normal({24, 1, 7, 7}, 0.1, gen), bias = normal({24}, 1.0, gen);
+  Conv2dOptions o;
+  o.padding = 3;
+  o.groups = 24;
+  struct Row {
+    const char* name;
+    Tensor input;
+    std::int64_t groups;
+    bool residual;
+    bool via_nhwc;
+  };
+  const Row rows[] = {{"NCHW depthwise", x, 24, false, true},
+                      {"NHWC depthwise", x.contiguous(NHWC), 24, false, false},
+                      {"NCHW depthwise with a residual", x, 24, true, false},
+                      {"NCHW grouped, 3 channels a group", x, 8, false, false}};
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    o.groups = row.groups;
+    const Tensor weight = row.groups == 24 ? w : normal({24, 3, 7, 7}, 0.1, gen);
+    PostOps post;
+    post.activation = Activation::ReLU;
+    if (row.residual) post.residual = normal({1, 24, 20, 20}, 1.0, gen);
+    DispatchLog log;
+    const Tensor y = functional::conv2d(row.input, weight, bias, o, post);
+    const std::vector<std::string> ran = log.take();
+    EXPECT_EQ(std::count_if(ran.begin(), ran.end(),
+                            [](const std::string& r) {
+                              return r.find("conv2d: onednn depthwise via NHWC") == 0;
+                            }),
+              row.via_nhwc ? 1 : 0)
+        << fmt::format("{}", fmt::join(ran, "; "));
+    EXPECT_EQ(y.suggest_memory_format(), row.input.suggest_memory_format());
+    EXPECT_TRUE(y.is_contiguous(y.suggest_memory_format()));
+    const Tensor expected =
+        reference::apply_post_ops(reference::conv2d(row.input, weight, bias, o), post);
+    EXPECT_TRUE(testing::all_close(y, expected, Tolerance::op_f32()));
   }
 }
 
