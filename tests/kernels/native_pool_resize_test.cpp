@@ -249,12 +249,12 @@ Geometry from_scales(const Shape& in, double scale_h, double scale_w) {
 }
 
 // tf_half_pixel_for_nn samples coordinate x of every dimension at x + 0.5, also N and C at scale
-// 1: linear blends neighbouring channels there, and nearest rounding up moves them, which the
-// native kernel declines (only H and W are resized) — unless N and C are 1 (clamped: the same).
+// 1: linear and cubic blend neighbouring channels there, and nearest rounding up moves them, which
+// the native kernel declines (only H and W are resized) — unless N and C are 1 (clamped: the same).
 bool moves_channels(const Tensor& x, const reference::ResizeParams& p) {
   return (x.size(0) > 1 || x.size(1) > 1) &&
          p.coordinates == reference::CoordinateMode::TfHalfPixelForNn &&
-         (p.mode == reference::ResizeMode::Linear ||
+         (p.mode == reference::ResizeMode::Linear || p.mode == reference::ResizeMode::Cubic ||
           p.nearest == reference::NearestMode::RoundPreferCeil ||
           p.nearest == reference::NearestMode::Ceil);
 }
@@ -271,7 +271,7 @@ void expect_resize_matches(const Tensor& x, const Geometry& g,
   ASSERT_TRUE(y.defined()) << declined;
   const Tensor expected = reference::resize(x, g.sizes, g.scales, g.lengths, params);
   EXPECT_TRUE(same_strides(y, expected));
-  // Nearest copies elements: bit-identical. Linear: float32 vs the reference's double.
+  // Nearest copies elements: bit-identical. Linear and cubic: float32 vs the reference's double.
   EXPECT_TRUE(testing::all_close(
       y, expected,
       params.mode == reference::ResizeMode::Nearest ? Tolerance::exact() : Tolerance::op_f32()));
@@ -298,6 +298,28 @@ TEST_F(NativePoolResize, ResizeLinearMatchesReference) {
                                 from_sizes(c.input, c.out_h, c.out_w),
                                 params_of(reference::ResizeMode::Linear, coords));
         }
+  }
+}
+
+// Cubic (Keys' kernel, coefficient A): 4 taps per dimension, up and down, with and without
+// exclude_outside (the edge taps' weights renormalized), every coordinate mode.
+TEST_F(NativePoolResize, ResizeCubicMatchesReference) {
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const ResizeCase& c : resize_cases())
+      for (MemoryFormat format : {NCHW, NHWC})
+        for (auto coords : kCoordinateModes)
+          for (bool exclude_outside : {false, true}) {
+            SCOPED_TRACE(fmt::format("[{}] -> {}x{} {} mode {} exclude {} {} threads",
+                                     fmt::join(c.input, ", "), c.out_h, c.out_w,
+                                     memory_format_name(format), static_cast<int>(coords),
+                                     exclude_outside, threads));
+            reference::ResizeParams p = params_of(reference::ResizeMode::Cubic, coords);
+            p.exclude_outside = exclude_outside;
+            p.cubic_coeff_a = exclude_outside ? -0.5 : -0.75;
+            expect_resize_matches(random_input(c.input, format),
+                                  from_sizes(c.input, c.out_h, c.out_w), p);
+          }
   }
 }
 
@@ -346,6 +368,9 @@ TEST_F(NativePoolResize, ResizeKeepsInfAndNaNWhereTheReferenceDoes) {
     expect_resize_matches(
         x, from_scales(x.sizes(), 2.0, 2.0),
         params_of(reference::ResizeMode::Nearest, reference::CoordinateMode::HalfPixel));
+    expect_resize_matches(
+        x, from_scales(x.sizes(), 2.0, 2.0),
+        params_of(reference::ResizeMode::Cubic, reference::CoordinateMode::Asymmetric));
   }
 }
 
@@ -359,7 +384,6 @@ TEST_F(NativePoolResize, ResizeDeclinesWithReasons) {
     return why;
   };
   const Geometry up = from_sizes(x.sizes(), 8, 8);
-  EXPECT_THAT(reason(x, up, params_of(reference::ResizeMode::Cubic, {})), HasSubstr("cubic"));
   EXPECT_THAT(reason(x.to(DType::BFloat16), up, linear), HasSubstr("only float32"));
   EXPECT_THAT(reason(testing::every_other_element(x), up, linear),
               HasSubstr("not dense NCHW or NHWC"));
@@ -398,6 +422,8 @@ TEST_F(NativePoolResize, GraphResizeRunsNative) {
   options.mode = ops::ResizeOptions::Mode::Cubic;
   ops::Resize cubic(options);
   (void)cubic.run({random_input({1, 3, 4, 4}, NHWC), Tensor(), scales});
+  EXPECT_THAT(log.take(), Contains("resize: native"));
+  (void)cubic.run({random_input({1, 3, 4, 4}, NHWC).to(DType::BFloat16), Tensor(), scales});
   EXPECT_THAT(log.take(), Contains("resize: reference"));
 }
 

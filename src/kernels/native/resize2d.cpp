@@ -4,6 +4,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -24,78 +25,127 @@ namespace {
 constexpr const char* kOp = "resize";
 using reference::detail::ResizeTap;
 
-// One dimension's taps in float32: output x = w0[x]·in[i0[x]] + w1[x]·in[i1[x]].
+// One dimension's taps in float32: output x = Σ_k weight[x][k] · in[index[x][k]], k < count (2
+// for nearest and linear, 4 for cubic); a zero weight is a tap to skip.
 struct Taps1d {
-  std::vector<std::int32_t> i0, i1;
-  std::vector<float> w0, w1;
+  std::size_t count = 2;
+  std::vector<std::int32_t> index;  // [out][count]
+  std::vector<float> weight;        // [out][count]
 
   explicit Taps1d(const std::vector<ResizeTap>& taps) {
-    for (const ResizeTap& t : taps) {
-      i0.push_back(static_cast<std::int32_t>(t.i0));
-      i1.push_back(static_cast<std::int32_t>(t.i1));
-      w0.push_back(static_cast<float>(t.w0));
-      w1.push_back(static_cast<float>(t.w1));
-    }
+    for (const ResizeTap& t : taps) add({{t.i0, t.w0}, {t.i1, t.w1}});
+  }
+  explicit Taps1d(const reference::detail::CubicTaps& taps) : count(4) {
+    for (const auto& t : taps) add(t);
+  }
+  std::size_t size() const { return index.size() / count; }
+  const std::int32_t* indices(std::size_t x) const { return index.data() + x * count; }
+  const float* weights(std::size_t x) const { return weight.data() + x * count; }
+  // Output x reads one input with weight 1 (nearest, or landing on a sample): a copy.
+  bool single(std::size_t x) const {
+    const float* w = weights(x);
+    for (std::size_t k = 1; k < count; ++k)
+      if (w[k] != 0) return false;
+    return w[0] == 1;
   }
   bool same(std::size_t a, std::size_t b) const {
-    return i0[a] == i0[b] && i1[a] == i1[b] && w0[a] == w0[b] && w1[a] == w1[b];
+    return std::equal(indices(a), indices(a) + count, indices(b)) &&
+           std::equal(weights(a), weights(a) + count, weights(b));
+  }
+  // Every tap of output x reads input x: the dimension is not resized (cubic's taps at a size-1
+  // dimension all read its one element, clamped, with weights that sum to 1).
+  bool is_identity() const {
+    for (std::size_t x = 0; x < size(); ++x)
+      for (std::size_t t = 0; t < count; ++t)
+        if (weights(x)[t] != 0 && indices(x)[t] != static_cast<std::int32_t>(x)) return false;
+    return true;
+  }
+
+ private:
+  // The taps with nonzero weight first, padded with zero weights on the first one's index.
+  void add(const std::vector<std::pair<std::int64_t, double>>& taps) {
+    std::vector<std::pair<std::int64_t, double>> live;
+    for (const auto& tap : taps)
+      if (tap.second != 0) live.push_back(tap);
+    if (live.empty()) live.emplace_back(0, 0.0);  // every weight 0 (they sum to 1: no)
+    for (std::size_t t = 0; t < count; ++t) {
+      const bool used = t < live.size();
+      index.push_back(static_cast<std::int32_t>(live[used ? t : 0].first));
+      weight.push_back(used ? static_cast<float>(live[t].second) : 0.0f);
+    }
   }
 };
 
-// Output x reads input x alone: the dimension is not resized.
-bool is_identity(const std::vector<ResizeTap>& taps) {
-  for (std::size_t x = 0; x < taps.size(); ++x)
-    if (taps[x].i0 != static_cast<std::int64_t>(x) || taps[x].w1 != 0) return false;
-  return true;
-}
-
-// dst[k] = w0·a[k] + w1·b[k] for k < n.
-REFOLD_TARGET_AVX2 inline void blend_rows(const float* a, const float* b, float w0, float w1,
-                                          float* dst, std::int64_t n) {
-  const __m256 v0 = _mm256_set1_ps(w0), v1 = _mm256_set1_ps(w1);
+// dst[k] = Σ_t w[t]·rows[t][k] for k < n, over the taps t with w[t] ≠ 0.
+REFOLD_TARGET_AVX2 inline void blend_rows(const float* const* rows, const float* w,
+                                          std::size_t taps, float* dst, std::int64_t n) {
+  std::size_t live[4], count = 0;
+  for (std::size_t t = 0; t < taps; ++t)
+    if (w[t] != 0) live[count++] = t;
   std::int64_t k = 0;
-  for (; k + 8 <= n; k += 8)
-    _mm256_storeu_ps(dst + k, _mm256_fmadd_ps(v1, _mm256_loadu_ps(b + k),
-                                              _mm256_mul_ps(v0, _mm256_loadu_ps(a + k))));
+  for (; k + 8 <= n; k += 8) {
+    __m256 acc = _mm256_mul_ps(_mm256_set1_ps(w[live[0]]), _mm256_loadu_ps(rows[live[0]] + k));
+    for (std::size_t j = 1; j < count; ++j)
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(w[live[j]]), _mm256_loadu_ps(rows[live[j]] + k), acc);
+    _mm256_storeu_ps(dst + k, acc);
+  }
   if (k == n) return;
   const __m256i m = tail_mask(n - k);
-  _mm256_maskstore_ps(dst + k, m,
-                      _mm256_fmadd_ps(v1, _mm256_maskload_ps(b + k, m),
-                                      _mm256_mul_ps(v0, _mm256_maskload_ps(a + k, m))));
+  __m256 acc = _mm256_mul_ps(_mm256_set1_ps(w[live[0]]), _mm256_maskload_ps(rows[live[0]] + k, m));
+  for (std::size_t j = 1; j < count; ++j)
+    acc =
+        _mm256_fmadd_ps(_mm256_set1_ps(w[live[j]]), _mm256_maskload_ps(rows[live[j]] + k, m), acc);
+  _mm256_maskstore_ps(dst + k, m, acc);
 }
 
 // NHWC: one output row of out_w pixels × c channels from a row of input pixels.
 REFOLD_TARGET_AVX2 void nhwc_columns(const float* src, const Taps1d& x, std::int64_t c,
                                      float* dst) {
   const auto bytes = static_cast<std::size_t>(c) * sizeof(float);
-  for (std::size_t ox = 0; ox < x.i0.size(); ++ox, dst += c) {
-    const float* a = src + x.i0[ox] * c;
-    if (x.w1[ox] == 0)
-      std::memcpy(dst, a, bytes);
-    else
-      blend_rows(a, src + x.i1[ox] * c, x.w0[ox], x.w1[ox], dst, c);
+  for (std::size_t ox = 0; ox < x.size(); ++ox, dst += c) {
+    const std::int32_t* i = x.indices(ox);
+    if (x.single(ox)) {
+      std::memcpy(dst, src + i[0] * c, bytes);
+      continue;
+    }
+    const float* rows[4];
+    for (std::size_t t = 0; t < x.count; ++t) rows[t] = src + i[t] * c;
+    blend_rows(rows, x.weights(ox), x.count, dst, c);
   }
 }
 
 // NCHW: one output row of out_w values from an input row, 8 output columns per vector (gathers).
-// Where w1 = 0, w0 = 1 and the output is in[i0] itself (an Inf/NaN at i1 must not reach it).
+// A tap of weight 0 contributes 0, not 0·in (an Inf/NaN it would read must not reach the output).
 REFOLD_TARGET_AVX2 void nchw_columns(const float* src, const Taps1d& x, float* dst) {
-  const auto out_w = static_cast<std::int64_t>(x.i0.size());
+  const auto out_w = static_cast<std::int64_t>(x.size());
+  const auto taps = static_cast<std::int64_t>(x.count);
   const __m256 zero = _mm256_setzero_ps();
+  // Column ox's tap t: index and weight at [ox·taps + t]; 8 columns are read with that stride.
+  const __m256i lanes = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                           _mm256_set1_epi32(static_cast<int>(taps)));
   std::int64_t ox = 0;
   for (; ox + 8 <= out_w; ox += 8) {
-    const __m256i i0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.i0.data() + ox));
-    const __m256i i1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.i1.data() + ox));
-    const __m256 w0 = _mm256_loadu_ps(x.w0.data() + ox), w1 = _mm256_loadu_ps(x.w1.data() + ox);
-    const __m256 a = _mm256_i32gather_ps(src, i0, 4);
-    const __m256 blended =
-        _mm256_fmadd_ps(w1, _mm256_i32gather_ps(src, i1, 4), _mm256_mul_ps(w0, a));
-    _mm256_storeu_ps(dst + ox, _mm256_blendv_ps(blended, a, _mm256_cmp_ps(w1, zero, _CMP_EQ_OQ)));
+    // Tap 0 has a nonzero weight (Taps1d puts those first); a later tap of weight 0 reads 0.
+    __m256 acc = zero;
+    for (std::int64_t t = 0; t < taps; ++t) {
+      const std::int64_t at = ox * taps + t;
+      const __m256i i = _mm256_i32gather_epi32(x.index.data() + at, lanes, 4);
+      const __m256 w = _mm256_i32gather_ps(x.weight.data() + at, lanes, 4);
+      const __m256 in = _mm256_i32gather_ps(src, i, 4);
+      acc = t == 0
+                ? _mm256_mul_ps(w, in)
+                : _mm256_fmadd_ps(w, _mm256_and_ps(in, _mm256_cmp_ps(w, zero, _CMP_NEQ_OQ)), acc);
+    }
+    _mm256_storeu_ps(dst + ox, acc);
   }
   for (; ox < out_w; ++ox) {
-    const auto k = static_cast<std::size_t>(ox);
-    const float a = src[x.i0[k]];
-    dst[ox] = x.w1[k] == 0 ? a : std::fma(x.w1[k], src[x.i1[k]], x.w0[k] * a);
+    const auto u = static_cast<std::size_t>(ox);
+    const std::int32_t* i = x.indices(u);
+    const float* w = x.weights(u);
+    float v = w[0] * src[i[0]];
+    for (std::size_t t = 1; t < x.count; ++t)
+      if (w[t] != 0) v = std::fma(w[t], src[i[t]], v);
+    dst[ox] = v;
   }
 }
 
@@ -106,7 +156,7 @@ REFOLD_TARGET_AVX2 void nchw_columns(const float* src, const Taps1d& x, float* d
 template <typename Row>
 void for_each_output_row(const Taps1d& y, std::int64_t outers, std::int64_t in_row, float* out,
                          std::int64_t out_row, Row&& row) {
-  const auto out_h = static_cast<std::int64_t>(y.i0.size());
+  const auto out_h = static_cast<std::int64_t>(y.size());
   const std::int64_t rows = outers * out_h;
 #pragma omp parallel num_threads(get_num_threads()) if (rows > 1)
   {
@@ -137,7 +187,6 @@ Tensor resize2d(const Tensor& input, const Shape& out_sizes, const std::vector<d
     return decline(kOp, "only 4-d [N, C, H, W] inputs", declined);
   if (input.dtype() != DType::Float32)
     return decline(kOp, fmt::format("dtype {}; only float32", dtype_name(input.dtype())), declined);
-  if (params.mode == reference::ResizeMode::Cubic) return decline(kOp, "cubic mode", declined);
   for (std::size_t d = 0; d < 4; ++d)
     if (!(std::isfinite(scales[d]) && scales[d] > 0) || out_sizes[d] < 0)
       return decline(kOp, "invalid scales or sizes (the reference reports them)", declined);
@@ -154,12 +203,18 @@ Tensor resize2d(const Tensor& input, const Shape& out_sizes, const std::vector<d
     return decline(kOp, "an input row of 2^31 elements or more", declined);
   // N and C must come out as they are: same sizes, and taps that are the identity (scale 1 is
   // not always: tf_half_pixel_for_nn samples x + 0.5).
-  std::vector<std::vector<ResizeTap>> taps;
-  for (std::size_t d = 0; d < 4; ++d)
-    if (d >= 2 || out_sizes[d] == in[d])
-      taps.push_back(
+  const bool cubic = params.mode == reference::ResizeMode::Cubic;
+  std::vector<Taps1d> taps;
+  for (std::size_t d = 0; d < 4; ++d) {
+    if (d < 2 && out_sizes[d] != in[d]) break;
+    if (cubic)
+      taps.emplace_back(
+          reference::detail::resize_cubic_taps(in[d], out_sizes[d], scales[d], lengths[d], params));
+    else
+      taps.emplace_back(
           reference::detail::resize_taps(in[d], out_sizes[d], scales[d], lengths[d], params));
-  if (taps.size() < 4 || !is_identity(taps[0]) || !is_identity(taps[1]))
+  }
+  if (taps.size() < 4 || !taps[0].is_identity() || !taps[1].is_identity())
     return decline(
         kOp,
         fmt::format("only H and W are resized ([{}] → [{}] scales [{}])", fmt::join(in, ", "),
@@ -167,16 +222,18 @@ Tensor resize2d(const Tensor& input, const Shape& out_sizes, const std::vector<d
         declined);
 
   Tensor output = empty(out_sizes, {DType::Float32, format});
-  const Taps1d y(taps[2]), x(taps[3]);
+  const Taps1d &y = taps[2], &x = taps[3];
   const std::int64_t n = in[0], c = in[1], in_h = in[2], in_w = in[3];
   const std::int64_t out_w = out_sizes[3];
   const float* src = input.data<float>();
   float* dst = output.data<float>();
-  // Source row of output row y of an outer index: rows i0, i1 of its input, blended by w0, w1.
+  // Source row of output row y of an outer index: its input rows blended by their weights.
   auto source_row = [&](const float* base, std::int64_t row, std::size_t oy, float* scratch) {
-    const float* r0 = base + y.i0[oy] * row;
-    if (y.w1[oy] == 0) return r0;
-    blend_rows(r0, base + y.i1[oy] * row, y.w0[oy], y.w1[oy], scratch, row);
+    const std::int32_t* i = y.indices(oy);
+    if (y.single(oy)) return base + i[0] * row;
+    const float* rows[4];
+    for (std::size_t t = 0; t < y.count; ++t) rows[t] = base + i[t] * row;
+    blend_rows(rows, y.weights(oy), y.count, scratch, row);
     return static_cast<const float*>(scratch);
   };
   if (format == MemoryFormat::ChannelsLast) {

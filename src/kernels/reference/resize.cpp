@@ -73,23 +73,12 @@ std::vector<ResizeTap> resize_taps(std::int64_t in, std::int64_t out, double sca
   return taps;
 }
 
-}  // namespace detail
-
-namespace {
-
-using detail::resize_source_coordinate;
-using Tap = detail::ResizeTap;
-
-// Cubic: each output coordinate of a dimension reads up to 4 inputs, (index, weight) with the
-// zero weights left out.
-using CubicTaps = std::vector<std::vector<std::pair<std::int64_t, double>>>;
-
 // The ONNX reference's cubic convolution (Keys, coefficient A): for a coordinate c, the four
 // inputs s … s + 3 with s = ⌈c⌉ − 2 and ratio = c − (s + 1) ∈ (0, 1] (an integer c has ratio 1:
 // weight 1 on c itself). Indices outside [0, in) read the edge; with exclude_outside their
 // weight is 0 and the others are renormalized.
-CubicTaps cubic_taps(std::int64_t in, std::int64_t out, double scale, double length,
-                     const ResizeParams& params) {
+CubicTaps resize_cubic_taps(std::int64_t in, std::int64_t out, double scale, double length,
+                            const ResizeParams& params) {
   CubicTaps taps(static_cast<std::size_t>(out));
   const double a = params.cubic_coeff_a;
   for (std::int64_t x = 0; x < out; ++x) {
@@ -117,13 +106,22 @@ CubicTaps cubic_taps(std::int64_t in, std::int64_t out, double scale, double len
   return taps;
 }
 
+}  // namespace detail
+
+namespace {
+
+using detail::CubicTaps;
+using detail::resize_source_coordinate;
+using Tap = detail::ResizeTap;
+
 // out[idx] = Σ over one tap per dimension of Π weights · in[taps], in double, rounded once.
 void resize_cubic(const Tensor& input, Tensor& output, const std::vector<double>& scales,
                   const std::vector<double>& lengths, const ResizeParams& params) {
   const std::size_t rank = static_cast<std::size_t>(input.dim());
   std::vector<CubicTaps> taps(rank);
   for (std::size_t d = 0; d < rank; ++d)
-    taps[d] = cubic_taps(input.sizes()[d], output.sizes()[d], scales[d], lengths[d], params);
+    taps[d] = detail::resize_cubic_taps(input.sizes()[d], output.sizes()[d], scales[d], lengths[d],
+                                        params);
   const FloatReader in(input);
   const FloatWriter out(output);
   Shape counts(rank);

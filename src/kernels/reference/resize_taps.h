@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "kernels/reference/tensor_ops.h"
@@ -30,5 +31,11 @@ struct ResizeTap {
 // The taps of every output coordinate of one dimension (nearest or linear; not cubic).
 std::vector<ResizeTap> resize_taps(std::int64_t in, std::int64_t out, double scale, double length,
                                    const ResizeParams& params);
+
+// Cubic: each output coordinate of a dimension reads up to 4 inputs, (index, weight) with the
+// zero weights left out.
+using CubicTaps = std::vector<std::vector<std::pair<std::int64_t, double>>>;
+CubicTaps resize_cubic_taps(std::int64_t in, std::int64_t out, double scale, double length,
+                            const ResizeParams& params);
 
 }  // namespace refold::reference::detail
