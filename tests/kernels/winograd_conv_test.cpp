@@ -81,8 +81,10 @@ TEST_F(NativeWinograd, TheLargerTileRoundsWithinTenTimesTheSmaller) {
   const Case c{.name = "256 -> 64 at 16x16", .c_in = 256, .c_out = 64, .h = 16, .w = 16};
   const Operands o = make_operands(c);
   const Tensor expected = reference::conv2d(o.input, o.weight, o.bias, c.options());
+  const Conv2dOptions options = c.options();
+  const PostOps none;  // the call refers to both: they outlive it
   const auto error = [&](native::WinogradTile tile) {
-    const Conv2dCall call = validate_conv2d(o.input, o.weight, o.bias, c.options(), {});
+    const Conv2dCall call = validate_conv2d(o.input, o.weight, o.bias, options, none);
     std::string declined;
     const Tensor out = native::winograd_conv2d(call, tile, &declined);
     EXPECT_TRUE(out.defined()) << declined;
