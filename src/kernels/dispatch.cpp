@@ -9,7 +9,10 @@ Tensor dispatch(std::string_view op, std::initializer_list<Implementation> fast,
   // A stand-in run asks only for the output's shape (core/stand_in.h): the reference gives it
   // without building and caching a oneDNN primitive for a graph about to be rewritten.
   if (StandInRun::active()) return reference();
-  std::string declines;  // "a declined: why; b declined: why", for the log line
+  // "a declined: why; b declined: why", for the log line — joined only when it is printed: the
+  // dispatch runs per node and call.
+  const bool logged = verbose();
+  std::string declines;
   for (const Implementation& candidate : fast) {
     std::string declined;
     Tensor out = candidate.run(&declined);
@@ -17,6 +20,7 @@ Tensor dispatch(std::string_view op, std::initializer_list<Implementation> fast,
       log_dispatch(op, candidate.name, declines);
       return out;
     }
+    if (!logged) continue;
     if (!declines.empty()) declines += "; ";
     declines.append(candidate.name).append(" declined: ").append(declined);
   }
