@@ -123,11 +123,14 @@ Tensor onednn_depthwise_via_nhwc(const Conv2dCall& call, std::string* declined) 
   if (call.post.residual.defined()) return refuse("a residual (kept in its layout)");
   const Tensor x = to_format(call.input, MemoryFormat::ChannelsLast);
   const Conv2dCall nhwc = validate_conv2d(x, call.weight, call.bias, call.options, call.post);
-  const Tensor y = onednn::conv2d(nhwc, declined);
+  // The same choice as over NHWC input: refold's activation pass after oneDNN's conv where that
+  // is the faster, else oneDNN's fused post-ops.
+  std::string unused;
+  Tensor y = onednn_then_activation(nhwc, &unused);
+  if (!y.defined()) y = onednn::conv2d(nhwc, declined);
   if (!y.defined()) return y;
   // Back through oneDNN's reorder itself, not to_format's dispatch: the log line that follows
   // is this conv's, with the kernel oneDNN chose.
-  std::string unused;
   const Tensor back = onednn::reorder(y, MemoryFormat::Contiguous, &unused);
   return back.defined() ? back : y.contiguous();
 }
@@ -159,10 +162,10 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
        {"winograd", [&](std::string* declined) { return native::winograd_conv2d(call, declined); }},
        {"native direct",
         [&](std::string* declined) { return native::direct_conv2d(call, declined); }},
-       {"onednn + native activation",
-        [&](std::string* declined) { return onednn_then_activation(call, declined); }},
        {"onednn depthwise via NHWC",
         [&](std::string* declined) { return onednn_depthwise_via_nhwc(call, declined); }},
+       {"onednn + native activation",
+        [&](std::string* declined) { return onednn_then_activation(call, declined); }},
        {"onednn", [&](std::string* declined) { return onednn::conv2d(call, declined); }}},
       [&] {
         const Tensor y =

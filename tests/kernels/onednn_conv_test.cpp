@@ -442,8 +442,12 @@ TEST_F(OnednnConv, ADepthwiseConvOverNchwRunsTheNhwcKernel) {
     std::int64_t groups;
     bool residual;
     bool via_nhwc;
+    Activation activation = Activation::ReLU;
   };
+  // GELU: refold's activation pass would finish it after oneDNN's conv — the NHWC detour must
+  // still come first.
   const Row rows[] = {{"NCHW depthwise", x, 24, false, true},
+                      {"NCHW depthwise, GELU", x, 24, false, true, Activation::GELU},
                       {"NHWC depthwise", x.contiguous(NHWC), 24, false, false},
                       {"NCHW depthwise with a residual", x, 24, true, false},
                       {"NCHW grouped, 3 channels a group", x, 8, false, false}};
@@ -452,7 +456,7 @@ TEST_F(OnednnConv, ADepthwiseConvOverNchwRunsTheNhwcKernel) {
     o.groups = row.groups;
     const Tensor weight = row.groups == 24 ? w : normal({24, 3, 7, 7}, 0.1, gen);
     PostOps post;
-    post.activation = Activation::ReLU;
+    post.activation = row.activation;
     if (row.residual) post.residual = normal({1, 24, 20, 20}, 1.0, gen);
     DispatchLog log;
     const Tensor y = functional::conv2d(row.input, weight, bias, o, post);
