@@ -16,7 +16,7 @@ For each model of the manifest and each exported form present (<name>.<form>.onn
      Some models (random weights, deep stacks, box decoders with outputs in the hundreds) amplify
      float32 rounding past that bound whoever runs them; export.py's float64 run of the same
      module is the exact answer, and a file past the bound whose output is no further from it
-     than ROUNDING_FACTOR × PyTorch's own float32 output is reported "pass (float32 rounding)";
+     than ROUNDING_FACTOR × PyTorch's own float32 output is reported "pass (float32 rounding)".
      When that fails (or optimize did), the original file is also run with --no-optimize, to tell
      refold's importer/kernels from its optimization passes; when a number is wrong, the first
      node whose output departs from ONNX Runtime's is searched for (first_divergence);
