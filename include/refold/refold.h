@@ -38,6 +38,7 @@
 #include "refold/reparam/reparameterize.h"
 #include "refold/reparam/repvgg.h"
 #include "refold/state_dict.h"
+#include "refold/subnormals.h"
 #include "refold/tensor.h"
 #include "refold/threads.h"
 #include "refold/verify.h"

@@ -23,8 +23,10 @@ from ._refold import (
     OptimizeReport,
     Session,
     __version__,
+    get_flush_denormal,
     get_num_threads,
     optimize,
+    set_flush_denormal,
     set_num_threads,
 )
 from ._torch import from_torch
@@ -38,7 +40,9 @@ __all__ = [
     "ValueInfo",
     "__version__",
     "from_torch",
+    "get_flush_denormal",
     "get_num_threads",
     "optimize",
+    "set_flush_denormal",
     "set_num_threads",
 ]

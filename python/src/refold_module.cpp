@@ -28,6 +28,7 @@
 #include "refold/onnx/onnx.h"
 #include "refold/optimize.h"
 #include "refold/session.h"
+#include "refold/subnormals.h"
 #include "refold/threads.h"
 #include "refold/version.h"
 
@@ -574,6 +575,10 @@ NB_MODULE(_refold, m) {
   m.def("get_num_threads", &refold::get_num_threads,
         "The process-wide kernel thread count (default: the physical cores, or "
         "REFOLD_NUM_THREADS).");
+  m.def("set_flush_denormal", &refold::set_flush_denormal, "flush"_a,
+        "Whether runs treat subnormal floats as zero (default True; torch.set_flush_denormal).");
+  m.def("get_flush_denormal", &refold::get_flush_denormal,
+        "Whether runs treat subnormal floats as zero (default True, or REFOLD_FLUSH_DENORMAL).");
 
   m.def(
       "_cli",

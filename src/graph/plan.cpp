@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/check.h"
+#include "kernels/subnormals.h"
 #include "kernels/verbose.h"
 #include "refold/functional.h"
 
@@ -182,6 +183,7 @@ std::vector<Tensor> ExecutionPlan::run(const std::vector<Tensor>& feeds,
                                        const Graph::NodeObserver& observe) const {
   REFOLD_CHECK(feeds.size() == graph_.inputs.size(), "Graph: {} inputs given, the graph takes {}",
                feeds.size(), graph_.inputs.size());
+  const kernels::FlushDenormalScope flush_denormal;
   std::vector<Tensor> values(slot_names_.size());
   for (std::size_t i = 0; i < feeds.size(); ++i) {
     check_input(graph_.inputs[i], feeds[i], i);

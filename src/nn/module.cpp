@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/check.h"
+#include "kernels/subnormals.h"
 #include "nn/layout.h"
 #include "refold/functional.h"
 
@@ -40,6 +41,7 @@ std::string join_name(const std::string& prefix, const std::string& name) {
 
 Tensor Module::operator()(const Tensor& input) {
   const CallPathScope scope(&name_);
+  const kernels::FlushDenormalScope flush_denormal;
   try {
     // An activation leaves channels_last only here, where a module cannot take it.
     if (!accepts_channels_last() && input.defined() && !input.is_contiguous())

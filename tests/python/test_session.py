@@ -193,3 +193,32 @@ def test_profile_times_every_node(repvgg_path):
     assert conv["implementations"][0].startswith("conv2d: ")
     assert conv["layout_out"] == "NHWC" and conv["bytes"] > 0
     assert p["op_types"][0]["op_type"] == "Conv" and p["op_types"][0]["nodes"] == 3
+
+
+class Square:
+    """x · x as ONNX bytes (onnx is not a test dependency, so the bytes come from torch)."""
+
+    @staticmethod
+    def model():
+        torch = pytest.importorskip("torch")
+
+        class Square(torch.nn.Module):
+            def forward(self, x):
+                return x * x
+
+        return export(Square(), torch.ones(1, 4, 32, 32))
+
+
+def test_subnormal_results_flush_to_zero_unless_turned_off():
+    session = refold.Session(Square.model(), optimize=False)
+    x = np.full((1, 4, 32, 32), 1e-20, dtype=np.float32)  # x · x = 1e-40, subnormal
+    assert refold.get_flush_denormal()
+    try:
+        (flushed,) = session.run(None, [x])
+        assert not flushed.any()
+        refold.set_flush_denormal(False)
+        assert not refold.get_flush_denormal()
+        (kept,) = session.run(None, [x])
+        np.testing.assert_allclose(kept, np.float32(1e-40), rtol=1e-3)
+    finally:
+        refold.set_flush_denormal(True)
