@@ -46,7 +46,9 @@ void write_mode(unsigned) {}
 
 }  // namespace
 
-void set_flush_denormal(bool flush) { g_flush_requested.store(flush ? 1 : 0, std::memory_order_relaxed); }
+void set_flush_denormal(bool flush) {
+  g_flush_requested.store(flush ? 1 : 0, std::memory_order_relaxed);
+}
 
 bool get_flush_denormal() {
   const int requested = g_flush_requested.load(std::memory_order_relaxed);
@@ -72,7 +74,7 @@ FlushDenormalScope::FlushDenormalScope() {
 FlushDenormalScope::~FlushDenormalScope() {
   if (!outermost_) return;
   t_in_flush_scope = false;
-#pragma omp parallel num_threads(static_cast<int>(saved_.size()))
+#pragma omp parallel num_threads(static_cast <int>(saved_.size()))
   {
     // A thread that did not take part in the first region gets the calling thread's bits back.
     const auto k = static_cast<std::size_t>(omp_get_thread_num());
