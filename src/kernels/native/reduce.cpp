@@ -98,6 +98,21 @@ void reduce_rows(const float* in, float* out, const Blocks& b, ReduceOp op, int 
   }
 }
 
+// y[j] = reference::reduce_finish(op, acc[j], count), j < width: the sums and the mean inline
+// (a loop the compiler vectorizes), the square root and log through the reference's own call.
+void finish_columns(ReduceOp op, const double* acc, std::int64_t width, std::int64_t count,
+                    float* y) {
+  if (op == ReduceOp::Mean) {
+    const auto n = static_cast<double>(count);
+    for (std::int64_t j = 0; j < width; ++j) y[j] = static_cast<float>(acc[j] / n);
+  } else if (op == ReduceOp::Sum || op == ReduceOp::SumSquare || op == ReduceOp::L1) {
+    for (std::int64_t j = 0; j < width; ++j) y[j] = static_cast<float>(acc[j]);
+  } else {
+    for (std::int64_t j = 0; j < width; ++j)
+      y[j] = static_cast<float>(reference::reduce_finish(op, acc[j], count));
+  }
+}
+
 // [outer][count][inner], one output per (o, i): y[o][i] = ⊕_k x[o][k][i], vectorized along i.
 void reduce_columns(const float* in, float* out, const Blocks& b, ReduceOp op, int threads) {
   const std::int64_t chunks = (b.inner + kColumnsPerJob - 1) / kColumnsPerJob;
@@ -117,8 +132,7 @@ void reduce_columns(const float* in, float* out, const Blocks& b, ReduceOp op, i
     } else {
       double acc[kColumnsPerJob] = {};
       add_column_sums(op, x, b.count, width, b.inner, acc);
-      for (std::int64_t j = 0; j < width; ++j)
-        y[j] = static_cast<float>(reference::reduce_finish(op, acc[j], b.count));
+      finish_columns(op, acc, width, b.count, y);
     }
   }
 }
