@@ -27,6 +27,8 @@
 //   (passes/add_softmax.h)                               → AddSoftmax(x, c)
 //   Div(x, Clip(ReduceL2(x, one axis, keepdims), min ε)) — F.normalize; the Clip may be a Max
 //   or absent (passes/l2_normalize.h)                    → L2Normalize(x), axis, ε
+//   ReduceSum(Reshape(x, [N, r, C, H, W]), axis 1) and ReduceSum(Mul(that, a), axis 1) — split
+//   attention's sums over channel groups (passes/group_sum.h)  → GroupSum(x[, a]), groups r
 //   Then a chain of Reshape/Flatten/Squeeze/Unsqueeze with at least two Transposes between,
 //   ending with a reshape (passes/rearrange.h)           → Rearrange(x): one copy, not one each
 //
@@ -47,6 +49,7 @@
 #include "passes/add_softmax.h"
 #include "passes/branch_nodes.h"
 #include "passes/group_norm_pattern.h"
+#include "passes/group_sum.h"
 #include "passes/known_values.h"
 #include "passes/l2_normalize.h"
 #include "passes/node_module.h"
@@ -230,6 +233,9 @@ PassReport canonicalize(graph::Graph& graph) {
       } else if (const auto normalize = detail::match_l2_normalize(graph, i)) {
         next = *std::min_element(normalize->parts.begin(), normalize->parts.end());
         note = detail::fuse_l2_normalize(graph, *normalize);
+      } else if (const auto sum = detail::match_group_sum(graph, i, shapes)) {
+        next = sum->mul.value_or(sum->reduce);
+        note = detail::fuse_group_sum(graph, *sum);
       }
     }
     i = next;

@@ -965,5 +965,97 @@ TEST(Canonicalize, ChainsThatDoNotComposeOrNeedNoCopyStay) {
   }
 }
 
+// Split attention as ResNeSt exports it: x [N, r·C, H, W] viewed as [N, r, C, H, W] (one Reshape
+// read by both sums), the groups summed, pooled, turned into per-group weights by a 1×1 conv and
+// a softmax over the groups, and the weighted groups summed. Both ReduceSums become GroupSum
+// nodes; the Reshape of x is left with no reader for dead-code; the written file computes the
+// same.
+TEST(Canonicalize, SplitAttentionSumsBecomeGroupSums) {
+  struct Case {
+    const char* name;
+    bool weights_first;    // Mul(a, x5) instead of Mul(x5, a)
+    bool shared_constant;  // a is a constant [1, r, C, 1, 1], not computed per sample
+  };
+  for (const Case& c :
+       {Case{"computed weights after", false, false}, Case{"computed weights before", true, false},
+        Case{"a constant shared by every sample", false, true}}) {
+    SCOPED_TRACE(c.name);
+    GraphBuilder b;
+    const std::string x = b.input("x", {2, 8, 5, 6});  // r = 2 groups of C = 4
+    const std::string x5 =
+        b.node("Reshape", {x, b.constant("split", int64s({2, 2, 4, 5, 6}))}, {}, "split");
+    const std::string axis = b.constant("axis", int64s({1}));
+    const std::string s =
+        b.node("ReduceSum", {x5, axis}, attrs({{"keepdims", std::int64_t{0}}}), "groups_sum");
+    std::string a;
+    if (c.shared_constant) {
+      a = b.constant("a", randn({1, 2, 4, 1, 1}));
+    } else {
+      const std::string logits = b.conv(b.node("GlobalAveragePool", {s}), 4, 8, 1);
+      a = b.node("Softmax",
+                 {b.node("Reshape", {logits, b.constant("to_groups", int64s({2, 2, 4, 1, 1}))})},
+                 attrs({{"axis", std::int64_t{1}}}));
+    }
+    const std::string weighted =
+        b.node("Mul", c.weights_first ? std::vector{a, x5} : std::vector{x5, a});
+    const std::string y = b.node("ReduceSum", {weighted, axis},
+                                 attrs({{"keepdims", std::int64_t{0}}}), "weighted_sum");
+    b.output(y);
+    if (c.shared_constant) b.output(b.node("Relu", {s}));
+    const std::vector<Tensor> in = b.random_inputs();
+    const std::vector<Tensor> before = b.graph().run(in);
+    const passes::PassReport r = apply_pass(b, passes::canonicalize);
+    EXPECT_TRUE(has_note(r, "of the 2 channel groups of 'x', weighted by")) << notes_of(r);
+    EXPECT_EQ(b.count("GroupSum"), 2) << b.graph().dump();
+    EXPECT_EQ(b.count("ReduceSum") + b.count("Mul"), 0) << b.graph().dump();
+    const auto fused = b.graph().find_node("weighted_sum");
+    ASSERT_TRUE(fused.has_value());
+    const graph::Node& n = b.graph().nodes()[*fused];
+    EXPECT_EQ(n.domain, "refold");
+    EXPECT_EQ(n.inputs, (std::vector<std::string>{x, a}));
+    EXPECT_EQ(n.attributes.get_int("groups", 0), 2);
+    EXPECT_EQ(n.parts.size(), 3u);
+    EXPECT_TRUE(b.graph().consumers(x5).empty());
+    EXPECT_FALSE(passes::canonicalize(b.graph()).changed);
+    EXPECT_TRUE(passes::eliminate_dead_code(b.graph()).changed);
+    EXPECT_FALSE(b.graph().find_node("split").has_value());
+
+    const std::string bytes = onnx::save_to_bytes(b.graph());
+    const auto written =
+        onnx::load_from_memory(std::as_bytes(std::span(bytes.data(), bytes.size())), "g.onnx");
+    EXPECT_EQ(std::count_if(written->nodes().begin(), written->nodes().end(),
+                            [](const graph::Node& w) { return w.op_type == "ReduceSum"; }),
+              2);
+    const std::vector<Tensor> after = written->run(in);
+    for (std::size_t i = 0; i < before.size(); ++i)
+      EXPECT_TRUE(testing::model_close(after[i], before[i]));
+  }
+}
+
+// Not a sum over channel groups, or not one the node computes: the sum kept as [N, 1, C, H, W],
+// over another axis, of a Reshape that splits W, weights that vary over H and W, or a product
+// something else reads too.
+TEST(Canonicalize, SumsThatAreNotOverChannelGroupsStay) {
+  enum class Miss { KeepDims, OtherAxis, SplitsWidth, PerPixelWeights, ProductReadTwice };
+  for (const Miss miss : {Miss::KeepDims, Miss::OtherAxis, Miss::SplitsWidth, Miss::PerPixelWeights,
+                          Miss::ProductReadTwice}) {
+    SCOPED_TRACE(static_cast<int>(miss));
+    GraphBuilder b;
+    const std::string x = b.input("x", {1, 8, 5, 6});
+    const Shape split = miss == Miss::SplitsWidth ? Shape{1, 8, 5, 2, 3} : Shape{1, 2, 4, 5, 6};
+    const std::string x5 = b.node("Reshape", {x, b.constant("split", int64s(split))});
+    const std::string a = b.constant(
+        "a", randn(miss == Miss::PerPixelWeights ? Shape{1, 2, 4, 5, 6} : Shape{1, 2, 4, 1, 1}));
+    const std::string weighted = miss == Miss::SplitsWidth ? x5 : b.node("Mul", {x5, a});
+    const std::int64_t keep = miss == Miss::KeepDims ? 1 : 0;
+    b.output(b.node(
+        "ReduceSum",
+        {weighted, b.constant("axis", int64s({miss == Miss::OtherAxis ? std::int64_t{2} : 1}))},
+        attrs({{"keepdims", keep}})));
+    if (miss == Miss::ProductReadTwice) b.output(b.node("Relu", {weighted}));
+    expect_left_alone(b, passes::canonicalize);
+  }
+}
+
 }  // namespace
 }  // namespace refold

@@ -1,9 +1,9 @@
 // The nodes of domain "refold" that passes create (PatchShuffle, ScaledMatMul, AddSoftmax,
-// L2Normalize, Rearrange) are rebuilt from their attributes by passes::module_for whenever a graph
-// is copied or re-planned. The importer refuses the domain, so only a pass can write one; these
-// tests feed module_for the malformed nodes a buggy pass (or a hand-edited graph) could make: each
-// gets a refold::Error that names the node and what is wrong, never a crash or a module that
-// computes something else.
+// L2Normalize, GroupSum, Rearrange) are rebuilt from their attributes by passes::module_for
+// whenever a graph is copied or re-planned. The importer refuses the domain, so only a pass can
+// write one; these tests feed module_for the malformed nodes a buggy pass (or a hand-edited graph)
+// could make: each gets a refold::Error that names the node and what is wrong, never a crash or a
+// module that computes something else.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -161,6 +161,26 @@ TEST(RefoldNodes, AnL2NormalizeDividesByTheBoundedNormAndAMalformedOneIsRefused)
   graph::Node not_finite = good;
   not_finite.attributes.set("epsilon", std::numeric_limits<float>::quiet_NaN());
   expect_refused(not_finite, "is not finite");
+}
+
+TEST(RefoldNodes, AGroupSumSumsTheWeightedChannelGroupsAndAMalformedOneIsRefused) {
+  graph::Node good = refold_node("GroupSum", {"x", "a"});
+  good.attributes.set("groups", std::int64_t{3});
+  const graph::Graph g;
+  const nn::ModulePtr m = passes::module_for(g, good);
+  const Tensor x = randn({2, 6, 4, 5}), a = randn({2, 3, 2, 1, 1});
+  auto* op = dynamic_cast<graph::Op*>(m.get());
+  ASSERT_NE(op, nullptr);
+  const Tensor terms = reference::arith(x.view({2, 3, 2, 4, 5}), a, reference::ArithOp::Mul);
+  EXPECT_TRUE(testing::all_close(op->run({x, a})[0],
+                                 reference::reduce(terms, {1}, false, reference::ReduceOp::Sum),
+                                 testing::Tolerance::op_f32()));
+
+  graph::Node three_inputs = good;
+  three_inputs.inputs = {"x", "a", "b"};
+  expect_refused(three_inputs, "expects 1 or 2 inputs");
+  graph::Node no_groups = refold_node("GroupSum", {"x"});
+  expect_refused(no_groups, "groups 0 is not positive");
 }
 
 TEST(RefoldNodes, AMalformedPatchShuffleIsRefusedByName) {
