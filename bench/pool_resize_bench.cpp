@@ -87,6 +87,16 @@ BENCHMARK_CAPTURE(resize, native_nearest_128x16x16_x2, true, {1, 128, 16, 16}, 3
     ->Arg(0)
     ->Unit(benchmark::kMicrosecond);
 
+// GhostNetV2's gates: few channels, a 2× map of 56² to 112² (NHWC: a copy of C floats per pixel).
+BENCHMARK_CAPTURE(resize, native_nearest_24x56x56_x2, true, {1, 24, 56, 56}, 112, 112, kNearest)
+    ->Arg(1)
+    ->Arg(0)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(resize, native_nearest_40x28x28_x2, true, {1, 40, 28, 28}, 56, 56, kNearest)
+    ->Arg(1)
+    ->Arg(0)
+    ->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

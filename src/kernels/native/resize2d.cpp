@@ -32,11 +32,17 @@ struct Taps1d {
   std::vector<std::int32_t> index;  // [out][count]
   std::vector<float> weight;        // [out][count]
 
+  // When every output reads one input with weight 1 (nearest, or an integer-ratio linear
+  // downsampling that lands on samples): that input per output, else empty.
+  std::vector<std::int32_t> single_index;
+
   explicit Taps1d(const std::vector<ResizeTap>& taps) {
     for (const ResizeTap& t : taps) add({{t.i0, t.w0}, {t.i1, t.w1}});
+    find_single_index();
   }
   explicit Taps1d(const reference::detail::CubicTaps& taps) : count(4) {
     for (const auto& t : taps) add(t);
+    find_single_index();
   }
   std::size_t size() const { return index.size() / count; }
   const std::int32_t* indices(std::size_t x) const { return index.data() + x * count; }
@@ -62,6 +68,11 @@ struct Taps1d {
   }
 
  private:
+  void find_single_index() {
+    for (std::size_t x = 0; x < size(); ++x)
+      if (!single(x)) return;
+    for (std::size_t x = 0; x < size(); ++x) single_index.push_back(indices(x)[0]);
+  }
   // The taps with nonzero weight first, padded with zero weights on the first one's index.
   void add(const std::vector<std::pair<std::int64_t, double>>& taps) {
     std::vector<std::pair<std::int64_t, double>> live;
@@ -98,9 +109,25 @@ REFOLD_TARGET_AVX2 inline void blend_rows(const float* const* rows, const float*
   _mm256_maskstore_ps(dst + k, m, acc);
 }
 
+// dst[k] = src[k], k < n, n small (a pixel's channels): vector moves, no call.
+REFOLD_TARGET_AVX2 inline void copy_floats(const float* src, float* dst, std::int64_t n) {
+  std::int64_t k = 0;
+  for (; k + 8 <= n; k += 8) _mm256_storeu_ps(dst + k, _mm256_loadu_ps(src + k));
+  if (k == n) return;
+  const __m256i m = tail_mask(n - k);
+  _mm256_maskstore_ps(dst + k, m, _mm256_maskload_ps(src + k, m));
+}
+
 // NHWC: one output row of out_w pixels × c channels from a row of input pixels.
 REFOLD_TARGET_AVX2 void nhwc_columns(const float* src, const Taps1d& x, std::int64_t c,
                                      float* dst) {
+  if (!x.single_index.empty() && c <= 256) {  // a pixel's copy: a few vectors, not a memcpy call
+    for (const std::int32_t i : x.single_index) {
+      copy_floats(src + i * c, dst, c);
+      dst += c;
+    }
+    return;
+  }
   const auto bytes = static_cast<std::size_t>(c) * sizeof(float);
   for (std::size_t ox = 0; ox < x.size(); ++ox, dst += c) {
     const std::int32_t* i = x.indices(ox);
@@ -119,6 +146,16 @@ REFOLD_TARGET_AVX2 void nhwc_columns(const float* src, const Taps1d& x, std::int
 REFOLD_TARGET_AVX2 void nchw_columns(const float* src, const Taps1d& x, float* dst) {
   const auto out_w = static_cast<std::int64_t>(x.size());
   const auto taps = static_cast<std::int64_t>(x.count);
+  if (!x.single_index.empty()) {  // one gather of the inputs per 8 columns, no weights
+    const std::int32_t* index = x.single_index.data();
+    std::int64_t ox = 0;
+    for (; ox + 8 <= out_w; ox += 8)
+      _mm256_storeu_ps(
+          dst + ox, _mm256_i32gather_ps(
+                        src, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(index + ox)), 4));
+    for (; ox < out_w; ++ox) dst[ox] = src[index[ox]];
+    return;
+  }
   const __m256 zero = _mm256_setzero_ps();
   // Column ox's tap t: index and weight at [ox·taps + t]; 8 columns are read with that stride.
   const __m256i lanes = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
