@@ -59,10 +59,16 @@ namespace kernels {
 
 FlushDenormalScope::FlushDenormalScope() {
   if (kFlushBits == 0 || t_in_flush_scope || !get_flush_denormal()) return;
+  const int threads = onednn::apply_num_threads();  // may throw: before anything changes
+  saved_.assign(static_cast<std::size_t>(threads), 0);
   outermost_ = true;
   t_in_flush_scope = true;
-  const int threads = onednn::apply_num_threads();
-  saved_.assign(static_cast<std::size_t>(threads), 0);
+  // The calling thread first, outside any parallel region: LLVM's libomp copies the forking
+  // thread's MXCSR to its workers at every fork and puts the forking thread's own back at every
+  // join, so only this write lasts there.
+  caller_ = read_mode();
+  write_mode(caller_ | kFlushBits);
+  // GNU libgomp's workers keep their own MXCSR from region to region: each sets its bits.
 #pragma omp parallel num_threads(threads)
   {
     const unsigned mode = read_mode();
@@ -73,14 +79,18 @@ FlushDenormalScope::FlushDenormalScope() {
 
 FlushDenormalScope::~FlushDenormalScope() {
   if (!outermost_) return;
-  t_in_flush_scope = false;
+  const auto restore = [](unsigned before) {
+    write_mode((read_mode() & ~kFlushBits) | (before & kFlushBits));
+  };
 #pragma omp parallel num_threads(static_cast <int>(saved_.size()))
   {
-    // A thread that did not take part in the first region gets the calling thread's bits back.
+    // Thread 0 is the caller, put back below; a worker that did not take part in the first
+    // region gets the caller's bits.
     const auto k = static_cast<std::size_t>(omp_get_thread_num());
-    const unsigned before = (k < saved_.size() ? saved_[k] : saved_[0]) & kFlushBits;
-    write_mode((read_mode() & ~kFlushBits) | before);
+    if (k != 0) restore(k < saved_.size() ? saved_[k] : caller_);
   }
+  restore(caller_);
+  t_in_flush_scope = false;
 }
 
 }  // namespace kernels
