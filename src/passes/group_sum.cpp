@@ -87,11 +87,11 @@ std::string fuse_group_sum(graph::Graph& graph, const GroupSumMatch& m) {
                   m.a.empty() ? "" : fmt::format(", weighted by '{}',", m.a));
   // The fused node's own copy of the Reshape, just before the first part that reads it: the
   // original may feed other nodes.
-  // Its names follow the ReduceSum's, unique in the graph, so two fused nodes' copies of one
-  // Reshape never share a name in the written file.
+  // Its names follow the ReduceSum's, made unique in the graph (a file refold wrote has them
+  // already), so two fused nodes' copies of one Reshape never share a name either.
   graph::Node split = graph.nodes()[m.reshape];
   const std::string reshaped = split.outputs[0];
-  split.name = graph.nodes()[m.reduce].name + "/split";
+  split.name = graph.unique_name(graph.nodes()[m.reduce].name + "/split");
   split.outputs = {graph.unique_name(m.y + "_split")};
   const std::size_t reader = m.mul.value_or(m.reduce);
   std::vector<std::size_t> parts = {reader};
