@@ -82,7 +82,8 @@ FlushDenormalScope::~FlushDenormalScope() {
   const auto restore = [](unsigned before) {
     write_mode((read_mode() & ~kFlushBits) | (before & kFlushBits));
   };
-#pragma omp parallel num_threads(static_cast <int>(saved_.size()))
+  const int threads = static_cast<int>(saved_.size());
+#pragma omp parallel num_threads(threads)
   {
     // Thread 0 is the caller, put back below; a worker that did not take part in the first
     // region gets the caller's bits.

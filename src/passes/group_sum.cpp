@@ -85,23 +85,21 @@ std::string fuse_group_sum(graph::Graph& graph, const GroupSumMatch& m) {
       fmt::format("rewrote {} of the {} channel groups of '{}'{} as one GroupSum",
                   describe(graph.nodes()[m.reduce]), m.groups, m.x,
                   m.a.empty() ? "" : fmt::format(", weighted by '{}',", m.a));
-  // The fused node's own copy of the Reshape, just before the first part that reads it: the
-  // original may feed other nodes.
-  // Its names follow the ReduceSum's, made unique in the graph (a file refold wrote has them
-  // already), so two fused nodes' copies of one Reshape never share a name either.
+  // The fused node's own copy of the Reshape, just before the first part that reads it (the Mul,
+  // else the ReduceSum): the original may feed other nodes. Its names follow the ReduceSum's,
+  // made unique in the graph (a file refold wrote has them already), so two fused nodes' copies
+  // of one Reshape never share a name either.
   graph::Node split = graph.nodes()[m.reshape];
   const std::string reshaped = split.outputs[0];
+  const std::string copy = graph.unique_name(m.y + "_split");
   split.name = graph.unique_name(graph.nodes()[m.reduce].name + "/split");
-  split.outputs = {graph.unique_name(m.y + "_split")};
-  const std::size_t reader = m.mul.value_or(m.reduce);
-  std::vector<std::size_t> parts = {reader};
-  if (m.mul) parts.push_back(m.reduce);
-  for (std::size_t& part : parts) ++part;  // the copy goes in before them
-  graph.insert_node(reader, std::move(split));
-  graph::Node& first = graph.node(parts.front());
-  for (std::string& input : first.inputs)
-    if (input == reshaped) input = graph.nodes()[reader].outputs[0];
-  parts.insert(parts.begin(), reader);
+  split.outputs = {copy};
+  const std::size_t at = m.mul.value_or(m.reduce);
+  graph.insert_node(at, std::move(split));
+  for (std::string& input : graph.node(at + 1).inputs)
+    if (input == reshaped) input = copy;
+  std::vector<std::size_t> parts = {at, at + 1};  // the copy, its reader
+  if (m.mul) parts.push_back(m.reduce + 1);       // the Mul comes before its ReduceSum
   graph::Node fused;
   fused.name = graph.nodes()[parts.back()].name;
   fused.op_type = "GroupSum";
