@@ -194,6 +194,20 @@ TEST(CliTest, RunsTestFoldersAndCounts) {
   EXPECT_NE(run.output.find("0 passed, 0 failed, 1 skipped"), std::string::npos) << run.output;
 }
 
+// A REFOLD_FLUSH_DENORMAL that is neither 0 nor 1 is refused by name and value, before any
+// output is written.
+TEST(CliTest, ABadFlushDenormalSettingIsRefused) {
+  const fs::path out = scratch("flush_denormal");
+  ASSERT_EQ(setenv("REFOLD_FLUSH_DENORMAL", "yes", 1), 0);
+  const CliRun run = run_cli("run " + kData + "/onnx/nchw_ops/model.onnx --input-shape " +
+                             "input=1x3x16x16 -o " + (out / "y").string());
+  unsetenv("REFOLD_FLUSH_DENORMAL");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("REFOLD_FLUSH_DENORMAL ('yes') must be 0 or 1"), std::string::npos)
+      << run.output;
+  EXPECT_FALSE(fs::exists(out / "y"));
+}
+
 // REFOLD_VERBOSE=1 names every node as it runs, then the implementation of each kernel it calls.
 TEST(CliTest, VerboseNamesEveryNodeAndItsKernels) {
   ASSERT_EQ(setenv("REFOLD_VERBOSE", "1", 1), 0);
