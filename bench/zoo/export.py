@@ -7,6 +7,7 @@
     $python bench/zoo/export.py --extra --out /tmp/extra   # 23 other families (EXTRA below)
     $python bench/zoo/export.py --third --out /tmp/third   # 15 more, held out (THIRD below)
     $python bench/zoo/export.py --fourth --out /tmp/fourth # 29 more, held out (FOURTH below)
+    $python bench/zoo/export.py --fifth --out /tmp/fifth   # 30 more, held out (FIFTH below)
     $python bench/zoo/run.py --models /tmp/extra --time     # run.py takes either folder
     $python bench/zoo/export.py --fourth --out /tmp/fourth --golden64-only  # add golden64 only
 
@@ -130,6 +131,31 @@ FOURTH = {
     "crossvit_tiny_240": ("timm", 240), "pit_ti_224": ("timm", 224), "convit_tiny": ("timm", 224),
     "yolov5n": ("ultralytics", 320), "yolov9t": ("ultralytics", 320),
     "yolo12n": ("ultralytics", 320), "yolo26n": ("ultralytics", 320),
+}
+
+# A fifth set (--fifth), held out while the first four were tuned: EfficientNetV2's fused
+# MBConv, EdgeTPU and NAS nets, CSPDarknet with a focus stem, MobileNetV4's mobile attention,
+# FastViT with attention, MetaFormer's CAFormer (StarReLU), DaViT's channel attention, MaxViT's
+# block and grid attention, CoAtNet, Twins, Visformer, CaiT's talking heads, MViTv2's pooling
+# attention, lambda and halo attention, global context blocks, MLP nets (ResMLP, gMLP),
+# ConvMixer's 9×9 depthwise convs, pre-activation ResNetV2, TResNet's space-to-depth stem,
+# DLA-X, HGNet, torchvision's RegNetX, SqueezeNet 1.0 and MobileNetV3, and YOLOv8's
+# segmentation and pose heads and YOLOv6.
+FIFTH = {
+    "tf_efficientnetv2_b0": ("timm", 224), "efficientnet_es": ("timm", 224),
+    "spnasnet_100": ("timm", 224), "cs3darknet_focus_s": ("timm", 256),
+    "mobilenetv4_hybrid_medium": ("timm", 224), "fastvit_sa12": ("timm", 224),
+    "caformer_s18": ("timm", 224), "davit_tiny": ("timm", 224),
+    "maxvit_nano_rw_256": ("timm", 256), "coatnet_nano_rw_224": ("timm", 224),
+    "twins_svt_small": ("timm", 224), "visformer_tiny": ("timm", 224),
+    "cait_xxs24_224": ("timm", 224), "mvitv2_tiny": ("timm", 224),
+    "lambda_resnet26t": ("timm", 256), "halonet26t": ("timm", 256),
+    "gcresnet33ts": ("timm", 256), "resmlp_12_224": ("timm", 224), "gmlp_ti16_224": ("timm", 224),
+    "convmixer_1024_20_ks9_p14": ("timm", 224), "resnetv2_50": ("timm", 160),
+    "tresnet_m": ("timm", 160), "dla46x_c": ("timm", 224), "hgnet_tiny": ("timm", 224),
+    "regnet_x_400mf": ("torchvision", 224), "squeezenet1_0": ("torchvision", 224),
+    "mobilenet_v3_small": ("torchvision", 224), "yolov8n-seg": ("ultralytics", 320),
+    "yolov8n-pose": ("ultralytics", 320), "yolov6n": ("ultralytics", 320),
 }
 
 
@@ -439,11 +465,14 @@ def main():
                        help="export the THIRD set instead of the zoo (e.g. --out /tmp/third)")
     which.add_argument("--fourth", action="store_true",
                        help="export the FOURTH set instead of the zoo (e.g. --out /tmp/fourth)")
+    which.add_argument("--fifth", action="store_true",
+                       help="export the FIFTH set instead of the zoo (e.g. --out /tmp/fifth)")
     parser.add_argument("--golden64-only", action="store_true",
                         help="only add <name>.golden64.npy to an exported folder (its manifest "
                              "entries kept; the golden must come out the same)")
     args = parser.parse_args()
-    held_out = EXTRA if args.extra else THIRD if args.third else FOURTH if args.fourth else None
+    held_out = EXTRA if args.extra else THIRD if args.third else FOURTH if args.fourth \
+        else FIFTH if args.fifth else None
     if held_out is not None:
         ZOO.clear()
         ZOO.update(held_out)

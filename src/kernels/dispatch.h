@@ -45,7 +45,8 @@ class FunctionRef<R(Args...)> {
 
 // One implementation the dispatch may try: its name in the log ("winograd", "native direct",
 // "onednn", "native"), and the call that runs it, or declines — an undefined result, with the
-// reason in *declined.
+// reason in *declined. A name beginning "onednn" says it builds and caches oneDNN primitives: a
+// stand-in run (core/stand_in.h) skips it.
 struct Implementation {
   std::string_view name;
   FunctionRef<Tensor(std::string* declined)> run;

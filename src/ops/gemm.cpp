@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/element_access.h"
+#include "core/stand_in.h"
 #include "kernels/onednn/matmul.h"
 #include "kernels/reference/onnx_ops.h"
 #include "kernels/reference/tensor_ops.h"
@@ -56,6 +57,14 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, float alpha) {
   if (a.dim() < 2 || b.dim() < 2 || !floating || a.size(-1) != b.size(-2) || a.numel() == 0 ||
       b.numel() == 0)
     return scaled(reference::matmul(a, b), alpha);
+  const std::int64_t m = a.size(-2), n = b.size(-1);
+  const Shape a_batch(a.sizes().begin(), a.sizes().end() - 2);
+  const Shape b_batch(b.sizes().begin(), b.sizes().end() - 2);
+  const Shape batch = reference::detail::broadcast_shapes({a_batch, b_batch}, "MatMul");
+  Shape out_sizes = batch;
+  out_sizes.insert(out_sizes.end(), {m, n});
+  // A stand-in run asks only for the shape (core/stand_in.h): no oneDNN primitive, no product.
+  if (StandInRun::active()) return zeros(out_sizes, a.dtype());
   // Batched: oneDNN's matmul in one call, else out[i..] = a[i..] · b[i..] over the broadcast
   // batch index, one linear each.
   std::string declined;
@@ -64,12 +73,6 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, float alpha) {
     return y;
   }
   log_verbose(fmt::format("matmul: one linear per matrix (onednn declined: {})", declined));
-  const std::int64_t m = a.size(-2), n = b.size(-1);
-  const Shape a_batch(a.sizes().begin(), a.sizes().end() - 2);
-  const Shape b_batch(b.sizes().begin(), b.sizes().end() - 2);
-  const Shape batch = reference::detail::broadcast_shapes({a_batch, b_batch}, "MatMul");
-  Shape out_sizes = batch;
-  out_sizes.insert(out_sizes.end(), {m, n});
   Tensor output = empty(out_sizes, a.dtype());
   if (output.numel() == 0) return output;
   const Shape as = reference::detail::broadcast_strides(a, out_sizes);
@@ -107,7 +110,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, float alpha, const Shape& perm) 
   const auto rank = static_cast<std::int64_t>(perm.size());
   const bool floating = a.dtype() == b.dtype() && is_floating(a.dtype());
   const bool n_inner = perm.back() == rank - 1, m_inner = perm.back() == rank - 2;
-  if (floating && (n_inner || m_inner) && a.dim() >= 2 && b.dim() >= 2 &&
+  if (floating && (n_inner || m_inner) && !StandInRun::active() && a.dim() >= 2 && b.dim() >= 2 &&
       std::max(a.dim(), b.dim()) == rank && a.size(-1) == b.size(-2)) {
     Shape y_sizes(static_cast<std::size_t>(rank), 1);  // the product's [batch..., M, N]
     for (const Tensor* t : {&a, &b})

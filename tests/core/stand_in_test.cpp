@@ -1,12 +1,21 @@
-// core/stand_in.h: while a StandInRun lives, a conv or a linear gives its output's shape, type
-// and format without computing it and every other dispatched op runs its reference, so the
-// optimizer's static shape inference builds no oneDNN primitive and packs no weight.
+// core/stand_in.h: while a StandInRun lives, a conv, a linear or a batched MatMul gives its
+// output's shape, type and format without computing it and every other dispatched op runs
+// refold's own kernels or its reference, so the optimizer's static shape inference builds no
+// oneDNN primitive and packs no weight.
 #include "core/stand_in.h"
 
 #include <gtest/gtest.h>
 
+#include "kernels/onednn/batch_norm.h"
+#include "kernels/onednn/binary.h"
 #include "kernels/onednn/conv2d.h"
+#include "kernels/onednn/eltwise.h"
+#include "kernels/onednn/linear.h"
+#include "kernels/onednn/matmul.h"
+#include "kernels/onednn/pooling.h"
+#include "kernels/onednn/reorder.h"
 #include "kernels/verbose.h"
+#include "ops/gemm.h"
 #include "passes/known_values.h"
 #include "refold/functional.h"
 #include "refold/reference.h"
@@ -58,16 +67,40 @@ TEST(StandInRun, ALinearGivesItsOutputWithoutComputingIt) {
                                  testing::Tolerance::op_f32()));
 }
 
-TEST(StandInRun, OtherOpsRunTheirReference) {
-  const Tensor a = randn({2, 3, 4, 5}), b = randn({2, 3, 4, 5});
-  const std::uint64_t before = dispatch_count();
-  Tensor sum;
+// Every oneDNN primitive built so far, by every op's cache (a decline counts too: it is a try).
+std::uint64_t onednn_primitives_built() {
+  std::uint64_t built = onednn::cache_stats().primitive_misses;
+  for (const onednn::PrimitiveStats& s :
+       {onednn::batch_norm_stats(), onednn::binary_stats(), onednn::eltwise_stats(),
+        onednn::linear_stats(), onednn::matmul_stats(), onednn::pooling_stats(),
+        onednn::reorder_stats()})
+    built += s.primitive_misses;
+  return built;
+}
+
+TEST(StandInRun, OtherOpsRunRefoldsKernelsNeverOneDnns) {
+  const Tensor a = randn({2, 8, 6, 5}).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor b = randn({2, 8, 6, 5}).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor q = randn({2, 3, 7, 16}), k = randn({2, 3, 16, 7});
+  MaxPool2dOptions pool;
+  pool.kernel_size = 2;
+  const std::uint64_t built = onednn_primitives_built();
+  DispatchLog log;
+  Tensor sum, pooled, scores;
   {
     const StandInRun stand_in;
-    sum = functional::add(a, b);
+    sum = functional::add(a, b);               // refold's own loop
+    pooled = functional::max_pool2d(a, pool);  // oneDNN's only: the reference
+    scores = ops::matmul(q, k);                // batched: zeros of the product's shape
   }
-  EXPECT_EQ(dispatch_count(), before);
+  EXPECT_EQ(log.take(),
+            (std::vector<std::string>{"add: native broadcast", "max_pool2d: reference"}));
+  EXPECT_EQ(onednn_primitives_built(), built);
   EXPECT_TRUE(testing::all_close(sum, reference::add(a, b), testing::Tolerance::exact()));
+  EXPECT_TRUE(
+      testing::all_close(pooled, reference::max_pool2d(a, pool), testing::Tolerance::exact()));
+  EXPECT_EQ(scores.sizes(), (Shape{2, 3, 7, 7}));
+  EXPECT_EQ(scores.to_vector(), std::vector<float>(2 * 3 * 7 * 7, 0.0f));
 }
 
 TEST(StandInRun, ShapeInferenceBuildsNoConvPrimitive) {
