@@ -173,7 +173,9 @@ class YoloRaw(nn.Module):
 
     def forward(self, x):
         out = self.model(x)
-        return out[0] if isinstance(out, (tuple, list)) else out
+        while isinstance(out, (tuple, list)):  # a segmentation head nests (boxes, masks) deeper
+            out = out[0]
+        return out
 
 
 class SegmentationOut(nn.Module):
