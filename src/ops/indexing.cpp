@@ -150,9 +150,32 @@ std::vector<Tensor> GatherND::run(const std::vector<Tensor>& inputs) {
   return {reference::gather_nd(inputs[0], inputs[1], batch_dims_)};
 }
 
+std::shared_ptr<const native::ScatterPlan> ScatterND::plan_for(const Tensor& data,
+                                                               const Tensor& indices) {
+  if (!constant_indices_)
+    return std::make_shared<const native::ScatterPlan>(native::scatter_plan(data.sizes(), indices));
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (plan_ == nullptr || plan_indices_ != indices.data_ptr() ||
+      plan_->data_sizes != data.sizes()) {
+    plan_ =
+        std::make_shared<const native::ScatterPlan>(native::scatter_plan(data.sizes(), indices));
+    plan_indices_ = indices.data_ptr();
+  }
+  return plan_;
+}
+
 std::vector<Tensor> ScatterND::run(const std::vector<Tensor>& inputs) {
   expect_inputs(inputs, 3, 3, "ScatterND");
-  return {reference::scatter_nd(inputs[0], inputs[1], inputs[2])};
+  const Tensor& data = inputs[0];
+  const Tensor& indices = inputs[1];
+  const Tensor& updates = inputs[2];
+  reference::check_scatter_nd(data, indices, updates);
+  return {dispatch("ScatterND",
+                   {{"native",
+                     [&](std::string* declined) {
+                       return native::scatter_nd(data, updates, *plan_for(data, indices), declined);
+                     }}},
+                   [&] { return reference::scatter_nd(data, indices, updates); })};
 }
 
 // Size: the element count, an int64 scalar.
@@ -318,7 +341,7 @@ nn::ModulePtr build_scatter_nd(const BuildContext& context) {
   const std::string reduction = context.node.attributes.get_string("reduction", "none");
   REFOLD_CHECK(reduction == "none",
                "unsupported: reduction '{}' (refold implements reduction 'none')", reduction);
-  return std::make_shared<ScatterND>();
+  return std::make_shared<ScatterND>(context.graph.is_constant(context.node.inputs[1]));
 }
 
 nn::ModulePtr build_tile(const BuildContext& context) {

@@ -17,8 +17,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
+
+#include "kernels/native/scatter_nd.h"
 
 #include "ops/view_op.h"
 #include "refold/graph/op.h"
@@ -108,10 +112,23 @@ class GatherND : public graph::Op {
   std::int64_t batch_dims_;
 };
 
+// Runs native::scatter_nd's block copies (kernels/native/scatter_nd.h), the reference for what
+// it declines. Where the indices are a constant of the graph (constant_indices), the plan made
+// from them on the first run is kept for every later run with the same data sizes and the same
+// indices tensor: the exporters' index tensors hold 4 int64 per element written, read once.
 class ScatterND : public graph::Op {
  public:
-  ScatterND() : Op("ScatterND") {}
+  explicit ScatterND(bool constant_indices = false)
+      : Op("ScatterND"), constant_indices_(constant_indices) {}
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override;
+
+ private:
+  std::shared_ptr<const native::ScatterPlan> plan_for(const Tensor& data, const Tensor& indices);
+
+  bool constant_indices_;
+  std::mutex mutex_;
+  std::shared_ptr<const native::ScatterPlan> plan_;  // constant indices: the last plan made
+  const void* plan_indices_ = nullptr;               // the indices storage it was made from
 };
 
 }  // namespace refold::ops

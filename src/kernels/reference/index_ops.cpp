@@ -164,7 +164,7 @@ Tensor slice(const Tensor& data, const std::vector<SliceDim>& dims) {
 
 // indices [i_0 … i_{q−2}, k]: each row of k entries addresses a slice data[j_0 … j_{k−1}, :…]
 // of shape data.sizes[k:]; updates has shape indices.sizes[:−1] + data.sizes[k:].
-Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates) {
+void check_scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates) {
   REFOLD_CHECK(data.defined() && updates.defined(), "scatter_nd: data or updates is undefined");
   check_indices(indices, "scatter_nd");
   REFOLD_CHECK(updates.dtype() == data.dtype(), "scatter_nd: updates have dtype {} but data has {}",
@@ -180,6 +180,26 @@ Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
                "scatter_nd: updates have shape [{}]; expected [{}] (indices [{}], data [{}])",
                fmt::join(updates.sizes(), ", "), fmt::join(expected, ", "), fmt::join(is, ", "),
                fmt::join(data.sizes(), ", "));
+}
+
+std::vector<std::int64_t> scatter_nd_offsets(const Shape& data_sizes, const Shape& strides,
+                                             const Tensor& indices) {
+  const Shape& is = indices.sizes();
+  const auto k = static_cast<std::size_t>(is.back());
+  const auto rows =
+      static_cast<std::size_t>(checked_numel(std::span(is).first(is.size() - 1), "scatter_nd"));
+  const std::vector<std::int64_t> values = detail::int64_values(indices);
+  std::vector<std::int64_t> offsets(rows, 0);
+  for (std::size_t row = 0; row < rows; ++row)
+    for (std::size_t j = 0; j < k; ++j)
+      offsets[row] += wrap_index(values[row * k + j], data_sizes[j], "scatter_nd", j) * strides[j];
+  return offsets;
+}
+
+Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates) {
+  check_scatter_nd(data, indices, updates);
+  const std::int64_t k = indices.size(-1);
+  const Shape& is = indices.sizes();
   // Resolve every row of indices to an element offset of a contiguous output first.
   // A copy of data in data's layout (4-d channels_last stays so), then the updates.
   Tensor output =
@@ -187,15 +207,8 @@ Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
                      ? MemoryFormat::ChannelsLast
                      : MemoryFormat::Contiguous);
   const Shape out_strides = output.strides();
-  const std::vector<std::int64_t> values = detail::int64_values(indices);
-  const std::size_t n_rows =
-      static_cast<std::size_t>(checked_numel(std::span(is).first(is.size() - 1), "scatter_nd"));
-  std::vector<std::int64_t> row_offsets(n_rows, 0);
-  for (std::size_t row = 0; row < n_rows; ++row)
-    for (std::size_t j = 0; j < static_cast<std::size_t>(k); ++j)
-      row_offsets[row] += wrap_index(values[row * static_cast<std::size_t>(k) + j], data.sizes()[j],
-                                     "scatter_nd", j) *
-                          out_strides[j];
+  const std::vector<std::int64_t> row_offsets =
+      scatter_nd_offsets(data.sizes(), out_strides, indices);
   const Shape slice_sizes(data.sizes().begin() + k, data.sizes().end());
   const Shape slice_strides(out_strides.begin() + k, out_strides.end());
   visit_storage_type(data.dtype(), [&]<typename T>(T) {

@@ -191,6 +191,13 @@ Tensor range(const Tensor& start, const Tensor& limit, const Tensor& delta);
 // indices int64 [..., k] with k ≤ rank, entries in [−size, size); duplicate targets: the last
 // write wins.
 Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates);
+// scatter_nd's checks of its arguments (refold::Error naming the problem), for other kernels.
+void check_scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates);
+// Where each row of checked indices [..., k] writes: Σ_j wrap(indices[row, j]) · strides[j], the
+// element offset of data[indices[row], 0, ...] in an output of those strides; an index outside
+// [−size, size) is a refold::Error naming it, its axis and the size.
+std::vector<std::int64_t> scatter_nd_offsets(const Shape& data_sizes, const Shape& strides,
+                                             const Tensor& indices);
 
 // ONNX GatherND with b = batch_dims, k = indices.size(−1) (1 ≤ k ≤ rank(data) − b):
 //   out.sizes = indices.sizes[:−1] + data.sizes[b + k:];
