@@ -84,13 +84,13 @@ TEST_F(NativeSoftmax, TheOpset1FormMatchesTheReference) {
   }
 }
 
-// Tensors past kernels/native/row_threads.h's threshold run on 2 threads: rows, and chunks of
-// columns of a strided axis.
+// Tensors past kernels/native/row_threads.h's threshold run on 2 threads: rows, chunks of
+// columns of a strided axis, and slabs of fewer columns than a vector, transposed into rows.
 TEST_F(NativeSoftmax, LargeTensorsOnTwoThreads) {
   const ThreadCountScope scope(2);
   Generator gen(43);
   for (const auto& [sizes, axis] : std::vector<std::pair<Shape, std::int64_t>>{
-           {{1, 16, 4, 1100}, 1}, {{80, 1000}, 1}, {{2, 30, 40, 41}, -1}}) {
+           {{1, 16, 4, 1100}, 1}, {{80, 1000}, 1}, {{2, 30, 40, 41}, -1}, {{64, 300, 4}, 1}}) {
     const Tensor x = uniform(sizes, 6.0, gen);
     for (const SoftmaxKind kind : {SoftmaxKind::Softmax, SoftmaxKind::LogSoftmax}) {
       const Tensor y = native::softmax(x, {}, axis, kind, false, nullptr);
