@@ -3,6 +3,8 @@
 #include <fmt/ranges.h>
 
 #include "core/check.h"
+#include "kernels/dispatch.h"
+#include "kernels/native/pad.h"
 #include "ops/gemm.h"
 #include "ops/op.h"
 #include "ops/window.h"
@@ -63,15 +65,13 @@ std::vector<Tensor> Pad::run(const std::vector<Tensor>& in) {
     begin[axis] = pads[static_cast<std::size_t>(i)];
     end[axis] = pads[static_cast<std::size_t>(i + n)];
   }
-  if (mode_ != reference::PadMode::Constant || !is_floating(x.dtype()))
-    return {reference::onnx_pad(x, begin, end, mode_, value)};
-  // functional::pad wants (last_begin, last_end, second_last_begin, …) over every dim.
-  std::vector<std::int64_t> torch_pads;
-  for (std::int64_t d = rank - 1; d >= 0; --d) {
-    torch_pads.push_back(begin[static_cast<std::size_t>(d)]);
-    torch_pads.push_back(end[static_cast<std::size_t>(d)]);
-  }
-  return {functional::pad(x, torch_pads, static_cast<float>(value))};
+  return {dispatch("pad",
+                   {{"native",
+                     [&](std::string* declined) {
+                       return native::onnx_pad(x, begin, end, mode_, static_cast<float>(value),
+                                               declined);
+                     }}},
+                   [&] { return reference::onnx_pad(x, begin, end, mode_, value); })};
 }
 
 namespace {

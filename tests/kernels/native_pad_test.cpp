@@ -1,7 +1,8 @@
-// refold's constant pad (kernels/native/pad.h) against reference::pad: ranks 1–5, NCHW and
-// NHWC, pads and crops on every dim (the innermost in memory too), rows that are all border,
-// a crop of everything, an output large enough to split over threads, 1 and 2 threads; the
-// declines with their reasons; and that functional::pad (the ONNX Pad op's path) runs it.
+// refold's pad (kernels/native/pad.h) against reference::pad and reference::onnx_pad: ranks 1–5,
+// NCHW and NHWC, pads and crops on every dim (the innermost in memory too), rows that are all
+// border, a crop of everything, an output large enough to split over threads, 1 and 2 threads,
+// constant, reflect, edge and wrap; the declines with their reasons; and that functional::pad
+// and the ONNX Pad op run it.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gmock/gmock.h>
@@ -11,7 +12,9 @@
 #include <vector>
 
 #include "kernels/native/pad.h"
+#include "kernels/reference/tensor_ops.h"
 #include "kernels/verbose.h"
+#include "ops/pad.h"
 #include "refold/error.h"
 #include "refold/functional.h"
 #include "refold/reference.h"
@@ -77,6 +80,41 @@ TEST_F(NativePad, MatchesTheReferenceExactly) {
   }
 }
 
+// reflect, edge and wrap on the same cases (reference::onnx_pad's begin/end form), where the
+// reference takes them (a dim cropped to nothing cannot be mirrored: both refuse it).
+TEST_F(NativePad, EveryModeMatchesTheReferenceExactly) {
+  using reference::PadMode;
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const PadCase& c : pad_cases()) {
+      const Tensor x = testing::laid_out(randn(c.input), c.format);
+      std::vector<std::int64_t> begin(c.input.size(), 0), end = begin;
+      for (std::size_t k = 0; k < c.pads.size() / 2; ++k) {
+        begin[c.input.size() - 1 - k] = c.pads[2 * k];
+        end[c.input.size() - 1 - k] = c.pads[2 * k + 1];
+      }
+      for (const PadMode mode : {PadMode::Reflect, PadMode::Edge, PadMode::Wrap}) {
+        SCOPED_TRACE(fmt::format(
+            "[{}] {}, begin ({}), end ({}), mode {}, {} threads", fmt::join(c.input, ", "),
+            c.format == MemoryFormat::ChannelsLast ? "NHWC" : "contiguous", fmt::join(begin, ", "),
+            fmt::join(end, ", "), static_cast<int>(mode), threads));
+        std::string declined;
+        const Tensor y = native::onnx_pad(x, begin, end, mode, 0.0f, &declined);
+        Tensor expected;
+        try {
+          expected = reference::onnx_pad(x, begin, end, mode);
+        } catch (const Error&) {
+          EXPECT_FALSE(y.defined()) << "the reference refuses it";
+          continue;
+        }
+        ASSERT_TRUE(y.defined()) << declined;
+        EXPECT_EQ(y.strides(), expected.strides());
+        EXPECT_TRUE(testing::all_close(y, expected, testing::Tolerance::exact()));
+      }
+    }
+  }
+}
+
 TEST_F(NativePad, DeclinesWithAReason) {
   std::string why;
   const Tensor ints = zeros({2, 3}, {DType::Int64});
@@ -95,6 +133,14 @@ TEST_F(NativePad, TheDispatchRunsIt) {
   DispatchLog log;
   functional::pad(zeros({1, 4, 5, 5}).contiguous(MemoryFormat::ChannelsLast), {1, 1, 1, 1});
   EXPECT_THAT(log.take(), Contains("pad: native"));
+  // The ONNX Pad op, in a mode other than constant (TResNet's blur pools reflect).
+  ops::Pad reflect(reference::PadMode::Reflect, std::vector<std::int64_t>{0, 0, 1, 1, 0, 0, 1, 1});
+  const Tensor x = randn({1, 4, 5, 5}).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor y = reflect.run({x})[0];
+  EXPECT_THAT(log.take(), Contains("pad: native"));
+  EXPECT_TRUE(testing::all_close(
+      y, reference::onnx_pad(x, {0, 0, 1, 1}, {0, 0, 1, 1}, reference::PadMode::Reflect),
+      testing::Tolerance::exact()));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// native::pad (pad.h): rows of the output in memory order, each filled, or copied between fills.
+// native::onnx_pad and native::pad (pad.h): rows of the output in memory order, each filled, or
+// its kept input row copied between its border columns.
 #include "kernels/native/pad.h"
 
 #include <algorithm>
@@ -11,36 +12,39 @@ namespace refold::native {
 
 namespace {
 
-// One dim in memory order: input size, output size, and where the input starts in the output.
+using reference::PadMode;
+
+// One dim: where its kept elements start in the input (after the crop), how many, where they
+// start in the output, and the output's size.
 struct PadDim {
-  std::int64_t in = 0, out = 0, begin = 0;
+  std::int64_t first = 0, kept = 0, before = 0, out = 0;
 };
 
 }  // namespace
 
-Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float value,
-           std::string* declined) {
+Tensor onnx_pad(const Tensor& input, const std::vector<std::int64_t>& begin,
+                const std::vector<std::int64_t>& end, PadMode mode, float value,
+                std::string* declined) {
   constexpr std::string_view op = "pad";
   const std::int64_t rank = input.dim();
-  // Invalid pads are the reference's to report, with its messages.
-  if (pads.size() % 2 != 0 || static_cast<std::int64_t>(pads.size()) > 2 * rank || rank == 0)
+  if (rank == 0 || begin.size() != static_cast<std::size_t>(rank) || end.size() != begin.size())
     return decline(op, "pads the reference reports", declined);
   if (input.dtype() != DType::Float32) return decline(op, "float32 only", declined);
   const MemoryFormat format = rank == 4 ? input.suggest_memory_format() : MemoryFormat::Contiguous;
   if (!input.is_contiguous(format)) return decline(op, "input not dense", declined);
 
-  // Logical dims, then in memory order (channels_last: N, H, W, C).
   std::vector<PadDim> logical(static_cast<std::size_t>(rank));
-  for (std::int64_t d = 0; d < rank; ++d) {
-    logical[static_cast<std::size_t>(d)] = {input.size(d), input.size(d), 0};
-  }
-  for (std::size_t k = 0; k < pads.size() / 2; ++k) {
-    PadDim& dim = logical[static_cast<std::size_t>(rank) - 1 - k];
-    const std::int64_t before = pads[2 * k], after = pads[2 * k + 1];
-    if (dim.in + std::min<std::int64_t>(before, 0) + std::min<std::int64_t>(after, 0) < 0)
-      return decline(op, "a crop the reference reports", declined);
-    dim.begin = before;
-    dim.out = dim.in + before + after;
+  for (std::size_t d = 0; d < logical.size(); ++d) {
+    const std::int64_t size = input.sizes()[d];
+    const std::int64_t crop_begin = std::max<std::int64_t>(-begin[d], 0);
+    const std::int64_t crop_end = std::max<std::int64_t>(-end[d], 0);
+    PadDim& dim = logical[d];
+    dim.first = crop_begin;
+    dim.kept = size - crop_begin - crop_end;
+    dim.before = std::max<std::int64_t>(begin[d], 0);
+    dim.out = dim.kept + dim.before + std::max<std::int64_t>(end[d], 0);
+    if (dim.kept < 0 || (mode != PadMode::Constant && dim.kept == 0 && dim.out > 0))
+      return decline(op, "pads the reference reports", declined);
   }
   Shape sizes;
   for (const PadDim& dim : logical) sizes.push_back(dim.out);
@@ -52,17 +56,25 @@ Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float val
   const PadDim inner = dims.back();
   dims.pop_back();
   // Input strides of the outer dims in memory order (dense: the product of the inner sizes).
+  Shape in_sizes = input.sizes();
+  if (format == MemoryFormat::ChannelsLast)
+    in_sizes = {in_sizes[0], in_sizes[2], in_sizes[3], in_sizes[1]};
   std::vector<std::int64_t> in_stride(dims.size());
-  std::int64_t stride = inner.in;
+  std::int64_t stride = in_sizes.back();
   for (std::size_t d = dims.size(); d-- > 0;) {
     in_stride[d] = stride;
-    stride *= dims[d].in;
+    stride *= in_sizes[d];
+  }
+  // Each output column's source column in the input row (−1: the value), for the border columns;
+  // the kept columns [before, before + kept) are one memcpy.
+  std::vector<std::int64_t> column(static_cast<std::size_t>(inner.out));
+  for (std::int64_t c = 0; c < inner.out; ++c) {
+    const std::int64_t p = reference::pad_source(c - inner.before, inner.kept, mode);
+    column[static_cast<std::size_t>(c)] = p < 0 ? -1 : p + inner.first;
   }
   std::int64_t rows = 1;
   for (const PadDim& dim : dims) rows *= dim.out;
-  // The copied part of a row: output columns [lo, hi) from input column lo − begin.
-  const std::int64_t lo = std::clamp<std::int64_t>(inner.begin, 0, inner.out);
-  const std::int64_t hi = std::clamp<std::int64_t>(inner.begin + inner.in, lo, inner.out);
+  const std::int64_t lo = inner.before, hi = inner.before + inner.kept;
 
   const float* in = input.data<float>();
   float* out = output.data<float>();
@@ -80,17 +92,21 @@ Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float val
       bool inside = true;
       std::int64_t source = 0;
       for (std::size_t d = 0; d < dims.size() && inside; ++d) {
-        const std::int64_t i = index[d] - dims[d].begin;
-        inside = i >= 0 && i < dims[d].in;
-        source += i * in_stride[d];
+        const std::int64_t p = reference::pad_source(index[d] - dims[d].before, dims[d].kept, mode);
+        inside = p >= 0;
+        source += (p + dims[d].first) * in_stride[d];
       }
-      if (!inside || hi == lo) {
+      if (!inside) {
         std::fill_n(o, inner.out, value);
       } else {
-        std::fill_n(o, lo, value);
-        std::memcpy(o + lo, in + source + (lo - inner.begin),
-                    static_cast<std::size_t>(hi - lo) * sizeof(float));
-        std::fill_n(o + hi, inner.out - hi, value);
+        const float* i = in + source;
+        const auto at = [&](std::int64_t c) {
+          const std::int64_t from = column[static_cast<std::size_t>(c)];
+          return from < 0 ? value : i[from];
+        };
+        for (std::int64_t c = 0; c < lo; ++c) o[c] = at(c);
+        std::memcpy(o + lo, i + inner.first, static_cast<std::size_t>(hi - lo) * sizeof(float));
+        for (std::int64_t c = hi; c < inner.out; ++c) o[c] = at(c);
       }
       for (std::size_t d = dims.size(); d-- > 0;) {
         if (++index[d] < dims[d].out) break;
@@ -99,6 +115,20 @@ Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float val
     }
   }
   return output;
+}
+
+Tensor pad(const Tensor& input, const std::vector<std::int64_t>& pads, float value,
+           std::string* declined) {
+  const std::int64_t rank = input.dim();
+  // Invalid pads are the reference's to report, with its messages.
+  if (pads.size() % 2 != 0 || static_cast<std::int64_t>(pads.size()) > 2 * rank || rank == 0)
+    return decline("pad", "pads the reference reports", declined);
+  std::vector<std::int64_t> begin(static_cast<std::size_t>(rank), 0), end = begin;
+  for (std::size_t k = 0; k < pads.size() / 2; ++k) {
+    begin[static_cast<std::size_t>(rank) - 1 - k] = pads[2 * k];
+    end[static_cast<std::size_t>(rank) - 1 - k] = pads[2 * k + 1];
+  }
+  return onnx_pad(input, begin, end, PadMode::Constant, value, declined);
 }
 
 }  // namespace refold::native

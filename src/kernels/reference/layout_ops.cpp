@@ -192,7 +192,8 @@ const char* pad_mode_name(PadMode mode) {
   return "?";
 }
 
-// Position p (any integer) of a padded dimension of size m > 0 → the element it copies.
+}  // namespace
+
 std::int64_t pad_source(std::int64_t p, std::int64_t m, PadMode mode) {
   if (p >= 0 && p < m) return p;
   switch (mode) {
@@ -212,8 +213,6 @@ std::int64_t pad_source(std::int64_t p, std::int64_t m, PadMode mode) {
   }
   return -1;
 }
-
-}  // namespace
 
 Tensor onnx_pad(const Tensor& input, const std::vector<std::int64_t>& begin,
                 const std::vector<std::int64_t>& end, PadMode mode, double value) {

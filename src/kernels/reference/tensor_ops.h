@@ -51,6 +51,9 @@ Tensor tile(const Tensor& input, const std::vector<std::int64_t>& repeats);
 // edge: the border element repeated; wrap: the dimension repeated periodically. reflect, edge
 // and wrap read the dimension after cropping and need it non-empty where they pad.
 enum class PadMode { Constant, Reflect, Edge, Wrap };
+// Position p (any integer) of a padded dimension of size m > 0 → the position it copies, in
+// [0, m) (p itself inside; −1 for constant outside, which copies nothing).
+std::int64_t pad_source(std::int64_t p, std::int64_t m, PadMode mode);
 Tensor onnx_pad(const Tensor& input, const std::vector<std::int64_t>& begin,
                 const std::vector<std::int64_t>& end, PadMode mode, double value = 0.0);
 // ONNX Trilu over the last two dimensions [.., M, N]: keeps element (i, j) where j − i ≥ k
