@@ -13,8 +13,10 @@
 #include "core/block_cache.h"
 #include "core/check.h"
 #include "core/checked_math.h"
+#include "core/cpu_features.h"
 #include "core/element_access.h"
 #include "core/tensor_impl.h"
+#include "core/transpose8x8.h"
 
 namespace refold {
 
@@ -540,6 +542,35 @@ void transpose_rows(const T* s, T* d, std::int64_t rows, Cols cols, std::int64_t
 // 16 of them evict each other before their lines fill — such tiles are 8 × 8, others 16 × 16.
 // A [1, 32, 32, 128] NHWC → NCHW copy took 528 µs with 16 × 16 tiles and 73–100 µs with 8 × 8;
 // a source stride that aliases does not matter (each source line is read whole in one loop).
+// Within a tile, whole 8 × 8 blocks of 4-byte elements move through AVX2 registers
+// (core/transpose8x8.h) where the CPU has it.
+// d[r·d_stride + c] = s[c·s_stride + r] for rows [ra, rz) × columns [ca, cz), element by element.
+template <typename T>
+inline void transpose_elements(const T* s, T* d, std::int64_t s_stride, std::int64_t d_stride,
+                               std::int64_t ca, std::int64_t cz, std::int64_t ra, std::int64_t rz) {
+  for (std::int64_t c = ca; c < cz; ++c)
+    for (std::int64_t r = ra; r < rz; ++r) d[r * d_stride + c] = s[c * s_stride + r];
+}
+
+#if REFOLD_HAVE_X86_KERNELS
+// The same over a tile of 4-byte elements at least 8 × 8: whole 8 × 8 blocks in AVX2 registers
+// (core/transpose8x8.h), the ragged right and bottom edges by element. Not inlined: the blocks
+// of a few elements that transpose_block copies by the thousand (2 × 2 patches) keep their call
+// as short as it was.
+template <typename T>
+[[gnu::noinline]] void transpose_tile_in_registers(const T* s, T* d, std::int64_t s_stride,
+                                                   std::int64_t d_stride, std::int64_t c0,
+                                                   std::int64_t c1, std::int64_t r0,
+                                                   std::int64_t r1) {
+  const std::int64_t c8 = c0 + (c1 - c0) / 8 * 8, r8 = r0 + (r1 - r0) / 8 * 8;
+  for (std::int64_t cb = c0; cb < c8; cb += 8)
+    for (std::int64_t rb = r0; rb < r8; rb += 8)
+      detail::transpose8x8(s + cb * s_stride + rb, s_stride, d + rb * d_stride + cb, d_stride);
+  transpose_elements(s, d, s_stride, d_stride, c8, c1, r0, r1);
+  transpose_elements(s, d, s_stride, d_stride, c0, c8, r8, r1);
+}
+#endif
+
 template <typename T>
 void transpose_block(const T* s, T* d, const TransposeBlock& b) {
   const std::int64_t rows = b.rows, cols = b.cols, s_stride = b.s_stride, d_stride = b.d_stride;
@@ -565,8 +596,15 @@ void transpose_block(const T* s, T* d, const TransposeBlock& b) {
       T* dm = d + m * b.d_mid;
       for (std::int64_t c0 = 0; c0 < cols; c0 += tile) {
         const std::int64_t c1 = std::min(cols, c0 + tile);
-        for (std::int64_t c = c0; c < c1; ++c)
-          for (std::int64_t r = r0; r < r1; ++r) dm[r * d_stride + c] = sm[c * s_stride + r];
+#if REFOLD_HAVE_X86_KERNELS
+        if constexpr (sizeof(T) == 4) {
+          if (c1 - c0 >= 8 && r1 - r0 >= 8 && cpu_has_avx2_fma()) {
+            transpose_tile_in_registers(sm, dm, s_stride, d_stride, c0, c1, r0, r1);
+            continue;
+          }
+        }
+#endif
+        transpose_elements(sm, dm, s_stride, d_stride, c0, c1, r0, r1);
       }
     }
   }

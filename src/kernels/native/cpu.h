@@ -1,35 +1,16 @@
-// What refold's own vector kernels need from the CPU, checked at run time: the library is built
-// for baseline x86-64, and each AVX2 or AVX-512 function carries its own target attribute, so a
-// CPU without AVX2 never executes an AVX2 instruction (the dispatch declines before calling in),
-// and one without AVX-512 never executes an AVX-512 one (vector_isa() says AVX2 there).
+// What refold's own vector kernels need from the CPU, checked at run time: the target macros and
+// the AVX2 check (core/cpu_features.h: the dispatch declines before calling in), the AVX-512
+// checks (a CPU without AVX-512 never executes an AVX-512 instruction: vector_isa() says AVX2
+// there) and the ISA the kernels run with.
 #pragma once
 
 #include <string_view>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define REFOLD_HAVE_X86_KERNELS 1
-// On every function that uses AVX2/FMA intrinsics (and on the helpers they inline).
-#define REFOLD_TARGET_AVX2 __attribute__((target("avx2,fma")))
-// On every function that uses AVX-512 intrinsics: F (the 512-bit registers and FMA), DQ
-// (extracting a 256-bit half), VL; AVX2 helpers inline into them.
-#define REFOLD_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
-#else
-#define REFOLD_HAVE_X86_KERNELS 0
-#define REFOLD_TARGET_AVX2
-#define REFOLD_TARGET_AVX512
-#endif
+#include "core/cpu_features.h"
 
 namespace refold::native {
 
-// True where this CPU (and build) can run the AVX2 + FMA kernels.
-inline bool cpu_has_avx2_fma() {
-#if REFOLD_HAVE_X86_KERNELS
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-#else
-  return false;
-#endif
-}
+using ::refold::cpu_has_avx2_fma;
 
 // True where this CPU (and its OS, which must save the 512-bit state) can run the AVX-512
 // kernels: AVX-512 F, DQ and VL, and AVX2 + FMA.
