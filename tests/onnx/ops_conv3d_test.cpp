@@ -5,6 +5,7 @@
 // oneDNN alone against the same loops; the errors; and the passes leaving a 3-d conv (and the
 // BatchNormalization after it) alone. The ONNX backend tests test_Conv3d* and
 // test_convtranspose_3d run in conformance.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 
 #include "kernels/onednn/conv_nd.h"
 #include "kernels/reference/onnx_ops.h"
+#include "kernels/verbose.h"
 #include "onnx/ops_cnn_helpers.h"
 #include "passes/passes.h"
 #include "testing/builders.h"
@@ -175,6 +177,15 @@ TEST(OnnxConv3d, MatchesTheNaiveLoops) {
        {1, 3, 4, 4, 4},
        {3, 1, 3, 3, 3},
        {.pad_begin = {1, 1, 1}, .pad_end = {1, 1, 1}, .groups = 3}},
+      // Kernel 1 along an axis with stride 1 and no pads there: 2-d convs of the folded slices.
+      {"lambda's position conv (9 x 9 x 1)",
+       {1, 1, 10, 9, 6},
+       {4, 1, 9, 9, 1},
+       {.pad_begin = {4, 4, 0}, .pad_end = {4, 4, 0}}},
+      {"kernel 1 on the first axis, strides and uneven pads on the others",
+       {2, 3, 5, 6, 7},
+       {4, 3, 1, 3, 2},
+       {.stride = {1, 2, 2}, .dilation = {3, 1, 2}, .pad_begin = {0, 1, 0}, .pad_end = {0, 0, 2}}},
   };
   for (const Case& k : cases) {
     const Tensor x = random(k.x, 1), w = random(k.w, 2);
@@ -192,6 +203,18 @@ TEST(OnnxConv3d, MatchesTheNaiveLoops) {
     ASSERT_TRUE(y.defined()) << k.name << ": " << declined;
     EXPECT_TRUE(all_close(y, expected, Tolerance::op_f32())) << k.name;
   }
+}
+
+// Where an axis has kernel 1, stride 1 and no pads the op runs 2-d convs (the cases above check
+// the numbers); elsewhere oneDNN's 3-d conv.
+TEST(OnnxConv3d, AKernelOfOneAlongAnAxisFoldsItIntoTheBatch) {
+  const Tensor x = random({1, 2, 6, 5, 4}, 1);
+  const Tensor unit = random({3, 2, 3, 3, 1}, 2), full = random({3, 2, 3, 3, 2}, 2);
+  DispatchLog log;
+  node_of("Conv", {}, unit, false).run({x, unit});
+  EXPECT_THAT(log.take(), ::testing::Contains("conv3d: conv2d over a folded axis"));
+  node_of("Conv", {}, full, false).run({x, full});
+  EXPECT_THAT(log.take(), ::testing::Contains(::testing::StartsWith("conv3d: onednn")));
 }
 
 TEST(OnnxConv3d, AutoPad) {
