@@ -5,11 +5,7 @@
 #include "core/check.h"
 #include "kernels/dispatch.h"
 #include "kernels/native/pad.h"
-#include "ops/gemm.h"
 #include "ops/op.h"
-#include "ops/window.h"
-#include "refold/functional.h"
-#include "refold/nn/linear.h"
 
 namespace refold::ops {
 

@@ -2,8 +2,9 @@
 // the `pads` and `value` attributes. Modes constant, reflect, edge and wrap (opset 19).
 //   pads = [x1_begin, x2_begin, …, x1_end, x2_end, …] over `axes` (all axes when absent);
 //   negative values crop (first, so reflect/edge/wrap read the cropped dimension).
-// A floating constant pad runs functional::pad, which keeps the input's layout; the other modes
-// and int64 data run reference::onnx_pad (kernels/reference/tensor_ops.h), which keeps it too.
+// Float32 in every mode runs native::onnx_pad (kernels/native/pad.h), which keeps the input's
+// layout; other dtypes and what it declines run reference::onnx_pad
+// (kernels/reference/tensor_ops.h), which keeps it too.
 #pragma once
 
 #include <cstdint>
