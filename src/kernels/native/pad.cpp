@@ -14,10 +14,10 @@ namespace {
 
 using reference::PadMode;
 
-// One dim: where its kept elements start in the input (after the crop), how many, where they
-// start in the output, and the output's size.
+// One dim: the input's size, where its kept elements start in the input (after the crop), how
+// many, where they start in the output, and the output's size.
 struct PadDim {
-  std::int64_t first = 0, kept = 0, before = 0, out = 0;
+  std::int64_t in = 0, first = 0, kept = 0, before = 0, out = 0;
 };
 
 }  // namespace
@@ -39,6 +39,7 @@ Tensor onnx_pad(const Tensor& input, const std::vector<std::int64_t>& begin,
     const std::int64_t crop_begin = std::max<std::int64_t>(-begin[d], 0);
     const std::int64_t crop_end = std::max<std::int64_t>(-end[d], 0);
     PadDim& dim = logical[d];
+    dim.in = size;
     dim.first = crop_begin;
     dim.kept = size - crop_begin - crop_end;
     dim.before = std::max<std::int64_t>(begin[d], 0);
@@ -56,14 +57,11 @@ Tensor onnx_pad(const Tensor& input, const std::vector<std::int64_t>& begin,
   const PadDim inner = dims.back();
   dims.pop_back();
   // Input strides of the outer dims in memory order (dense: the product of the inner sizes).
-  Shape in_sizes = input.sizes();
-  if (format == MemoryFormat::ChannelsLast)
-    in_sizes = {in_sizes[0], in_sizes[2], in_sizes[3], in_sizes[1]};
   std::vector<std::int64_t> in_stride(dims.size());
-  std::int64_t stride = in_sizes.back();
+  std::int64_t stride = inner.in;
   for (std::size_t d = dims.size(); d-- > 0;) {
     in_stride[d] = stride;
-    stride *= in_sizes[d];
+    stride *= dims[d].in;
   }
   // Each output column's source column in the input row (−1: the value), for the border columns;
   // the kept columns [before, before + kept) are one memcpy.
