@@ -137,12 +137,19 @@ std::string format_bytes(std::size_t bytes) {
 }  // namespace
 
 void count_allocation(std::size_t nbytes) {
-  // Reserve first, then check: two threads racing past the limit cannot both succeed.
-  const std::size_t now = g_current_bytes.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
   const std::size_t limit = g_limit_bytes.load(std::memory_order_relaxed);
-  if (limit != 0 && (now > limit || now < nbytes)) {
-    g_current_bytes.fetch_sub(nbytes, std::memory_order_relaxed);
-    fail_over_limit(nbytes, now - nbytes, limit, "");
+  std::size_t now = 0;
+  if (limit == 0) {
+    now = g_current_bytes.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
+  } else {
+    // Reserved only where it fits, in one compare-and-swap: two threads racing past the limit
+    // cannot both succeed, and the live count never exceeds the limit, not even for a moment (a
+    // reservation made first and given back on refusal could be seen by another thread).
+    std::size_t live = g_current_bytes.load(std::memory_order_relaxed);
+    do {
+      now = live + nbytes;
+      if (now > limit || now < nbytes) fail_over_limit(nbytes, live, limit, "");
+    } while (!g_current_bytes.compare_exchange_weak(live, now, std::memory_order_relaxed));
   }
   // Raise the peak to `now` unless another thread already raised it higher.
   std::size_t peak = g_peak_bytes.load(std::memory_order_relaxed);
