@@ -48,7 +48,8 @@ TEST(ConstantFolding, FoldsAConstantChainInOneSweepAndKeepsTheOutput) {
   EXPECT_EQ(b.graph().nodes()[0].name, "out");
   EXPECT_TRUE(b.graph().is_constant(m));
   EXPECT_TRUE(has_note(report, "folded Add 'sum'"));
-  EXPECT_EQ(b.graph().constant(s).to_vector(), (std::vector<float>{10, 12, 14, 16, 18, 20}));
+  EXPECT_FALSE(b.graph().is_constant(s));  // read only by the folded Mul: gone with it
+  EXPECT_EQ(b.graph().constant(m).to_vector(), (std::vector<float>{5, 24, -14, 8, 36, -20}));
   EXPECT_TRUE(testing::all_close(b.run({in})[0], expected, testing::Tolerance::exact()));
   // The fixed point: a second sweep finds nothing.
   EXPECT_FALSE(passes::fold_constants(b.graph()).changed);
@@ -112,13 +113,47 @@ TEST(ConstantFolding, AFoldedViewGetsItsOwnStorage) {
   const auto a = b.constant("a", testing::iota({2, 3}));
   const auto shape = b.constant("shape", int64s({3, 2}));
   const auto r = b.node("Reshape", {a, shape}, {}, "reshape");
-  const auto y = b.node("Add", {x, r}, {}, "out");
-  b.output(y);
+  const auto y = b.node("Add", {x, r}, {}, "add");
+  // `a` is read by a node that stays too, so it stays beside its reshaped view.
+  b.output(b.node("Mul", {b.node("Transpose", {y}, {}, "t"), a}, {}, "out"));
   ASSERT_TRUE(passes::fold_constants(b.graph()).changed);
   ASSERT_TRUE(b.graph().is_constant(r));
+  ASSERT_TRUE(b.graph().is_constant(a));
   EXPECT_FALSE(b.graph().constant(r).shares_storage(b.graph().constant(a)));
   EXPECT_EQ(b.graph().constant(r).sizes(), (Shape{3, 2}));
   EXPECT_FLOAT_EQ(b.graph().constant(r).at({2, 1}), 5.0f);
+}
+
+// A constant whose last reader folds goes with it (the load's peak would otherwise hold every
+// intermediate of a folded chain); a reshape that was its last reader takes its storage, and a
+// slice of it, only part of it, gets storage of its own.
+TEST(ConstantFolding, AConstantGoesWithItsLastReader) {
+  GraphBuilder b;
+  const auto x = b.input("x", {3, 2});
+  const auto a = b.constant("a", testing::iota({2, 3}));
+  const Tensor a_storage = b.graph().constant(a);
+  const auto r = b.node("Reshape", {a, b.constant("shape", int64s({3, 2}))}, {}, "reshape");
+  const auto c = b.constant("c", testing::iota({4, 2}));
+  const Tensor c_storage = b.graph().constant(c);
+  const auto part = b.node("Slice", {c, b.constant("starts", int64s({1})),
+                                     b.constant("ends", int64s({4}))}, {}, "slice");
+  const auto d = b.constant("d", testing::iota({3, 2}));
+  const auto e = b.node("Neg", {d}, {}, "neg");
+  const auto f = b.node("Abs", {e}, {}, "abs");
+  const auto y = b.node("Mul", {b.node("Add", {x, r}, {}, "add"), part}, {}, "mul");
+  b.output(b.node("Sub", {y, f}, {}, "out"));
+  const Tensor in = b.random_input();
+  const Tensor expected = b.run({in})[0];
+
+  ASSERT_TRUE(passes::fold_constants(b.graph()).changed);
+  b.graph().verify();
+  for (const auto& gone : {a, c, d, e}) EXPECT_FALSE(b.graph().is_constant(gone)) << gone;
+  ASSERT_TRUE(b.graph().is_constant(r));  // the whole of `a`, reshaped: `a`'s storage
+  EXPECT_TRUE(b.graph().constant(r).shares_storage(a_storage));
+  ASSERT_TRUE(b.graph().is_constant(part));  // a slice, only part of `c`: storage of its own
+  EXPECT_FALSE(b.graph().constant(part).shares_storage(c_storage));
+  EXPECT_TRUE(b.graph().is_constant(f));
+  EXPECT_TRUE(testing::all_close(b.run({in})[0], expected, testing::Tolerance::exact()));
 }
 
 TEST(ConstantFolding, ConstantNodeWithNoInputsFolds) {
@@ -173,12 +208,13 @@ TEST(ConstantFolding, ShapeOfAValueWithAStaticShapeFolds) {
   b.graph().verify();
   EXPECT_TRUE(has_note(report, "folded Shape 'shape'")) << testing::notes_of(report);
   EXPECT_TRUE(has_note(report, "folded Size 'size'")) << testing::notes_of(report);
-  ASSERT_TRUE(b.graph().is_constant(shape));
-  const Tensor folded = b.graph().constant(shape);
-  EXPECT_EQ(std::vector<std::int64_t>(folded.data<std::int64_t>(),
-                                      folded.data<std::int64_t>() + folded.numel()),
-            (std::vector<std::int64_t>{1, 4, 6, 7}));
-  EXPECT_EQ(*b.graph().constant(size).data<std::int64_t>(), 168);
+  // The shape and the size were read only by nodes that folded too: they went with them.
+  EXPECT_FALSE(b.graph().is_constant(shape));
+  EXPECT_FALSE(b.graph().is_constant(size));
+  ASSERT_TRUE(b.graph().is_constant(ones));
+  EXPECT_EQ(b.graph().constant(ones).sizes(), (Shape{1, 4, 6, 7}));
+  ASSERT_TRUE(b.graph().is_constant(scale));
+  EXPECT_FLOAT_EQ(b.graph().constant(scale).to_vector().at(0), 168.0f * 6.0f);
   // What is left reads the data: the Conv, the Pad, the Add and the Mul.
   EXPECT_EQ(b.op_counts(),
             (std::map<std::string, int>{{"Conv", 1}, {"Pad", 1}, {"Add", 1}, {"Mul", 1}}));
