@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "io/file.h"
 #include "onnx/attributes.h"
 #include "onnx/proto_io.h"
 #include "onnx/source_model.h"
@@ -114,16 +115,14 @@ std::shared_ptr<graph::Graph> build_graph(std::shared_ptr<graph::SourceModel> so
   return g;
 }
 
-// `owned`, when given, holds `bytes` and is freed once they are parsed: the file's bytes, the
-// parsed model and the graph's tensors are then never all in memory at once.
-std::shared_ptr<graph::Graph> load_bytes(std::span<const std::byte> bytes, const std::string& name,
-                                         const std::filesystem::path& base_dir,
-                                         const LoadOptions& options,
-                                         std::vector<std::byte>* owned = nullptr) {
+// A source model named `name`, its external data read from `base_dir`, and `parse` filling its
+// ModelProto and returning the bytes that parse held in memory (the parsed model's, and the
+// caller's copy of the bytes where it keeps one), which count against the budget.
+template <typename Parse>
+std::shared_ptr<graph::Graph> load_parsed(const std::string& name,
+                                          const std::filesystem::path& base_dir,
+                                          const LoadOptions& options, const Parse& parse) {
   try {
-    REFOLD_CHECK(bytes.size() <= options.max_memory,
-                 "model is {} bytes, over the memory budget of {} bytes", bytes.size(),
-                 options.max_memory);
     auto source = std::make_shared<graph::SourceModel>();
     source->file = name;
     if (!base_dir.empty()) {
@@ -132,13 +131,7 @@ std::shared_ptr<graph::Graph> load_bytes(std::span<const std::byte> bytes, const
       REFOLD_CHECK(!ec, "cannot resolve the model folder '{}': {}", base_dir.string(),
                    ec.message());
     }
-    parse_model(bytes, source->model);
-    // The parsed model holds the file's bytes again; both count against the budget.
-    const std::uint64_t used = 2 * static_cast<std::uint64_t>(bytes.size());
-    if (owned != nullptr) std::vector<std::byte>().swap(*owned);
-    REFOLD_CHECK(used <= options.max_memory,
-                 "model is {} bytes; parsed it needs {} bytes, over the memory budget of {} bytes",
-                 bytes.size(), used, options.max_memory);
+    const std::uint64_t used = parse(source->model);
     return build_graph(std::move(source), options.max_memory - used, options);
   } catch (const Error& e) {
     throw Error(fmt::format("{}: {}", name, e.what()));
@@ -148,18 +141,34 @@ std::shared_ptr<graph::Graph> load_bytes(std::span<const std::byte> bytes, const
 }  // namespace
 
 std::shared_ptr<graph::Graph> load(const std::filesystem::path& file, const LoadOptions& options) {
-  // Messages about the file itself already read "model '<file>': …".
-  std::vector<std::byte> bytes = read_file_bytes(file, options.max_memory, "model");
   std::filesystem::path dir = file.parent_path();
   if (dir.empty()) dir = ".";
-  return load_bytes(bytes, file.string(), dir, options, &bytes);
+  // Messages about the file itself already read "model '<file>': …".
+  io::InputFile input(file, "model");
+  check_file_size(input, options.max_memory);
+  // Streamed from the file: only the parsed model holds its bytes.
+  return load_parsed(file.string(), dir, options, [&](::onnx::ModelProto& model) {
+    parse_model_file(input, model);
+    return input.size();
+  });
 }
 
 std::shared_ptr<graph::Graph> load_from_memory(std::span<const std::byte> bytes,
                                                const std::string& name,
                                                const std::filesystem::path& base_dir,
                                                const LoadOptions& options) {
-  return load_bytes(bytes, name, base_dir, options);
+  return load_parsed(name, base_dir, options, [&](::onnx::ModelProto& model) {
+    REFOLD_CHECK(bytes.size() <= options.max_memory,
+                 "model is {} bytes, over the memory budget of {} bytes", bytes.size(),
+                 options.max_memory);
+    parse_model(bytes, model);
+    // The parsed model holds the caller's bytes again; both count against the budget.
+    const std::uint64_t used = 2 * static_cast<std::uint64_t>(bytes.size());
+    REFOLD_CHECK(used <= options.max_memory,
+                 "model is {} bytes; parsed it needs {} bytes, over the memory budget of {} bytes",
+                 bytes.size(), used, options.max_memory);
+    return used;
+  });
 }
 
 }  // namespace refold::onnx

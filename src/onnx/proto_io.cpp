@@ -1,8 +1,11 @@
 #include "onnx/proto_io.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
 #include <cstring>
+#include <exception>
 
 #include "core/check.h"
 #include "io/file.h"
@@ -25,7 +28,46 @@ bool parse_limited(std::span<const std::byte> bytes, Message& message) {
   return message.ParseFromCodedStream(&stream) && stream.ConsumedEntireMessage();
 }
 
+// A file read front to back, as protobuf's copying stream asks for it. A read that throws
+// (the file shrank since it was opened) ends the stream with an error; the exception is kept for
+// the caller, so none crosses protobuf's parser.
+class SequentialFile final : public google::protobuf::io::CopyingInputStream {
+ public:
+  explicit SequentialFile(const io::InputFile& file) : file_(file) {}
+
+  int Read(void* buffer, int size) override {
+    const auto n = static_cast<std::size_t>(
+        std::min<std::uint64_t>(static_cast<std::uint64_t>(size), file_.size() - offset_));
+    try {
+      file_.read_at(offset_, {static_cast<std::byte*>(buffer), n});
+    } catch (...) {
+      error_ = std::current_exception();
+      return -1;
+    }
+    offset_ += n;
+    return static_cast<int>(n);  // 0 at the end
+  }
+
+  void rethrow_error() const {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  const io::InputFile& file_;
+  std::uint64_t offset_ = 0;
+  std::exception_ptr error_;
+};
+
 }  // namespace
+
+void check_file_size(const io::InputFile& file, std::uint64_t max_bytes) {
+  REFOLD_CHECK(file.size() <= kMaxProtoBytes,
+               "{}: file is {} bytes; protobuf cannot parse 2 GiB or more (store the weights as "
+               "external data)",
+               file.name(), file.size());
+  REFOLD_CHECK(file.size() <= max_bytes, "{}: file is {} bytes, over the memory budget of {} bytes",
+               file.name(), file.size(), max_bytes);
+}
 
 std::string guess_file_kind(std::span<const std::byte> bytes) {
   const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
@@ -47,16 +89,26 @@ std::string guess_file_kind(std::span<const std::byte> bytes) {
 std::vector<std::byte> read_file_bytes(const std::filesystem::path& path, std::uint64_t max_bytes,
                                        const std::string& what) {
   io::InputFile file(path, what);
-  const std::uint64_t size = file.size();
-  REFOLD_CHECK(size <= kMaxProtoBytes,
-               "{}: file is {} bytes; protobuf cannot parse 2 GiB or more (store the weights as "
-               "external data)",
-               file.name(), size);
-  REFOLD_CHECK(size <= max_bytes, "{}: file is {} bytes, over the memory budget of {} bytes",
-               file.name(), size, max_bytes);
-  std::vector<std::byte> bytes(size);
+  check_file_size(file, max_bytes);
+  std::vector<std::byte> bytes(file.size());
   file.read_at(0, bytes);
   return bytes;
+}
+
+void parse_model_file(const io::InputFile& file, ::onnx::ModelProto& model) {
+  {
+    SequentialFile sequential(file);
+    google::protobuf::io::CopyingInputStreamAdaptor blocks(&sequential, 1 << 20);
+    google::protobuf::io::CodedInputStream stream(&blocks);
+    stream.SetRecursionLimit(kRecursionLimit);
+    if (model.ParseFromCodedStream(&stream) && stream.ConsumedEntireMessage()) return;
+    sequential.rethrow_error();
+  }
+  // Not a model: the whole file, for parse_model's diagnosis of what it is instead.
+  model.Clear();
+  std::vector<std::byte> bytes(file.size());
+  file.read_at(0, bytes);
+  parse_model(bytes, model);
 }
 
 void parse_model(std::span<const std::byte> bytes, ::onnx::ModelProto& model) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "io/file.h"
+
 namespace refold::onnx::detail {
 
 // Protobuf cannot parse messages of 2 GiB or more (its sizes are int).
@@ -21,6 +23,14 @@ inline constexpr int kRecursionLimit = 100;
 // `what` names the file kind in messages ("model", "tensor file").
 std::vector<std::byte> read_file_bytes(const std::filesystem::path& path, std::uint64_t max_bytes,
                                        const std::string& what);
+
+// Refuses a file over `max_bytes` or of 2 GiB or more, naming it.
+void check_file_size(const io::InputFile& file, std::uint64_t max_bytes);
+
+// Parses `file` as a ModelProto, reading it front to back in blocks: the file's bytes and the
+// parsed model, which holds them again, are never both in memory. A failure throws
+// parse_model's messages.
+void parse_model_file(const io::InputFile& file, ::onnx::ModelProto& model);
 
 // Parses `bytes` as a ModelProto with the recursion limit; a failure throws
 // "truncated/corrupt protobuf (N bytes)" plus a guess at what the file really is
