@@ -135,8 +135,9 @@ TEST(ConstantFolding, AConstantGoesWithItsLastReader) {
   const auto r = b.node("Reshape", {a, b.constant("shape", int64s({3, 2}))}, {}, "reshape");
   const auto c = b.constant("c", testing::iota({4, 2}));
   const Tensor c_storage = b.graph().constant(c);
-  const auto part = b.node("Slice", {c, b.constant("starts", int64s({1})),
-                                     b.constant("ends", int64s({4}))}, {}, "slice");
+  const auto part =
+      b.node("Slice", {c, b.constant("starts", int64s({1})), b.constant("ends", int64s({4}))}, {},
+             "slice");
   const auto d = b.constant("d", testing::iota({3, 2}));
   const auto e = b.node("Neg", {d}, {}, "neg");
   const auto f = b.node("Abs", {e}, {}, "abs");
