@@ -48,6 +48,10 @@ std::int64_t node_flops(const Node& node, const std::vector<Tensor>& inputs,
         node.attributes.get_int("transA", 0) != 0 && a.size() == 2 ? a[0] : a.back();
     return checked_mul(product(outputs[0].sizes()), 2 * k, "profile: Gemm");
   }
+  if (node.op_type == "AxisLinear" && w.size() == 2) {
+    // A Linear along one axis (ops/axis_linear.h): 2·K per output element, W [K, N].
+    return checked_mul(product(outputs[0].sizes()), 2 * w[0], "profile: AxisLinear");
+  }
   return 0;
 }
 

@@ -29,6 +29,8 @@
 //   or absent (passes/l2_normalize.h)                    → L2Normalize(x), axis, ε
 //   ReduceSum(Reshape(x, [N, r, C, H, W]), axis 1) and ReduceSum(Mul(that, a), axis 1) — split
 //   attention's sums over channel groups (passes/group_sum.h)  → GroupSum(x[, a]), groups r
+//   Transpose(x, p) → MatMul(·, W) (→ Add(·, b)) → Transpose(·, p⁻¹), W a constant [K, N] — a
+//   Linear along axis p[-1] (passes/axis_linear.h)       → AxisLinear(x, W[, b]), axis
 //   Then a chain of Reshape/Flatten/Squeeze/Unsqueeze with at least two Transposes between,
 //   ending with a reshape (passes/rearrange.h)           → Rearrange(x): one copy, not one each
 //
@@ -47,6 +49,7 @@
 
 #include "ops/op.h"
 #include "passes/add_softmax.h"
+#include "passes/axis_linear.h"
 #include "passes/branch_nodes.h"
 #include "passes/group_norm_pattern.h"
 #include "passes/group_sum.h"
@@ -236,6 +239,9 @@ PassReport canonicalize(graph::Graph& graph) {
       } else if (const auto sum = detail::match_group_sum(graph, i, shapes)) {
         next = sum->mul.value_or(sum->reduce);
         note = detail::fuse_group_sum(graph, *sum);
+      } else if (const auto linear = detail::match_axis_linear(graph, i)) {
+        next = *std::min_element(linear->parts.begin(), linear->parts.end());
+        note = detail::fuse_axis_linear(graph, *linear);
       }
     }
     i = next;

@@ -20,7 +20,7 @@ std::vector<Tensor> FusedConvAdd::run(const std::vector<Tensor>& inputs) {
 }
 
 std::vector<Tensor> FusedConvAdd::run_consuming(std::vector<Tensor>& inputs) {
-  return run(inputs, inputs.size() >= 4 && detail::sole_handle(inputs[3]));
+  return run(inputs, inputs.size() >= 4 && refold::detail::sole_handle(inputs[3]));
 }
 
 std::vector<Tensor> FusedConvAdd::run(const std::vector<Tensor>& inputs, bool overwrite_residual) {

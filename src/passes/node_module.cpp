@@ -5,6 +5,7 @@
 #include "onnx/opset.h"
 #include "ops/op.h"
 #include "passes/add_softmax.h"
+#include "passes/axis_linear.h"
 #include "passes/group_sum.h"
 #include "passes/l2_normalize.h"
 #include "passes/patch_shuffle.h"
@@ -28,6 +29,8 @@ nn::ModulePtr module_for(const graph::Graph& graph, const graph::Node& node) {
   if (node.domain == "refold" && node.op_type == "AddSoftmax")
     return detail::build_add_softmax(node);
   if (node.domain == "refold" && node.op_type == "GroupSum") return detail::build_group_sum(node);
+  if (node.domain == "refold" && node.op_type == "AxisLinear")
+    return detail::build_axis_linear(node);
   if (node.domain == "refold" && node.op_type == "L2Normalize")
     return detail::build_l2_normalize(node);
   if (node.domain == "refold" && node.op_type == "Rearrange") return detail::build_rearrange(node);
