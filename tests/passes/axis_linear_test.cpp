@@ -168,8 +168,7 @@ TEST(AxisLinearOp, ChannelMixTakesOnlyASmallW) {
   const Tensor expected =
       reference::linear(x.permute({0, 2, 1}), w.permute({1, 0}), b).permute({0, 2, 1});
   EXPECT_TRUE(testing::all_close(y, expected, testing::Tolerance::op_f32()));
-  EXPECT_FALSE(
-      native::channel_mix(randn({1, 8, 8}), randn({8, 8}), Tensor(), &declined).defined());
+  EXPECT_FALSE(native::channel_mix(randn({1, 8, 8}), randn({8, 8}), Tensor(), &declined).defined());
   EXPECT_NE(declined.find("kMaxChannelMix"), std::string::npos) << declined;
 }
 
