@@ -64,6 +64,7 @@ using detail::is_op;
 using detail::is_reshape;
 using detail::origin_of;
 using detail::replace_with_fused;
+using detail::sole_reader;
 
 // The activation that reads `value`, found from its consumers.
 struct ActivationMatch {
@@ -714,14 +715,6 @@ nn::ModulePtr fused_module(const graph::Graph& graph, const graph::Node& node) {
   conv->set_post_ops(chain.post);
   if (chain.residual.empty()) return conv;
   return std::make_shared<FusedConvAdd>(conv, chain.conv_first);
-}
-
-// The only reader of `value` (not a graph output), or nullopt.
-std::optional<std::size_t> sole_reader(const graph::Graph& graph, const std::string& value) {
-  if (graph.is_graph_output(value)) return std::nullopt;
-  const std::vector<std::size_t> readers = graph.consumers(value);
-  if (readers.size() != 1) return std::nullopt;
-  return readers[0];
 }
 
 // `from` renamed `to` wherever node reads or writes it, its parts included.

@@ -12,17 +12,6 @@
 namespace refold::passes::detail {
 namespace {
 
-// A plain single-output node of `op_type` reading `value` as its only reader, or nullopt.
-std::optional<std::size_t> only_reader(const graph::Graph& graph, const std::string& value,
-                                       const char* op_type) {
-  const std::vector<std::size_t> readers = graph.consumers(value);
-  if (readers.size() != 1 || !single_use_problem(graph, value, readers[0]).empty())
-    return std::nullopt;
-  const graph::Node& n = graph.nodes()[readers[0]];
-  if (!is_op(n, op_type) || !n.parts.empty() || n.outputs.size() != 1) return std::nullopt;
-  return readers[0];
-}
-
 // Whether `value` is a float constant of `n` values along the last axis of a rank-`rank` sum.
 bool row_bias(const graph::Graph& graph, const std::string& value, std::int64_t n,
               std::size_t rank) {
@@ -65,7 +54,7 @@ std::optional<AxisLinearMatch> match_axis_linear(const graph::Graph& graph, std:
   m.parts = {*first, index};
   std::string product = mm.outputs[0];
   // An optional Add of the bias, either operand order.
-  if (const auto add = only_reader(graph, product, "Add")) {
+  if (const auto add = sole_plain_reader(graph, product, "Add")) {
     const graph::Node& a = graph.nodes()[*add];
     const std::string& other = a.inputs.size() == 2 ? a.inputs[a.inputs[0] == product ? 1 : 0] : "";
     if (a.inputs.size() == 2 && a.inputs[0] != a.inputs[1] &&
@@ -76,7 +65,7 @@ std::optional<AxisLinearMatch> match_axis_linear(const graph::Graph& graph, std:
     }
   }
   // y = Transpose(·, p⁻¹).
-  const auto back = only_reader(graph, product, "Transpose");
+  const auto back = sole_plain_reader(graph, product, "Transpose");
   if (!back) return std::nullopt;
   const std::vector<std::int64_t> q = graph.nodes()[*back].attributes.get_ints("perm");
   if (q.size() != p.size()) return std::nullopt;

@@ -152,6 +152,22 @@ std::string batch_norm_problem(const graph::Graph& graph, const graph::Node& nod
   return {};
 }
 
+std::optional<std::size_t> sole_reader(const graph::Graph& graph, const std::string& value) {
+  if (graph.is_graph_output(value)) return std::nullopt;
+  const std::vector<std::size_t> readers = graph.consumers(value);
+  if (readers.size() != 1) return std::nullopt;
+  return readers[0];
+}
+
+std::optional<std::size_t> sole_plain_reader(const graph::Graph& graph, const std::string& value,
+                                             const char* op_type) {
+  const auto reader = sole_reader(graph, value);
+  if (!reader) return std::nullopt;
+  const graph::Node& n = graph.nodes()[*reader];
+  if (!is_op(n, op_type) || !n.parts.empty() || n.outputs.size() != 1) return std::nullopt;
+  return reader;
+}
+
 std::string single_use_problem(const graph::Graph& graph, const std::string& value,
                                std::size_t consumer) {
   if (graph.is_graph_output(value)) return fmt::format("'{}' is a graph output", value);

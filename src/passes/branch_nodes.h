@@ -57,6 +57,12 @@ std::shared_ptr<nn::AvgPool2d> avg_pool_module(const graph::Node& node);
 std::string conv_problem(const graph::Graph& graph, const graph::Node& node);
 // A BatchNormalization with constant parameters in inference mode, no optional output used.
 std::string batch_norm_problem(const graph::Graph& graph, const graph::Node& node);
+// The one node reading `value` when exactly one does (in any number of its inputs) and `value`
+// is not a graph output, or nullopt.
+std::optional<std::size_t> sole_reader(const graph::Graph& graph, const std::string& value);
+// sole_reader(), when it is a plain `op_type` node (no parts) with one output.
+std::optional<std::size_t> sole_plain_reader(const graph::Graph& graph, const std::string& value,
+                                             const char* op_type);
 // `value` is read once, by node `consumer` only, and is not a graph output.
 std::string single_use_problem(const graph::Graph& graph, const std::string& value,
                                std::size_t consumer);

@@ -122,17 +122,6 @@ std::string other_operand(const graph::Node& node, const std::string& value) {
   return {};
 }
 
-// The one node reading `value`, when exactly one does and it is a plain `op_type` node.
-std::optional<std::size_t> single_reader(const graph::Graph& graph, const std::string& value,
-                                         const char* op_type) {
-  if (graph.is_graph_output(value)) return std::nullopt;
-  const std::vector<std::size_t> readers = graph.consumers(value);
-  if (readers.size() != 1) return std::nullopt;
-  const graph::Node& n = graph.nodes()[readers[0]];
-  if (!is_op(n, op_type) || !n.parts.empty() || n.outputs.size() != 1) return std::nullopt;
-  return readers[0];
-}
-
 struct GeluMatch {
   std::string x, y;
   std::vector<std::size_t> parts;
@@ -161,20 +150,20 @@ std::optional<GeluMatch> match_gelu(const graph::Graph& graph, std::size_t erf_i
   }
   if (m.x.empty() || graph.is_constant(m.x)) return std::nullopt;
   // a = erf + 1.
-  const auto add = single_reader(graph, erf.outputs[0], "Add");
+  const auto add = detail::sole_plain_reader(graph, erf.outputs[0], "Add");
   if (!add) return std::nullopt;
   if (!near(graph, other_operand(graph.nodes()[*add], erf.outputs[0]), 1.0, 0.0))
     return std::nullopt;
   const std::string& a = graph.nodes()[*add].outputs[0];
   // The Mul reading a, and what it multiplies a by.
-  const auto mul = single_reader(graph, a, "Mul");
+  const auto mul = detail::sole_plain_reader(graph, a, "Mul");
   if (!mul) return std::nullopt;
   const graph::Node& first = graph.nodes()[*mul];
   const std::string by = other_operand(first, a);
   m.parts = {*scale, erf_index, *add, *mul};
   if (by == m.x || near(graph, by, 0.5, 0.0)) {
     // (x · a) · 0.5 or x · (a · 0.5): one more Mul, by what the first did not multiply.
-    const auto last = single_reader(graph, first.outputs[0], "Mul");
+    const auto last = detail::sole_plain_reader(graph, first.outputs[0], "Mul");
     if (!last) return std::nullopt;
     const std::string rest = other_operand(graph.nodes()[*last], first.outputs[0]);
     const bool ok = by == m.x ? near(graph, rest, 0.5, 0.0) : rest == m.x;

@@ -52,13 +52,6 @@ std::optional<std::vector<std::int64_t>> product_order(const graph::Node& n) {
   return perm;
 }
 
-// The one reader of `value` when it has exactly one and `value` is not a graph output.
-std::optional<std::size_t> sole_reader(const graph::Graph& graph, const std::string& value) {
-  const std::vector<std::size_t> readers = graph.consumers(value);
-  if (readers.size() != 1 || graph.is_graph_output(value)) return std::nullopt;
-  return readers[0];
-}
-
 }  // namespace
 
 std::optional<ScaledMatMulMatch> match_scaled_matmul(const graph::Graph& graph, std::size_t index) {
