@@ -32,10 +32,9 @@ Shape inverse(const Shape& order) {
   return back;
 }
 
-// y[o, n, i] += b[n] over y [outer, N, inner], contiguous.
-void add_row_bias(Tensor& y, const Tensor& bias, std::int64_t outer, std::int64_t n,
+// y[o, n, i] += b[n] over y [outer, N, inner], both contiguous.
+void add_row_bias(Tensor& y, const Tensor& b, std::int64_t outer, std::int64_t n,
                   std::int64_t inner) {
-  const Tensor b = bias.contiguous();
   float* out = y.data<float>();
   const float* add = b.data<float>();
   for (std::int64_t o = 0; o < outer; ++o)
@@ -46,7 +45,8 @@ void add_row_bias(Tensor& y, const Tensor& bias, std::int64_t outer, std::int64_
     }
 }
 
-// The native path (see the header), or undefined with the reason in *declined.
+// The native path (see the header), or undefined with the reason in *declined; b is [N] and
+// contiguous, or undefined.
 Tensor axis_linear(const Tensor& x, const Tensor& w, const Tensor& b, std::int64_t axis,
                    std::string* declined) {
   const bool float32 = x.dtype() == DType::Float32 && w.dtype() == DType::Float32 &&
