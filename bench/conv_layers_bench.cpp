@@ -10,11 +10,11 @@
 // layers) are refold's own Winograd kernel (kernels/native) with each of its tiles, F(2×2, 3×3)
 // and F(4×4, 3×3); the dispatch runs it for those layers by default, with the tile of
 // native::winograd_tile(). Their FLOPS counter is the direct conv's count, an effective rate.
-// "native_direct" (NHWC stride-2 layers past the stem) is refold's own direct conv
-// (kernels/native/direct_conv2d.h). "direct" is the baseline: one oneDNN primitive created once
-// (plain nchw/nhwc src and dst, format_tag::any weights reordered once), memories created once,
-// execute + wait per iteration. This file is the only one outside src/kernels/onednn/ that includes
-// dnnl.hpp: the baseline has to.
+// "native_direct" (NHWC stride-2 layers past the stem, and the dilated layers) is refold's own
+// direct conv (kernels/native/direct_conv2d.h). "direct" is the baseline: one oneDNN primitive
+// created once (plain nchw/nhwc src and dst, format_tag::any weights reordered once), memories
+// created once, execute + wait per iteration. This file is the only one outside src/kernels/onednn/
+// that includes dnnl.hpp: the baseline has to.
 //
 // FLOPS counter: 2·N·OH·OW·OC·(IC/groups)·kh·kw per iteration. "paired" rows run refold's
 // kernel and the direct call alternately in one loop and report the median per-pair time ratio.
@@ -37,6 +37,7 @@
 #include "kernels/onednn/conv2d.h"
 #include "kernels/post_ops.h"
 #include "paired_timing.h"
+#include "refold/conv_algorithm.h"
 #include "refold/op_options.h"
 #include "refold/tensor.h"
 #include "refold/threads.h"
@@ -48,6 +49,8 @@ using refold::MemoryFormat;
 struct Layer {
   std::int64_t in_channels, out_channels, size, stride;  // size: input height = width
   int count;                                             // how many convs of RepVGG-A0 have it
+  std::int64_t dilation = 1;  // padding = dilation: the output keeps the size at stride 1
+  std::int64_t groups = 1;
 };
 
 // The distinct conv shapes of RepVGG-A0 at 224², in network order.
@@ -71,11 +74,30 @@ const std::vector<Layer> kChannelRuleLayers = {
     {48, 48, 28, 1, 0},  {64, 64, 40, 1, 0}, {64, 64, 14, 1, 0},
 };
 
-std::int64_t out_size(const Layer& l) { return (l.size + 2 - 3) / l.stride + 1; }
+// Dilated 3×3 stride-1 convs of segmentation heads and dilated backbones (DeepLabV3's ASPP at
+// rates 12 over a 16² map and 6 over 32², dilated ResNet stages), where oneDNN 2.6's NHWC path
+// falls back to im2col + GEMM and the native direct conv leaves out the taps that read padding.
+const std::vector<Layer> kDilatedLayers = {
+    {960, 256, 16, 1, 0, 12}, {256, 256, 32, 1, 0, 6}, {256, 256, 28, 1, 0, 4},
+    {256, 256, 28, 1, 0, 2},  {128, 128, 56, 1, 0, 2}, {64, 64, 56, 1, 0, 2},
+};
+
+// 3×3 with padding = dilation: (size + 2·d − 2·d − 1) / stride + 1.
+// Grouped 3×3 convs: RegNetX-200MF's (8 channels per group, stride 2 opening each stage, then
+// stride 1), ResNeXt-50 32×4d's (8, 16, 32 per group) and 24 per group (blocks of 8).
+const std::vector<Layer> kGroupedLayers = {
+    {24, 24, 112, 2, 0, 1, 3},   {56, 56, 56, 2, 0, 1, 7},    {152, 152, 28, 2, 0, 1, 19},
+    {152, 152, 14, 1, 0, 1, 19}, {368, 368, 14, 2, 0, 1, 46}, {368, 368, 7, 1, 0, 1, 46},
+    {256, 256, 28, 1, 0, 1, 32}, {512, 512, 14, 1, 0, 1, 32}, {1024, 1024, 7, 1, 0, 1, 32},
+    {240, 240, 14, 1, 0, 1, 10},
+};
+
+std::int64_t out_size(const Layer& l) { return (l.size - 1) / l.stride + 1; }
 
 double flops(const Layer& l) {
   const double o = static_cast<double>(out_size(l));
-  return 2.0 * o * o * static_cast<double>(l.out_channels * l.in_channels * 9);
+  return 2.0 * o * o *
+         static_cast<double>(l.out_channels * l.in_channels / l.groups * 9);  // padding too
 }
 
 void set_counters(benchmark::State& state, const Layer& l) {
@@ -92,7 +114,7 @@ Operands make_operands(const Layer& l, MemoryFormat format) {
   Operands o;
   o.input = refold::randn({1, l.in_channels, l.size, l.size}, format, gen);
   // convert_conv2d_weight_memory_format: the weights carry the layout the conv runs in.
-  o.weight = refold::randn({l.out_channels, l.in_channels, 3, 3}, format, gen);
+  o.weight = refold::randn({l.out_channels, l.in_channels / l.groups, 3, 3}, format, gen);
   o.bias = refold::randn({l.out_channels}, {}, gen);
   return o;
 }
@@ -105,7 +127,9 @@ class RefoldConv {
   RefoldConv(const Layer& l, MemoryFormat format, Kernel kernel)
       : o_(make_operands(l, format)), kernel_(kernel) {
     options_.stride = l.stride;
-    options_.padding = 1;
+    options_.padding = l.dilation;
+    options_.dilation = l.dilation;
+    options_.groups = l.groups;
     post_.activation = refold::Activation::ReLU;
     run();  // creates the primitive and packs the weight, outside any timing
   }
@@ -144,7 +168,9 @@ class DirectConv {
     const std::int64_t out = out_size(l);
     const md src_md({1, l.in_channels, l.size, l.size}, dt::f32, t);
     const md dst_md({1, l.out_channels, out, out}, dt::f32, t);
-    const md weights_any({l.out_channels, l.in_channels, 3, 3}, dt::f32, tag::any);
+    const std::int64_t g = l.groups, og = l.out_channels / g, ig = l.in_channels / g;
+    const md weights_any = g == 1 ? md({l.out_channels, l.in_channels, 3, 3}, dt::f32, tag::any)
+                                  : md({g, og, ig, 3, 3}, dt::f32, tag::any);
     const md bias_md({l.out_channels}, dt::f32, tag::a);
     dnnl::post_ops ops;
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
@@ -152,14 +178,17 @@ class DirectConv {
     attr.set_post_ops(ops);
     const dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
-        weights_any, bias_md, dst_md, {l.stride, l.stride}, {0, 0}, {1, 1}, {1, 1});
+        weights_any, bias_md, dst_md, {l.stride, l.stride}, {l.dilation - 1, l.dilation - 1},
+        {l.dilation, l.dilation}, {l.dilation, l.dilation});
     const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine_);
     conv_ = dnnl::convolution_forward(pd);
     impl_ = pd.impl_info_str();
 
     // Weights: the user's (oihw, or ohwi for channels_last) reordered once into pd's format.
-    const md user_weights_md({l.out_channels, l.in_channels, 3, 3}, dt::f32,
-                             format == MemoryFormat::ChannelsLast ? tag::ohwi : tag::oihw);
+    const bool nhwc = format == MemoryFormat::ChannelsLast;
+    const md user_weights_md =
+        g == 1 ? md({l.out_channels, l.in_channels, 3, 3}, dt::f32, nhwc ? tag::ohwi : tag::oihw)
+               : md({g, og, ig, 3, 3}, dt::f32, nhwc ? tag::gohwi : tag::goihw);
     dnnl::memory user_weights(user_weights_md, engine_, const_cast<void*>(o_.weight.data_ptr()));
     dnnl::memory weights(pd.weights_desc(), engine_);
     dnnl::reorder(user_weights, weights).execute(stream_, user_weights, weights);
@@ -220,15 +249,23 @@ int main(int argc, char** argv) {
   // Both columns run on the same OpenMP team size: refold's setting (REFOLD_NUM_THREADS, else
   // the physical cores); the direct call runs on this thread's OpenMP setting.
   omp_set_num_threads(refold::get_num_threads());
+  // refold's own kernels wherever they can compute the layer, whatever their rules say: the
+  // rules are what these rows measure.
+  refold::set_conv_algorithm(refold::ConvAlgorithm::Native);
   for (MemoryFormat format : {MemoryFormat::ChannelsLast, MemoryFormat::Contiguous}) {
     const std::string layout = format == MemoryFormat::ChannelsLast ? "nhwc" : "nchw";
     std::vector<Layer> layers = kLayers;
-    if (format == MemoryFormat::ChannelsLast)
+    if (format == MemoryFormat::ChannelsLast) {
       layers.insert(layers.end(), kChannelRuleLayers.begin(), kChannelRuleLayers.end());
+      layers.insert(layers.end(), kDilatedLayers.begin(), kDilatedLayers.end());
+      layers.insert(layers.end(), kGroupedLayers.begin(), kGroupedLayers.end());
+    }
     for (const Layer& l : layers) {
       const std::string name = layout + "/" + std::to_string(l.in_channels) + "x" +
                                std::to_string(l.size) + "->" + std::to_string(l.out_channels) +
-                               "_s" + std::to_string(l.stride);
+                               "_s" + std::to_string(l.stride) +
+                               (l.dilation > 1 ? "_d" + std::to_string(l.dilation) : "") +
+                               (l.groups > 1 ? "_g" + std::to_string(l.groups) : "");
       // Each refold kernel alone ("<kernel>") and paired with the direct call
       // ("<kernel>_paired", "paired" for oneDNN through refold): oneDNN through refold on every
       // layer, Winograd on the NHWC stride-1 layers, the native direct conv on the NHWC stride-2
@@ -248,7 +285,8 @@ int main(int argc, char** argv) {
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
       add("refold", Kernel::OneDnn);
-      if (format == MemoryFormat::ChannelsLast && l.stride == 1) {
+      if (format == MemoryFormat::ChannelsLast && l.stride == 1 && l.dilation == 1 &&
+          l.groups == 1) {
         // Each tile where its channel rule takes the layer.
         const auto takes = [&](refold::native::WinogradTile tile) {
           const Operands o = make_operands(l, format);
@@ -263,7 +301,8 @@ int main(int argc, char** argv) {
         if (takes(refold::native::WinogradTile::F2x2)) add("winograd2x2", Kernel::Winograd2x2);
         if (takes(refold::native::WinogradTile::F4x4)) add("winograd4x4", Kernel::Winograd4x4);
       }
-      if (format == MemoryFormat::ChannelsLast && l.stride == 2 && l.in_channels >= 16)
+      if (format == MemoryFormat::ChannelsLast &&
+          (l.stride == 2 || l.dilation > 1 || l.groups > 1) && l.in_channels >= 16)
         add("native_direct", Kernel::NativeDirect);
     }
   }

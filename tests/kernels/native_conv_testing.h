@@ -84,6 +84,7 @@ struct Case {
   Padding2d padding = 1;
   Size2d stride = 1;
   Size2d dilation = 1;
+  std::int64_t groups = 1;
   bool bias = true;
   Activation activation = Activation::None;
   bool residual = false;
@@ -93,6 +94,7 @@ struct Case {
     o.padding = padding;
     o.stride = stride;
     o.dilation = dilation;
+    o.groups = groups;
     return o;
   }
 };
@@ -113,8 +115,10 @@ inline Operands make_operands(const Case& c, std::uint64_t seed = 7) {
   Generator gen(seed);
   Operands o;
   o.input = randn({c.n, c.c_in, c.h, c.w}, {}, gen).contiguous(NHWC);
-  o.weight = randn({c.c_out, c.c_in, c.kh, c.kw}, {}, gen);
-  scale(o.weight, static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.c_in * c.kh * c.kw))));
+  const std::int64_t group_ins = c.c_in / c.groups;
+  o.weight = randn({c.c_out, group_ins, c.kh, c.kw}, {}, gen);
+  scale(o.weight,
+        static_cast<float>(1.0 / std::sqrt(static_cast<double>(group_ins * c.kh * c.kw))));
   if (c.bias) o.bias = randn({c.c_out}, {}, gen);
   return o;
 }

@@ -1,8 +1,8 @@
 // The conv micro-kernel (kernels/native/micro_kernel.h) in both its forms, AVX2 and AVX-512,
 // against a plain sum in double: every row count 1–6, every width (8, 16, 24, 32: one or two
 // packed blocks, the second 8 or 16 wide), one and several taps, rows that are arbitrary
-// pointers, and the fused epilogue (bias, activation). Both forms do each output's FMAs in the
-// same order, so they agree bit for bit.
+// pointers, a subset of B's taps (Panel::tap_ids), and the fused epilogue (bias, activation). Both
+// forms do each output's FMAs in the same order, so they agree bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -65,7 +65,8 @@ Operands make_operands(const Problem& p, std::uint32_t seed) {
 
 // C from one form, in a buffer with a row stride wider than the panel and sentinels around it.
 std::vector<float> multiply(void (*form)(const native::Panel&), const Problem& p, const Operands& o,
-                            const native::Epilogue* epilogue) {
+                            const native::Epilogue* epilogue,
+                            const std::vector<std::int64_t>* tap_ids = nullptr) {
   const std::int64_t ldc = p.width + 5;
   std::vector<float> c(static_cast<std::size_t>(p.rows * ldc), -7.0f);
   native::Panel panel;
@@ -78,6 +79,16 @@ std::vector<float> multiply(void (*form)(const native::Panel&), const Problem& p
   panel.c = c.data();
   panel.ldc = ldc;
   panel.epilogue = epilogue;
+  std::vector<const float*> pointers;  // the groups of the taps in tap_ids, in their order
+  if (tap_ids != nullptr) {
+    for (std::int64_t t : *tap_ids)
+      pointers.insert(pointers.end(), o.pointers.begin() + t * kPanelRows,
+                      o.pointers.begin() + (t + 1) * kPanelRows);
+    panel.a = pointers.data();
+    panel.taps = static_cast<std::int64_t>(tap_ids->size());
+    panel.tap_ids = tap_ids->data();
+    panel.block_taps = p.taps;
+  }
   form(panel);
   for (std::int64_t r = 0; r < p.rows; ++r)
     for (std::int64_t col = p.width; col < ldc; ++col)
@@ -111,6 +122,47 @@ TEST_F(MicroKernel, BothFormsComputeThePanelProduct) {
                 << "row " << r << ", column " << col;
         if (!avx512) continue;
         EXPECT_EQ(multiply(native::detail::multiply_panel_avx512, p, o, nullptr), c2);
+      }
+    }
+  }
+}
+
+// The direct conv leaves out a panel's taps that read only padding: given tap_ids, the kernel
+// sums only those of B's taps, in every width (the second block's offset is B's tap count, not
+// the panel's).
+TEST_F(MicroKernel, BothFormsSumOnlyTheTapsGiven) {
+  for (std::int64_t width : {8, 16, 24, 32}) {
+    for (const std::vector<std::int64_t>& tap_ids :
+         {std::vector<std::int64_t>{1, 4, 8}, std::vector<std::int64_t>{}}) {
+      const Problem p{6, width, 9, 5};
+      SCOPED_TRACE(::testing::Message() << "width " << width << ", " << tap_ids.size() << " taps");
+      const Operands all = make_operands(p, 200 + static_cast<std::uint32_t>(width));
+      // The expected sums of the listed taps alone: those of one-tap problems over the same data.
+      std::vector<double> expected(static_cast<std::size_t>(p.rows * width), 0.0);
+      for (std::int64_t t : tap_ids) {
+        for (std::int64_t r = 0; r < p.rows; ++r) {
+          for (std::int64_t col = 0; col < width; ++col) {
+            const std::int64_t first = col / kBlockWidth * kBlockWidth;
+            const std::int64_t block_width = std::min(kBlockWidth, width - first);
+            for (std::int64_t k = 0; k < p.depth; ++k)
+              expected[static_cast<std::size_t>(r * width + col)] +=
+                  static_cast<double>(
+                      all.pointers[static_cast<std::size_t>(t * kPanelRows + r)][k]) *
+                  all.b[static_cast<std::size_t>(first * p.taps * p.depth +
+                                                 (t * p.depth + k) * block_width + col - first)];
+          }
+        }
+      }
+      const std::vector<float> c2 =
+          multiply(native::detail::multiply_panel_avx2, p, all, nullptr, &tap_ids);
+      const std::int64_t ldc = width + 5;
+      for (std::int64_t r = 0; r < p.rows; ++r)
+        for (std::int64_t col = 0; col < width; ++col)
+          EXPECT_NEAR(c2[static_cast<std::size_t>(r * ldc + col)],
+                      expected[static_cast<std::size_t>(r * width + col)], 1e-5)
+              << "row " << r << ", column " << col;
+      if (native::cpu_has_avx512()) {
+        EXPECT_EQ(multiply(native::detail::multiply_panel_avx512, p, all, nullptr, &tap_ids), c2);
       }
     }
   }

@@ -17,7 +17,6 @@ std::string common_decline_reason(const Tensor& input, const reference::detail::
   if (get_conv_algorithm() == ConvAlgorithm::Direct) return "conv algorithm is 'direct'";
   if (!cpu_has_avx2_fma()) return "needs AVX2 and FMA";
   if (input.dtype() != DType::Float32) return "float32 only";
-  if (g.groups != 1) return "groups 1 only";
   if (g.out_channels % 8 != 0) return "output channels must be a multiple of 8";
   if (g.batch == 0 || g.out_h <= 0 || g.out_w <= 0 || g.in_channels == 0 || g.out_channels == 0)
     return "empty output";

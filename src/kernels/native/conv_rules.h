@@ -22,7 +22,7 @@ using DeclineRule = std::string (*)(const Conv2dOptions& options,
                                     const reference::detail::Conv2dGeometry& g);
 
 // The start of every native conv2d, on a call validated by the dispatch (kernels/conv2d_call.h):
-// applies the shared decline rules (the conv algorithm setting, AVX2/FMA, float32, groups 1,
+// applies the shared decline rules (the conv algorithm setting, AVX2/FMA, float32,
 // C_out a multiple of 8, a non-empty output, channels_last input and residual) and the kernel's
 // own. True when the kernel takes the problem; else false with *declined saying why, or, when
 // declined is null, refold::Error "conv2d: <kernel> declined: …".

@@ -20,15 +20,15 @@ template <int R, int V>
 REFOLD_TARGET_AVX2 void micro_kernel(const Panel& p) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  const float* b = p.b;
   for (std::int64_t t = 0; t < p.taps; ++t) {
+    const float* b = p.b + detail::tap_id(p, t) * p.depth * 8 * V;
     const float* const* rows = p.a + t * kPanelRows;
-    const float* a0 = rows[0];
-    const float* a1 = R > 1 ? rows[1] : a0;
-    const float* a2 = R > 2 ? rows[2] : a0;
-    const float* a3 = R > 3 ? rows[3] : a0;
-    const float* a4 = R > 4 ? rows[4] : a0;
-    const float* a5 = R > 5 ? rows[5] : a0;
+    const float* a0 = rows[0] + p.a_offset;
+    const float* a1 = R > 1 ? rows[1] + p.a_offset : a0;
+    const float* a2 = R > 2 ? rows[2] + p.a_offset : a0;
+    const float* a3 = R > 3 ? rows[3] + p.a_offset : a0;
+    const float* a4 = R > 4 ? rows[4] + p.a_offset : a0;
+    const float* a5 = R > 5 ? rows[5] + p.a_offset : a0;
     for (std::int64_t k = 0; k < p.depth; ++k, b += 8 * V) {
       const __m256 b0 = _mm256_loadu_ps(b);
       const __m256 b1 = V == 2 ? _mm256_loadu_ps(b + 8) : b0;
@@ -93,7 +93,7 @@ void multiply_panel_avx2(const Panel& p) {
   first.width = kBlockWidth;
   multiply_block(first);
   Panel second = p;
-  second.b = p.b + p.taps * p.depth * kBlockWidth;
+  second.b = p.b + block_taps(p) * p.depth * kBlockWidth;
   second.width = p.width - kBlockWidth;
   second.c = p.c + kBlockWidth;
   second.channel = p.channel + kBlockWidth;

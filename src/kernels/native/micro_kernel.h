@@ -5,11 +5,12 @@
 //
 //   C[r][o] = Σ_t Σ_k A_t[r][k] · B[t][k][o]        r < rows ≤ 6, t < taps, k < depth
 //
-// where row r of A_t starts at a[t·6 + r] (every (tap, row) its own pointer: rows may be any
-// pixels, and a tap that falls into the padding points at zeros), B is one or two consecutive
-// packed blocks, each [taps][depth][its width] (the first 16 wide when there are two, the second
-// at b + taps·depth·16), and C row r is at c + r·ldc. Then it stores C through the epilogue
-// (epilogue.h) when one is given, else as is.
+// (with Panel::tap_ids, B[tap_ids[t]] in place of B[t]), where row r of A_t starts at
+// a[t·6 + r] + a_offset (every (tap, row) its own pointer: rows may be any pixels, and a tap
+// that falls into the padding points at zeros), B is one or two consecutive packed blocks, each
+// [taps][depth][its width] (the first 16 wide when there are two, the second at
+// b + taps·depth·16; block_taps in place of taps with tap_ids), and C row r is at c + r·ldc.
+// Then it stores C through the epilogue (epilogue.h) when one is given, else as is.
 //   Winograd (winograd_conv2d.h): 1 tap; rows are transformed tiles, k input channels.
 //   Direct conv (direct_conv2d.h): kh·kw taps (the kernel's offsets in the input); rows are
 //   output pixels, k input channels.
@@ -35,7 +36,13 @@ inline constexpr std::int64_t kPanelWidth = 2 * kBlockWidth;
 struct Panel {
   std::int64_t rows = 0;            // 1…6
   const float* const* a = nullptr;  // taps × kPanelRows pointers, tap-major
+  std::int64_t a_offset = 0;        // added to each of them (a grouped conv's first input channel)
   std::int64_t taps = 1;
+  // When set, a's t-th group of row pointers is for B's tap tap_ids[t] (t < taps), and B's
+  // blocks hold block_taps taps: the direct conv leaves out the taps that read only padding
+  // for every row of the panel. Null: the groups are B's taps 0…taps−1.
+  const std::int64_t* tap_ids = nullptr;
+  std::int64_t block_taps = 0;
   std::int64_t depth = 0;
   const float* b = nullptr;
   std::int64_t width = 16;  // 8, 16, 24 or 32
@@ -55,6 +62,10 @@ void multiply_panel(const Panel& p);
 using RowKernel = void (*)(const Panel&);
 
 namespace detail {
+// B's taps per block (block_taps with tap_ids, else taps), and the index in B of a's tap t.
+inline std::int64_t block_taps(const Panel& p) { return p.tap_ids ? p.block_taps : p.taps; }
+inline std::int64_t tap_id(const Panel& p, std::int64_t t) { return p.tap_ids ? p.tap_ids[t] : t; }
+
 // One form each (tests compare them); the AVX-512 one only where cpu_has_avx512().
 void multiply_panel_avx2(const Panel& p);
 void multiply_panel_avx512(const Panel& p);

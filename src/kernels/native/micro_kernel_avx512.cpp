@@ -56,16 +56,18 @@ REFOLD_TARGET_AVX512 void micro_kernel(const Panel& p) {
   constexpr std::int64_t first_width = W < 16 ? W : 16, second_width = two ? W - 16 : 0;
   __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  const float* b0p = p.b;
-  const float* b1p = p.b + p.taps * p.depth * kBlockWidth;  // the second block, when two
+  const float* second_block = p.b + detail::block_taps(p) * p.depth * kBlockWidth;  // when two
   for (std::int64_t t = 0; t < p.taps; ++t) {
+    const std::int64_t tap = detail::tap_id(p, t);
+    const float* b0p = p.b + tap * p.depth * first_width;
+    const float* b1p = second_block + tap * p.depth * second_width;
     const float* const* rows = p.a + t * kPanelRows;
-    const float* a0 = rows[0];
-    const float* a1 = R > 1 ? rows[1] : a0;
-    const float* a2 = R > 2 ? rows[2] : a0;
-    const float* a3 = R > 3 ? rows[3] : a0;
-    const float* a4 = R > 4 ? rows[4] : a0;
-    const float* a5 = R > 5 ? rows[5] : a0;
+    const float* a0 = rows[0] + p.a_offset;
+    const float* a1 = R > 1 ? rows[1] + p.a_offset : a0;
+    const float* a2 = R > 2 ? rows[2] + p.a_offset : a0;
+    const float* a3 = R > 3 ? rows[3] + p.a_offset : a0;
+    const float* a4 = R > 4 ? rows[4] + p.a_offset : a0;
+    const float* a5 = R > 5 ? rows[5] + p.a_offset : a0;
     for (std::int64_t k = 0; k < p.depth; ++k, b0p += first_width, b1p += second_width) {
       const __m512 b0 = load_b<W, 0>(b0p);
       const __m512 b1 = two ? load_b<W, 1>(b1p) : b0;

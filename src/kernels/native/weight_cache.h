@@ -15,7 +15,14 @@
 
 namespace refold::native {
 
-enum class Packing : std::int64_t { Winograd2x2 = 1, Direct = 2, Winograd4x4 = 3 };
+// DirectBlocksOf8: the direct conv's panels 8 channels wide throughout (a grouped conv whose
+// groups have an odd multiple of 8 output channels: no block may span two groups).
+enum class Packing : std::int64_t {
+  Winograd2x2 = 1,
+  Direct = 2,
+  Winograd4x4 = 3,
+  DirectBlocksOf8 = 4
+};
 
 // The cached packing of `weight`, made by `pack(weight)` on a miss.
 std::shared_ptr<const std::vector<float>> packed_weights(

@@ -47,6 +47,7 @@ float* thread_scratch(std::size_t floats) {
 // Why this kernel, with this tile, does not take a valid problem, or "" when it does.
 template <WinogradTile Tile>
 std::string decline_reason(const Conv2dOptions& options, const ref::Conv2dGeometry& g) {
+  if (g.groups != 1) return "groups 1 only";
   if (g.kh != 3 || g.kw != 3) return "3x3 kernels only";
   if (!(options.stride == Size2d(1)) || !(options.dilation == Size2d(1)))
     return "stride 1 and dilation 1 only";
