@@ -45,11 +45,14 @@ std::string origin_of(const graph::Graph& graph, std::vector<std::size_t> parts)
   return fmt::format("{}", fmt::join(names, "+"));
 }
 
-void replace_with_fused(graph::Graph& graph, std::vector<std::size_t> parts, graph::Node fused) {
+void replace_with_fused(graph::Graph& graph, std::vector<std::size_t> parts, graph::Node fused,
+                        FusedAt at) {
   std::sort(parts.begin(), parts.end());
   for (std::size_t p : parts) fused.parts.push_back(graph.nodes()[p]);
   if (!fused.module) fused = with_module(graph, std::move(fused));
-  const std::size_t position = parts.back() - (parts.size() - 1);
+  // The last part's index once the parts before it are gone; the first part's never moves.
+  const std::size_t position =
+      at == FusedAt::FirstPart ? parts.front() : parts.back() - (parts.size() - 1);
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) graph.erase_node(*it);
   graph.insert_node(position, std::move(fused));
 }

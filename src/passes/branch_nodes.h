@@ -42,10 +42,14 @@ bool is_reshape(const graph::Node& node);
 
 // Replaces the nodes `parts` (indices, any order) by `fused`, which then holds them, in graph
 // order, as its parts (the exporter writes them back as standard ONNX); a `fused` without a
-// module gets the one its data says (module_for). It goes where the last
+// module gets the one its data says (module_for). By default it goes where the last
 // part was, so every value its parts read is defined before it; its outputs must be the ones
-// of the parts that anything else reads.
-void replace_with_fused(graph::Graph& graph, std::vector<std::size_t> parts, graph::Node fused);
+// of the parts that anything else reads. FusedAt::FirstPart puts it where the first part was
+// instead — right when every input of `fused` was read by that first part (so is defined
+// before it) and a reader of one part's output may sit between the parts (ChannelRoute's cuts).
+enum class FusedAt { LastPart, FirstPart };
+void replace_with_fused(graph::Graph& graph, std::vector<std::size_t> parts, graph::Node fused,
+                        FusedAt at = FusedAt::LastPart);
 
 // The modules, or nullptr when the node is not run by exactly that module type.
 std::shared_ptr<nn::Conv2d> conv_module(const graph::Node& node);

@@ -20,6 +20,8 @@
 //     (one fused node, its parts the three; it keeps x's memory format, the Reshapes did not).
 //   A patch unfold/fold, Reshape → Transpose → Reshape moving only spatial positions, x and y
 //   4-d (passes/patch_shuffle.h)                         → PatchShuffle(x), channels_last kept
+//   and a channel shuffle with the Concat before it and/or the Slices or Split after it
+//   (passes/channel_route.h)                             → ChannelRoute(a, b, …): one pass
 //   A MatMul of two computed operands with Mul/Div by one-element constants on its operands or
 //   result — attention's scale — and/or a Transpose of the result keeping its rows or columns
 //   innermost (passes/scaled_matmul.h)                   → ScaledMatMul(a, b), alpha, perm
@@ -51,6 +53,7 @@
 #include "passes/add_softmax.h"
 #include "passes/axis_linear.h"
 #include "passes/branch_nodes.h"
+#include "passes/channel_route.h"
 #include "passes/group_norm_pattern.h"
 #include "passes/group_sum.h"
 #include "passes/known_values.h"
@@ -216,6 +219,9 @@ PassReport canonicalize(graph::Graph& graph) {
       } else if (const auto shuffle = detail::match_patch_shuffle(graph, i, shapes)) {
         next = *std::min_element(shuffle->parts.begin(), shuffle->parts.end());
         note = detail::fuse_patch_shuffle(graph, *shuffle);
+      } else if (const auto route = detail::match_channel_route(graph, i, shapes)) {
+        next = *std::min_element(route->parts.begin(), route->parts.end());
+        note = detail::fuse_channel_route(graph, *route);
       } else if (const auto product = detail::match_scaled_matmul(graph, i)) {
         next = *std::min_element(product->parts.begin(), product->parts.end());
         note = detail::fuse_scaled_matmul(graph, *product);

@@ -6,6 +6,7 @@
 #include "ops/op.h"
 #include "passes/add_softmax.h"
 #include "passes/axis_linear.h"
+#include "passes/channel_route.h"
 #include "passes/group_sum.h"
 #include "passes/l2_normalize.h"
 #include "passes/patch_shuffle.h"
@@ -24,6 +25,8 @@ nn::ModulePtr module_for(const graph::Graph& graph, const graph::Node& node) {
     return fused_module(graph, node);
   if (node.domain == "refold" && node.op_type == "PatchShuffle")
     return detail::build_patch_shuffle(node);
+  if (node.domain == "refold" && node.op_type == "ChannelRoute")
+    return detail::build_channel_route(node);
   if (node.domain == "refold" && node.op_type == "ScaledMatMul")
     return detail::build_scaled_matmul(node);
   if (node.domain == "refold" && node.op_type == "AddSoftmax")

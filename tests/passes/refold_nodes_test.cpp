@@ -1,9 +1,9 @@
-// The nodes of domain "refold" that passes create (PatchShuffle, ScaledMatMul, AddSoftmax,
-// L2Normalize, GroupSum, Rearrange) are rebuilt from their attributes by passes::module_for
-// whenever a graph is copied or re-planned. The importer refuses the domain, so only a pass can
-// write one; these tests feed module_for the malformed nodes a buggy pass (or a hand-edited graph)
-// could make: each gets a refold::Error that names the node and what is wrong, never a crash or a
-// module that computes something else.
+// The nodes of domain "refold" that passes create (PatchShuffle, ChannelRoute, ScaledMatMul,
+// AddSoftmax, L2Normalize, GroupSum, Rearrange) are rebuilt from their attributes by
+// passes::module_for whenever a graph is copied or re-planned. The importer refuses the domain, so
+// only a pass can write one; these tests feed module_for the malformed nodes a buggy pass (or a
+// hand-edited graph) could make: each gets a refold::Error that names the node and what is wrong,
+// never a crash or a module that computes something else.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -181,6 +181,19 @@ TEST(RefoldNodes, AGroupSumSumsTheWeightedChannelGroupsAndAMalformedOneIsRefused
   expect_refused(three_inputs, "expects 1 or 2 inputs");
   graph::Node no_groups = refold_node("GroupSum", {"x"});
   expect_refused(no_groups, "groups 0 is not positive");
+}
+
+TEST(RefoldNodes, AMalformedChannelRouteIsRefusedByName) {
+  graph::Node n = refold_node("ChannelRoute", {"a", "b"});
+  expect_refused(n, "'input_channels'");
+  n.attributes.set("input_channels", Ints{4, 4});
+  n.attributes.set("output_channels", Ints{2});
+  n.attributes.set("sources", Ints{0, 1});
+  expect_refused(n, "needs 2 sources per output channel (4), got 2");
+  n.attributes.set("sources", Ints{0, 1, 1, 4});
+  expect_refused(n, "source (input 1, channel 4) is not one of the inputs' channels [4, 4]");
+  n.attributes.set("output_channels", Ints{0, 2});
+  expect_refused(n, "output_channels [0, 2] must be positive");
 }
 
 TEST(RefoldNodes, AMalformedPatchShuffleIsRefusedByName) {
