@@ -34,7 +34,7 @@ constexpr bool kSanitized = false;
 
 struct Cache {
   std::mutex mutex;
-  std::map<std::size_t, std::vector<void*>> free;  // rounded size → kept blocks (none empty)
+  std::map<std::size_t, std::vector<void*>> free;  // rounded size → kept blocks (maybe none)
   std::size_t bytes = 0;
   // Blocks handed out for a smaller size class than their own: block → its own size.
   std::unordered_map<void*, std::size_t> larger;
@@ -65,8 +65,9 @@ std::size_t block_size(std::size_t bytes, std::size_t alignment) {
     const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
     return rounded < alignment ? alignment : rounded;
   }
-  // The size class: a quarter of the largest power of two ≤ bytes (≥ 4 KiB, so a multiple of
-  // the page; at least the alignment), times the fewest quarters that hold `bytes`.
+  // The size class: a quarter of the largest power of two ≤ bytes (≥ 256 bytes; from 16 KiB on
+  // ≥ 4 KiB, so whole pages; at least the alignment), times the fewest quarters that hold
+  // `bytes`.
   std::size_t octave = kMinCachedBytes;
   while (octave <= bytes / 2) octave *= 2;
   const std::size_t quarter = std::max(octave / 4, alignment);
@@ -110,8 +111,7 @@ void* take_block(std::size_t bytes, std::size_t alignment) {
       blocks.erase(std::next(aligned).base());
       c.bytes -= it->first;
       if (it->first != size) c.larger.emplace(block, it->first);
-      if (blocks.empty()) c.free.erase(it);
-      return block;
+      return block;  // an emptied class stays: its next block is kept without allocating
     }
   }
   return std::aligned_alloc(alignment, size);

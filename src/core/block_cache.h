@@ -37,7 +37,7 @@
 
 namespace refold::detail {
 
-// From 16 KiB on. glibc maps blocks from its mmap threshold on (128 KiB by default) as pages of
+// From 1 KiB on. glibc maps blocks from its mmap threshold on (128 KiB by default) as pages of
 // their own (faulted in on first write, unmapped when freed): at 256 KiB, MobileViT's 245 KB
 // attention tensors were mapped and unmapped on every run, its 5-d Transposes 0.18 ms each where
 // the copy takes 0.02 (bench/RESULTS.md, session 35). Below it, glibc trims the top of its heap
@@ -45,8 +45,12 @@ namespace refold::detail {
 // its last activations at the heap's top: a chain of 1×1 and depthwise convs on 7×7×512 maps
 // (100 KB) built in memory ran 1.39× the time it takes with the blocks kept (session 45), the
 // threads waiting on page faults and the TLB shootdowns of each trim. (A model loaded from a
-// file rarely showed it: freeing the file's bytes raises both glibc thresholds.)
-inline constexpr std::size_t kMinCachedBytes = std::size_t{16} << 10;  // 16 KiB
+// file rarely showed it: freeing the file's bytes raises both glibc thresholds.) And from 1 KiB
+// (glibc's large-bin requests) each malloc first consolidates its fast bins, which the many
+// small frees of a run fill: attention models with hundreds of 1–16 KB tensors (EfficientViT-M0,
+// 467 nodes) spent a tenth of the main thread in malloc and free; kept from 1 KiB rather than
+// 16, they ran 0.96–0.97× the time (session 51, bench/RESULTS.md).
+inline constexpr std::size_t kMinCachedBytes = std::size_t{1} << 10;   // 1 KiB
 inline constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;   // 1 GiB
 inline constexpr std::size_t kMinMappedBytes = std::size_t{64} << 10;  // 64 KiB, stand-ins only
 inline constexpr std::size_t kLargestFit = 2;  // a request takes a kept block up to 2× its class
