@@ -12,7 +12,6 @@
 #include "passes/passes.h"
 #include "refold/nn/conv.h"
 #include "refold/nn/utils.h"
-#include "refold/onnx/onnx.h"
 #include "testing/compare.h"
 #include "testing/graph_builder.h"
 #include "testing/pass_checks.h"
@@ -349,9 +348,7 @@ TEST(ActivationFusion, AnActivationAfterADataMoveMovesToItsConvAndFuses) {
     ASSERT_EQ(b.count("Rearrange"), 1) << b.graph().dump();
     const passes::PassReport report = testing::apply_pass(b, passes::fuse_activations);
     EXPECT_TRUE(has_note(report, "before Rearrange")) << notes_of(report);
-    const std::string bytes = onnx::save_to_bytes(b.graph());
-    const auto written = onnx::load_from_memory(
-        std::as_bytes(std::span(bytes.data(), bytes.size())), "hoisted.onnx");
+    const auto written = testing::written_back(b.graph());
     EXPECT_TRUE(testing::all_close(written->run({in.clone()})[0], before, kFused));
   }
   {  // A Slice keeps half the elements: the activation stays after it.

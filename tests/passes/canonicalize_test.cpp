@@ -9,14 +9,12 @@
 #include <functional>
 #include <map>
 #include <numbers>
-#include <span>
 #include <string>
 #include <vector>
 
 #include "kernels/verbose.h"
 #include "passes/passes.h"
 #include "refold/nn/conv.h"
-#include "refold/onnx/onnx.h"
 #include "testing/compare.h"
 #include "testing/graph_builder.h"
 #include "testing/pass_checks.h"
@@ -621,9 +619,7 @@ TEST(Canonicalize, ReshapesBetweenTheSumAndItsSoftmaxMoveAfterTheAddSoftmax) {
   EXPECT_EQ(n_fused.inputs, (std::vector<std::string>{split, "mask"}));
   EXPECT_EQ(b.graph().consumers(n_fused.outputs[0]).size(), 1u);
 
-  const std::string bytes = onnx::save_to_bytes(b.graph());
-  const auto written =
-      onnx::load_from_memory(std::as_bytes(std::span(bytes.data(), bytes.size())), "swin.onnx");
+  const auto written = testing::written_back(b.graph());
   EXPECT_TRUE(testing::model_close(written->run(in)[0], before));
 }
 
@@ -705,9 +701,7 @@ TEST(Canonicalize, FNormalizeBecomesOneL2Normalize) {
     EXPECT_FALSE(passes::canonicalize(b.graph()).changed);
 
     if (c.axes_input) continue;  // a graph built in C++ is written as opset 17
-    const std::string bytes = onnx::save_to_bytes(b.graph());
-    const auto written =
-        onnx::load_from_memory(std::as_bytes(std::span(bytes.data(), bytes.size())), "n.onnx");
+    const auto written = testing::written_back(b.graph());
     EXPECT_EQ(std::count_if(written->nodes().begin(), written->nodes().end(),
                             [](const graph::Node& w) { return w.op_type == "ReduceL2"; }),
               1);
@@ -777,9 +771,7 @@ TEST(Canonicalize, ATransposeOfAProductBecomesTheOrderItIsWrittenIn) {
     EXPECT_EQ(b.graph().nodes()[1].op_type, "Reshape");
     EXPECT_FALSE(passes::canonicalize(b.graph()).changed);
 
-    const std::string bytes = onnx::save_to_bytes(b.graph());
-    const auto written =
-        onnx::load_from_memory(std::as_bytes(std::span(bytes.data(), bytes.size())), "t.onnx");
+    const auto written = testing::written_back(b.graph());
     const auto count = [&](const char* op) {
       return std::count_if(written->nodes().begin(), written->nodes().end(),
                            [&](const graph::Node& w) { return w.op_type == op; });
@@ -1020,9 +1012,7 @@ TEST(Canonicalize, SplitAttentionSumsBecomeGroupSums) {
     EXPECT_TRUE(passes::eliminate_dead_code(b.graph()).changed);
     EXPECT_FALSE(b.graph().find_node("split").has_value());
 
-    const std::string bytes = onnx::save_to_bytes(b.graph());
-    const auto written =
-        onnx::load_from_memory(std::as_bytes(std::span(bytes.data(), bytes.size())), "g.onnx");
+    const auto written = testing::written_back(b.graph());
     EXPECT_EQ(std::count_if(written->nodes().begin(), written->nodes().end(),
                             [](const graph::Node& w) { return w.op_type == "ReduceSum"; }),
               2);

@@ -8,13 +8,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "passes/node_module.h"
+#include "refold/onnx/onnx.h"
 #include "refold/passes/pipeline.h"
 #include "testing/compare.h"
 #include "testing/graph_builder.h"
@@ -32,6 +36,13 @@ inline std::string notes_of(const passes::PassReport& r) {
   std::string out;
   for (const std::string& n : r.notes) out += n + "\n";
   return out;
+}
+
+// `graph` as another runtime gets it: written as ONNX (fused nodes as their standard parts) and
+// read back.
+inline std::shared_ptr<graph::Graph> written_back(const graph::Graph& graph) {
+  const std::string bytes = onnx::save_to_bytes(graph);
+  return onnx::load_from_memory(std::as_bytes(std::span(bytes.data(), bytes.size())), "g.onnx");
 }
 
 using Pass = std::function<passes::PassReport(graph::Graph&)>;
