@@ -108,18 +108,18 @@ nn::ModulePtr build_div(const BuildContext& c) { return build_arith(c, reference
 const std::vector<OpDef>& arithmetic_ops() {
   static const std::vector<OpDef> table = {
       // v7 onwards: NumPy broadcasting (v6 had the `broadcast`/`axis` attributes).
-      {"Add", 7, build_add, LayoutRule::FirstNonConstant},
-      {"Sub", 7, build_sub, LayoutRule::FirstNonConstant},
-      {"Mul", 7, build_mul, LayoutRule::FirstNonConstant},
-      {"Div", 7, build_div, LayoutRule::FirstNonConstant},
+      {"Add", 7, build_add, LayoutRule::Broadcasting},
+      {"Sub", 7, build_sub, LayoutRule::Broadcasting},
+      {"Mul", 7, build_mul, LayoutRule::Broadcasting},
+      {"Div", 7, build_div, LayoutRule::Broadcasting},
       // v9: the slope broadcasts to X (unidirectionally); the output has X's format.
       {"PRelu", 9, build_prelu, LayoutRule::FirstInput},
-      {"Mod", 10, build_mod, LayoutRule::FirstNonConstant},
+      {"Mod", 10, build_mod, LayoutRule::Broadcasting},
       // v8 onwards: the inputs broadcast (v6 required equal shapes).
-      {"Max", 8, build_variadic<reference::ArithOp::Max>, LayoutRule::FirstNonConstant},
-      {"Min", 8, build_variadic<reference::ArithOp::Min>, LayoutRule::FirstNonConstant},
-      {"Sum", 8, build_variadic<reference::ArithOp::Add>, LayoutRule::FirstNonConstant},
-      {"Mean", 8, build_variadic<reference::ArithOp::Add, true>, LayoutRule::FirstNonConstant},
+      {"Max", 8, build_variadic<reference::ArithOp::Max>, LayoutRule::Broadcasting},
+      {"Min", 8, build_variadic<reference::ArithOp::Min>, LayoutRule::Broadcasting},
+      {"Sum", 8, build_variadic<reference::ArithOp::Add>, LayoutRule::Broadcasting},
+      {"Mean", 8, build_variadic<reference::ArithOp::Add, true>, LayoutRule::Broadcasting},
   };
   return table;
 }

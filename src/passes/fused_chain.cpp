@@ -4,6 +4,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/native/elementwise_chain.h"
 #include "kernels/post_ops.h"
+#include "kernels/reference/binary_checks.h"
 #include "ops/arithmetic.h"
 #include "refold/functional.h"
 #include "refold/reference.h"
@@ -26,11 +27,21 @@ std::vector<Tensor> ElementwiseChain::run(const std::vector<Tensor>& inputs) {
   PostOps post = post_;
   post.residual = r;
   if (!r.defined() || (r.sizes() == x.sizes() && r.dtype() == x.dtype())) {
+    // The output takes the Add's layout (reference::detail::layout_operand: NHWC when either
+    // operand is); an operand in the other layout is permuted into it first, so that the chain
+    // runs as one native pass.
+    Tensor xs = x;
+    if (r.defined()) {
+      const MemoryFormat layout =
+          reference::detail::layout_operand(x, r, x.sizes())->suggest_memory_format();
+      xs = functional::to_format(x, layout);
+      post.residual = functional::to_format(r, layout);
+    }
     return {dispatch(
         "elementwise_chain",
         {{"native",
-          [&](std::string* declined) { return native::elementwise_chain(x, post, declined); }}},
-        [&] { return reference::apply_post_ops(x, post); })};
+          [&](std::string* declined) { return native::elementwise_chain(xs, post, declined); }}},
+        [&] { return reference::apply_post_ops(xs, post); })};
   }
   // Unfused: the chain with the residual added by ONNX Add (broadcasting), as the Add node did.
   ops::Binary add(reference::ArithOp::Add);

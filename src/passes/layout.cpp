@@ -20,6 +20,7 @@
 #include "core/check.h"
 #include "ops/op.h"
 #include "ops/transpose.h"
+#include "passes/fused_chain.h"
 #include "passes/fused_conv.h"
 #include "passes/layout_model.h"
 #include "passes/passes.h"
@@ -48,26 +49,28 @@ Tensor conv_weight(const nn::ModulePtr& module) {
 // gets NCHW inputs; any other node follows its op's LayoutRule (src/ops/op.h), and a node the
 // op tables do not define (a module built in C++) keeps its first input's format.
 enum class Rule {
-  Conv,              // NHWC if input 0 or the weight is NHWC
-  NchwOnly,          // accepts_channels_last() == false: NHWC inputs permuted, output NCHW
-  AllInputs,         // LayoutRule::AllInputs
-  FirstNonConstant,  // LayoutRule::FirstNonConstant
-  Fresh,             // LayoutRule::Fresh
-  FirstInput,        // LayoutRule::FirstInput
-  Permutation,       // LayoutRule::Permutation (ops::transposed_format)
-  Image,             // a Rearrange: a 4-d output is NHWC unless its input is 4-d NCHW
+  Conv,          // NHWC if input 0 or the weight is NHWC
+  NchwOnly,      // accepts_channels_last() == false: NHWC inputs permuted, output NCHW
+  AllInputs,     // LayoutRule::AllInputs
+  Broadcasting,  // LayoutRule::Broadcasting, and a fused element-wise chain (x, residual)
+  Fresh,         // LayoutRule::Fresh
+  FirstInput,    // LayoutRule::FirstInput
+  Permutation,   // LayoutRule::Permutation (ops::transposed_format)
+  Image,         // a Rearrange: a 4-d output is NHWC unless its input is 4-d NCHW
 };
 
 Rule rule_of(const graph::Node& node) {
   if (conv_weight(node.module).defined()) return Rule::Conv;
   if (dynamic_cast<const detail::Rearrange*>(node.module.get()) != nullptr) return Rule::Image;
   if (!node.module->accepts_channels_last()) return Rule::NchwOnly;
+  if (dynamic_cast<const ElementwiseChain*>(node.module.get()) != nullptr)
+    return Rule::Broadcasting;
   const ops::OpDef* def = ops::find_op(node);
   switch (def != nullptr ? def->layout : ops::LayoutRule::FirstInput) {
     case ops::LayoutRule::AllInputs:
       return Rule::AllInputs;
-    case ops::LayoutRule::FirstNonConstant:
-      return Rule::FirstNonConstant;
+    case ops::LayoutRule::Broadcasting:
+      return Rule::Broadcasting;
     case ops::LayoutRule::Fresh:
       return Rule::Fresh;
     case ops::LayoutRule::Permutation:
@@ -154,6 +157,8 @@ class Model {
       if (info.rule == Rule::Permutation)
         info.perm = dynamic_cast<const ops::Transpose&>(*n.module).perm();
       info.op = dynamic_cast<const graph::Op*>(n.module.get()) != nullptr;
+      info.residual = dynamic_cast<const FusedConvAdd*>(n.module.get()) != nullptr;
+      info.chain = dynamic_cast<const ElementwiseChain*>(n.module.get()) != nullptr;
       for (const std::string& s : n.inputs) info.inputs.push_back(s.empty() ? -1 : ids_.at(s));
       for (const std::string& s : n.outputs) info.outputs.push_back(s.empty() ? -1 : ids_.at(s));
       if (info.rule == Rule::Conv) {
@@ -270,6 +275,10 @@ class Model {
           const MemoryFormat w = nhwc[n.var] ? kNhwc : kNchw;
           out = (of(x) == kNhwc || w == kNhwc) ? kNhwc : kNchw;
           if (x >= 0 && out == kNhwc && of(x) == kNchw) permute(0, kNhwc);
+          // A fused residual (FusedConvAdd's inputs [x, W, B, r, …]) in the other format is
+          // permuted into the output's (onednn::detail::run_conv: contiguous(layout)).
+          if (n.residual && n.inputs.size() > 3 && n.inputs[3] >= 0 && of(n.inputs[3]) != out)
+            permute(3, out);
           if (out == kNchw) ++score.nchw_convs;
           if (nl != nullptr) {
             nl->is_conv = true;
@@ -307,15 +316,26 @@ class Model {
           }
           break;
         }
-        case Rule::FirstNonConstant: {
-          int parent = n.inputs.empty() ? -1 : n.inputs[0];
+        case Rule::Broadcasting: {
+          // reference::detail::layout_operand: NHWC when an operand with the output's shape is,
+          // else that operand's format. The output's shape is taken to be a 4-d non-constant
+          // operand's (a constant is the broadcast bias or scale; an ambiguous [N, C, 1, 1]
+          // is an SE gate's scale); without one, the first non-constant operand's format.
+          int full = -1, first = -1;
+          bool any_nhwc = false;
           for (int in : n.inputs) {
-            if (in >= 0 && !constant_[in]) {
-              parent = in;
-              break;
-            }
+            if (in < 0 || constant_[in]) continue;
+            if (first < 0) first = in;
+            if (kind_[in] != Kind::FourD) continue;
+            if (full < 0) full = in;
+            any_nhwc = any_nhwc || of(in) == kNhwc;
           }
-          out = of(parent);
+          if (first < 0 && !n.inputs.empty()) first = n.inputs[0];
+          out = any_nhwc ? kNhwc : of(full >= 0 ? full : first);
+          // A fused chain (inputs [x, r, K…]) runs in one layout: ElementwiseChain::run
+          // permutes the one of x and r that is not in the output's.
+          for (std::size_t k = 0; n.chain && k < std::min<std::size_t>(2, n.inputs.size()); ++k)
+            if (n.inputs[k] >= 0 && of(n.inputs[k]) != out) permute(k, out);
           break;
         }
         case Rule::Fresh:
@@ -356,6 +376,8 @@ class Model {
   struct NodeInfo {
     Rule rule = Rule::FirstInput;
     bool op = false;
+    bool residual = false;  // a conv with a fused residual (FusedConvAdd)
+    bool chain = false;     // a fused element-wise chain (ElementwiseChain)
     int var = -1;
     std::vector<int> inputs, outputs;
     std::vector<std::int64_t> perm;  // Rule::Permutation

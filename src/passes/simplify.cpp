@@ -10,7 +10,8 @@
 //   Transpose(Transpose(x, p1), p2) with p1[p2[i]] = i → Identity(x)
 //   Reshape(Reshape(x, s1), s2)          → Reshape(x, s2)  s2 constant, no 0 that copies a dim
 //   Pad(x, pads) with every pad 0        → Identity(x)
-//   Slice(x, …) with positive steps whose output has x's static shape → Identity(x)
+//   Slice(x, …) with positive steps, Reshape, Flatten, Squeeze, Unsqueeze or Expand whose
+//                                        output has x's static shape → Identity(x)
 //   op(Expand(v, s), w), op(w, Expand(v, s)) for op Add/Sub/Mul/Div, where op(v, w) has the
 //                                        same static shape → op reads v (F.normalize's
 //                                        x / norm.expand_as(x): the op broadcasts v itself)
@@ -33,8 +34,9 @@
 //   - Dropout at inference is the identity on its data output (ONNX Dropout-12 spec).
 //   - Expand repeats v along the dims it enlarges; a broadcasting op repeats v along the same
 //     dims when the result's shape is the same, so every output element reads the same v.
-//   - Slice: see match_full_slice. GhostNet's cat(x1, x2)[:, :oup] is such a Slice whenever
-//     oup is even.
+//   - Slice, Reshape, …: see match_same_shape. GhostNet's cat(x1, x2)[:, :oup] is such a Slice
+//     whenever oup is even; EfficientViT's feat.view(B, -1, H, W) of a conv's [B, C, H, W]
+//     output such a Reshape (which the layout plan would otherwise count as a permute).
 //   - Transpose: output dim i is input dim p[i], so the pair moves dim p1[p2[i]] to i.
 //   - Reshape reads its input in row-major order and writes the same sequence; two of them in
 //     a row read x in row-major order, and so does the merged one. An s2 entry −1 is inferred
@@ -262,12 +264,19 @@ Candidate match_zero_pad(const graph::Graph& graph, const graph::Node& node) {
 // A Slice whose steps are all positive keeps element i of a sliced dim at start + i·step; when
 // its output has its input's static shape, each sliced dim keeps all n elements, which with a
 // positive step only start 0, step 1 does (or n ≤ 1, where any start that keeps one element is 0).
-Candidate match_full_slice(const graph::Graph& graph, const graph::Node& node,
+// An op that writes its input's elements in their order — a Slice with positive steps (every
+// element it keeps, in order), Reshape, Flatten, Squeeze, Unsqueeze (a new shape over the same
+// row-major sequence), Expand (each element repeated) — whose output has its input's static
+// shape: it keeps every element where it was.
+Candidate match_same_shape(const graph::Graph& graph, const graph::Node& node,
                            detail::StaticShapes& shapes) {
-  if (!is_op(node, "Slice") || node.inputs.empty() || node.inputs[0].empty() ||
-      node.outputs.size() != 1)
+  static constexpr const char* kOrderKeeping[] = {"Slice",   "Reshape",   "Flatten",
+                                                  "Squeeze", "Unsqueeze", "Expand"};
+  const bool order_keeping = std::any_of(std::begin(kOrderKeeping), std::end(kOrderKeeping),
+                                         [&](const char* op) { return is_op(node, op); });
+  if (!order_keeping || node.inputs.empty() || node.inputs[0].empty() || node.outputs.size() != 1)
     return {};
-  if (node.inputs.size() > 4 && !node.inputs[4].empty()) {
+  if (is_op(node, "Slice") && node.inputs.size() > 4 && !node.inputs[4].empty()) {
     const auto steps = detail::constant_value(graph, node.inputs[4]);
     if (!steps) return {};
     const std::vector<float> values = steps->to_vector();
@@ -275,7 +284,7 @@ Candidate match_full_slice(const graph::Graph& graph, const graph::Node& node,
   }
   const std::optional<Shape> in = shapes.shape(node.inputs[0]);
   if (!in || shapes.shape(node.outputs[0]) != in) return {};
-  return NoOp{node.inputs[0], "Slice of every element"};
+  return NoOp{node.inputs[0], fmt::format("{} to the input's own shape", node.op_type)};
 }
 
 // An arithmetic op reading an Expand whose enlargement it would make itself.
@@ -313,7 +322,7 @@ Candidate match_no_op(const graph::Graph& graph, const graph::Node& node,
     Candidate c = match(graph, node);
     if (!std::holds_alternative<std::monostate>(c)) return c;
   }
-  Candidate c = match_full_slice(graph, node, shapes);
+  Candidate c = match_same_shape(graph, node, shapes);
   if (!std::holds_alternative<std::monostate>(c)) return c;
   return match_expanded_operand(graph, node, shapes);
 }

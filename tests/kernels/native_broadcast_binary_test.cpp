@@ -132,6 +132,29 @@ TEST_F(NativeBroadcastBinary, GathersAStridedOperandAlongTheRows) {
   }
 }
 
+// An NCHW and an NHWC operand of one shape (EfficientViT's attention output plus a conv's
+// channel slice): the output is NHWC whichever comes first, Sub and Div keeping their order.
+TEST_F(NativeBroadcastBinary, MixedLayoutsGiveChannelsLastInEitherOrder) {
+  Generator gen(10);
+  const Tensor nchw = randn({2, 13, 5, 6}, {}, gen);
+  const Tensor nhwc = functional::add(rand({2, 13, 5, 6}, {}, gen), full({2, 13, 5, 6}, 0.5f))
+                          .contiguous(MemoryFormat::ChannelsLast);
+  for (const BinaryKind op : {BinaryKind::Add, BinaryKind::Sub, BinaryKind::Mul, BinaryKind::Div}) {
+    for (const bool nhwc_first : {false, true}) {
+      SCOPED_TRACE(fmt::format("op {} NHWC first {}", static_cast<int>(op), nhwc_first));
+      const Tensor& a = nhwc_first ? nhwc : nchw;
+      const Tensor& b = nhwc_first ? nchw : nhwc;
+      std::string declined;
+      const Tensor y = native::broadcast_binary(op, a, b, &declined);
+      ASSERT_TRUE(y.defined()) << declined;
+      EXPECT_TRUE(y.is_contiguous(MemoryFormat::ChannelsLast));
+      const Tensor want = expected(op, a, b);
+      EXPECT_EQ(y.strides(), want.strides());
+      EXPECT_TRUE(testing::all_close(y, want, testing::Tolerance::exact()));
+    }
+  }
+}
+
 TEST_F(NativeBroadcastBinary, DeclinesWhatItDoesNotTake) {
   const auto reason = [](const Tensor& a, const Tensor& b) {
     std::string why;

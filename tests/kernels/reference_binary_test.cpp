@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/reference/onnx_ops.h"
 #include "refold/reference.h"
 #include "testing/builders.h"
 #include "testing/compare.h"
@@ -56,11 +57,14 @@ TEST(ReferenceBinary, OutputTakesTheLayoutOfTheOperandWithTheOutputShape) {
   const Tensor nchw = randn({2, 5, 3, 4});
   const Tensor cl = randn({2, 5, 3, 4}).contiguous(CL);
   const Tensor per_channel = randn({5, 1, 1});
-  // a has the output shape: a's layout, whatever b is.
+  // a has the output shape and b broadcasts: a's layout.
   EXPECT_TRUE(reference::add(cl, per_channel).is_contiguous(CL));
+  EXPECT_TRUE(reference::add(nchw, per_channel).is_contiguous());
+  // Both have it: channels_last wins, in either order (layout_operand).
   EXPECT_TRUE(reference::add(cl, nchw).is_contiguous(CL));
-  EXPECT_FALSE(reference::add(nchw, cl).is_contiguous(CL));
-  EXPECT_TRUE(reference::add(nchw, cl).is_contiguous());
+  EXPECT_TRUE(reference::add(nchw, cl).is_contiguous(CL));
+  EXPECT_TRUE(reference::arith(nchw, cl, reference::ArithOp::Sub).is_contiguous(CL));
+  EXPECT_TRUE(reference::add(nchw, nchw).is_contiguous());
   // Only b has it: b's layout.
   EXPECT_TRUE(reference::mul(per_channel, cl).is_contiguous(CL));
   // Neither has it: contiguous.

@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
 #include <string>
 
+#include "passes/fused_chain.h"
 #include "passes/layout_model.h"
 #include "passes/passes.h"
 #include "refold/passes/layout.h"
@@ -219,6 +221,28 @@ std::vector<Net> nets() {
          const auto cat = b.node("Concat", {c1, c2, x}, attrs({{"axis", std::int64_t{1}}}), "cat");
          b.output(b.conv(b.node("Relu", {b.bn(cat, 16)}, {}, "relu"), 16, 4, 1, {.name = "conv3"}));
          (void)passes::fuse_activations(b.graph());
+       },
+       {1, 4, 6, 6}},
+      // EfficientViT's cascaded heads: an attention output (NCHW: a Reshape back from tokens)
+      // plus a conv's activation, then a conv; NHWC when either operand is (layout_operand), in
+      // either operand order, and for the fused chain Add → Relu too.
+      {"attention output meets a conv",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 4, 6, 6});
+         const auto c1 = b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1});
+         const auto tokens = b.node("Reshape", {c1, b.constant("s1", int64s({1, 4, 36}))});
+         const auto back = b.node("Reshape", {b.node("Sigmoid", {tokens}),
+                                              b.constant("s2", int64s({1, 4, 6, 6}))});
+         const auto a = b.node("Add", {back, c1}, {}, "add");
+         const auto c2 = b.conv(a, 4, 4, 1, {.name = "conv2"});
+         const auto s = b.node("Sub", {c1, back}, {}, "sub");
+         const auto r = b.node("Relu", {b.node("Add", {back, s}, {}, "add2")}, {}, "relu");
+         b.output(b.conv(b.node("Mul", {c2, r}, {}, "mul"), 4, 4, 1, {.name = "conv3"}));
+         (void)passes::fuse_activations(b.graph());
+         const auto& nodes = b.graph().nodes();
+         EXPECT_TRUE(std::any_of(nodes.begin(), nodes.end(), [](const graph::Node& n) {
+           return dynamic_cast<const passes::ElementwiseChain*>(n.module.get()) != nullptr;
+         })) << b.graph().dump();
        },
        {1, 4, 6, 6}},
       // ConvTranspose follows the conv rule (its weight [C_in, C_out, k, k] suggests the

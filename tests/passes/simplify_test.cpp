@@ -392,9 +392,32 @@ TEST(Simplify, SliceOfEveryElementBecomesIdentity) {
   const std::string reversed = slice(fewer, {-1}, {-99}, {2}, {-1});       // stays
   b.output(b.relu(reversed));
   const passes::PassReport r = simplify_exactly(b);
-  EXPECT_TRUE(has_note(r, "(Slice of every element)")) << notes_of(r);
+  EXPECT_TRUE(has_note(r, "(Slice to the input's own shape)")) << notes_of(r);
   remove_identities(b);
   EXPECT_EQ(b.count("Slice"), 2);
+}
+
+// EfficientViT's feat.view(B, -1, H, W) of a conv's [B, C, H, W] output, and the other ops
+// that keep the row-major order: to the input's own shape they go, to any other they stay.
+TEST(Simplify, ReshapeToTheInputsOwnShapeBecomesIdentity) {
+  GraphBuilder b;
+  const std::string x = b.input("x", {2, 4, 3, 3});
+  const std::string same = b.node("Reshape", {x, b.constant("s1", int64s({2, -1, 3, 3}))});
+  const std::string zeros_copy = b.node("Reshape", {same, b.constant("s2", int64s({0, 0, 3, 3}))});
+  const std::string flat = b.node("Reshape", {zeros_copy, b.constant("s3", int64s({2, 4, 9}))});
+  const std::string squeezed = b.node("Squeeze", {flat});  // no dim of 1: the same shape
+  const std::string expanded = b.node("Expand", {squeezed, b.constant("e", int64s({2, 4, 9}))});
+  const std::string wider = b.node("Expand", {expanded, b.constant("e2", int64s({3, 2, 4, 9}))});
+  b.output(b.relu(wider));
+  const passes::PassReport r = simplify_exactly(b);
+  EXPECT_TRUE(has_note(r, "simplified Reshape 'Reshape_1' (Reshape to the input's own shape)"))
+      << notes_of(r);
+  EXPECT_TRUE(has_note(r, "(Squeeze to the input's own shape)")) << notes_of(r);
+  EXPECT_TRUE(has_note(r, "(Expand to the input's own shape)")) << notes_of(r);
+  remove_identities(b);
+  EXPECT_EQ(b.count("Reshape"), 1);  // the one to [2, 4, 9]
+  EXPECT_EQ(b.count("Squeeze"), 0);
+  EXPECT_EQ(b.count("Expand"), 1);  // the one that adds a dim
 }
 
 TEST(Simplify, SliceOverAnUnknownSizeStays) {

@@ -8,6 +8,7 @@
 #include "kernels/native/cpu.h"
 #include "kernels/native/decline.h"
 #include "kernels/native/row_threads.h"
+#include "kernels/reference/binary_checks.h"
 
 #if REFOLD_HAVE_X86_KERNELS
 #include <immintrin.h>
@@ -151,11 +152,11 @@ Tensor broadcast_binary(BinaryKind op, const Tensor& a, const Tensor& b, std::st
         return decline(name, "shapes that do not broadcast", declined);
       if (s != 1) o = s;
     }
-  const bool a_full = a.sizes() == sizes;
-  if (!a_full && b.sizes() != sizes)
-    return decline(name, "neither operand has the output's shape", declined);
-  const Tensor& x = a_full ? a : b;
-  const Tensor& v = a_full ? b : a;
+  const Tensor* like = reference::detail::layout_operand(a, b, sizes);
+  if (like == nullptr) return decline(name, "neither operand has the output's shape", declined);
+  const bool reversed = like == &b;
+  const Tensor& x = *like;
+  const Tensor& v = reversed ? a : b;
   if (x.numel() == 0) return decline(name, "no elements", declined);
   if (!x.is_non_overlapping_and_dense()) return decline(name, "x is not dense", declined);
   // The dims of size > 1 in x's memory order, outermost first, merged where both operands
@@ -189,7 +190,6 @@ Tensor broadcast_binary(BinaryKind op, const Tensor& a, const Tensor& b, std::st
     return decline(name, "v is read with a stride a gather cannot take along the rows", declined);
 #if REFOLD_HAVE_X86_KERNELS
   Tensor y = empty_strided(x.sizes(), x.strides(), DType::Float32);
-  const bool reversed = !a_full;
   const float* xp = x.data<float>();
   const float* vp = v.data<float>();
   float* yp = y.data<float>();

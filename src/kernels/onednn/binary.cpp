@@ -89,9 +89,11 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declin
   const Shape sizes = reference::detail::check_binary(a, b, name);
   const DType dtype = a.dtype();
 
-  // src0 carries the output's shape and layout; only src1 may broadcast.
-  const bool a_full = a.sizes() == sizes;
-  if (!a_full && b.sizes() != sizes)
+  // src0 carries the output's shape and layout (reference::detail::layout_operand's); only
+  // src1 may broadcast.
+  const Tensor* like = reference::detail::layout_operand(a, b, sizes);
+  const bool a_full = like == &a;
+  if (like == nullptr)
     return decline(
         name,
         fmt::format("neither [{}] nor [{}] has the output's shape [{}]; oneDNN "
@@ -101,9 +103,10 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, std::string* declin
   // Only add and mul commute.
   if (!a_full && (op == BinaryOp::Sub || op == BinaryOp::Div))
     return decline(name,
-                   fmt::format("its first operand [{}] broadcasts to [{}]; oneDNN broadcasts only "
-                               "its second operand, and {} does not commute",
-                               fmt::join(a.sizes(), ", "), fmt::join(sizes, ", "), name),
+                   fmt::format("the output takes its second operand's layout ([{}] and [{}] to "
+                               "[{}]); oneDNN's src0 gives it, and {} does not commute",
+                               fmt::join(a.sizes(), ", "), fmt::join(b.sizes(), ", "),
+                               fmt::join(sizes, ", "), name),
                    declined);
   const Tensor& src0 = a_full ? a : b;
   const Tensor& src1 = a_full ? b : a;

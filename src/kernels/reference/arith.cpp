@@ -15,11 +15,11 @@ namespace refold::reference {
 using detail::broadcast_strides;
 namespace {
 
-// The output takes a's layout when a has the output's shape, else b's, else contiguous.
+// The output's layout: detail::layout_operand's, else contiguous.
 Tensor output_like(const Tensor& a, const Tensor& b, const Shape& sizes) {
   const DType dtype = a.dtype();
-  if (a.sizes() == sizes) return empty_like(a, {dtype, MemoryFormat::Preserve});
-  if (b.sizes() == sizes) return empty_like(b, {dtype, MemoryFormat::Preserve});
+  if (const Tensor* like = detail::layout_operand(a, b, sizes))
+    return empty_like(*like, {dtype, MemoryFormat::Preserve});
   return empty(sizes, {dtype, MemoryFormat::Contiguous});
 }
 

@@ -4,8 +4,7 @@
 // contain a 1, and the output takes the larger. An input reads a broadcast dimension with stride
 // 0, so one loop over the output's logical indices serves every shape.
 //
-// Output layout (PyTorch's TensorIterator for these cases): `a`'s layout when `a` already has
-// the output's shape, else `b`'s when `b` does, else contiguous.
+// Output layout: detail::layout_operand's (binary_checks.h), else contiguous.
 #include <algorithm>
 
 #include "core/check.h"
@@ -23,9 +22,9 @@ template <typename F>
 Tensor binary(const Tensor& a, const Tensor& b, const char* op, F f) {
   const Shape sizes = detail::check_binary(a, b, op);
   const DType dtype = a.dtype();
-  Tensor output = a.sizes() == sizes   ? empty_like(a, {dtype, MemoryFormat::Preserve})
-                  : b.sizes() == sizes ? empty_like(b, {dtype, MemoryFormat::Preserve})
-                                       : empty(sizes, {dtype, MemoryFormat::Contiguous});
+  const Tensor* like = detail::layout_operand(a, b, sizes);
+  Tensor output = like != nullptr ? empty_like(*like, {dtype, MemoryFormat::Preserve})
+                                  : empty(sizes, {dtype, MemoryFormat::Contiguous});
   const Shape a_strides = broadcast_strides(a, sizes);
   const Shape b_strides = broadcast_strides(b, sizes);
   const FloatReader ra(a);

@@ -48,4 +48,20 @@ inline Shape check_binary(const Tensor& a, const Tensor& b, std::string_view op)
   return broadcast_shape(a.sizes(), b.sizes(), op);
 }
 
+// The operand whose layout an element-wise op's output takes (its strides, empty_like with
+// MemoryFormat::Preserve): of the operands that have the output's shape `sizes`, a channels_last
+// one (suggest_memory_format()) before one that is not, else `a` before `b`. nullptr when
+// neither has it ([3, 1] + [1, 4]): the output is then contiguous. Where an NCHW and an NHWC
+// activation meet (an attention output added to a conv's, EfficientViT's cascaded heads), the
+// sum goes on in channels_last, the format refold's convs run in; with one format, or one
+// operand broadcast, it is PyTorch's rule (TensorIterator: the first full-shaped operand's).
+// The layout plan models the same rule (passes/layout.cpp, Rule::ElementWise).
+inline const Tensor* layout_operand(const Tensor& a, const Tensor& b, const Shape& sizes) {
+  const bool a_full = a.sizes() == sizes, b_full = b.sizes() == sizes;
+  if (a_full && b_full && a.suggest_memory_format() != MemoryFormat::ChannelsLast &&
+      b.suggest_memory_format() == MemoryFormat::ChannelsLast)
+    return &b;
+  return a_full ? &a : b_full ? &b : nullptr;
+}
+
 }  // namespace refold::reference::detail
