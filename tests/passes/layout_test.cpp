@@ -231,8 +231,8 @@ std::vector<Net> nets() {
          const auto x = b.input("x", {1, 4, 6, 6});
          const auto c1 = b.conv(x, 4, 4, 3, {.name = "conv1", .pads = kPad1});
          const auto tokens = b.node("Reshape", {c1, b.constant("s1", int64s({1, 4, 36}))});
-         const auto back = b.node("Reshape", {b.node("Sigmoid", {tokens}),
-                                              b.constant("s2", int64s({1, 4, 6, 6}))});
+         const auto back = b.node(
+             "Reshape", {b.node("Sigmoid", {tokens}), b.constant("s2", int64s({1, 4, 6, 6}))});
          const auto a = b.node("Add", {back, c1}, {}, "add");
          const auto c2 = b.conv(a, 4, 4, 1, {.name = "conv2"});
          const auto s = b.node("Sub", {c1, back}, {}, "sub");
