@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/element_access.h"
 #include "core/stand_in.h"
+#include "kernels/native/small_matmul.h"
 #include "kernels/onednn/matmul.h"
 #include "kernels/reference/onnx_ops.h"
 #include "kernels/reference/tensor_ops.h"
@@ -53,6 +54,15 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, float alpha) {
   // [..., K] · [K, N] is linear(a, bᵀ) (the weight read through a transposed view, any strides).
   if (a.dim() >= 2 && b_in.dim() == 2 && floating && a.size(-1) == b_in.size(0))
     return scaled(functional::linear(a, b_in.permute({1, 0})), alpha);
+  // Two activations, a small product (attention's per-head matrices): refold's own kernel,
+  // which reads any strides and costs no primitive per call (native/small_matmul.h).
+  if (floating && !StandInRun::active()) {
+    std::string declined;
+    if (Tensor y = native::small_matmul(a_in, b_in, alpha, &declined); y.defined()) {
+      log_dispatch("matmul", "native small");
+      return y;
+    }
+  }
   const Tensor b = readable(b_in);
   if (a.dim() < 2 || b.dim() < 2 || !floating || a.size(-1) != b.size(-2) || a.numel() == 0 ||
       b.numel() == 0)

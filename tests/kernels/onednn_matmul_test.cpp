@@ -69,12 +69,12 @@ TEST_F(OnednnMatmul, DeclinesWhatItDoesNotTake) {
 
 // Attention's operands as the executor hands them (graph::Op::reads_views): q and v slices of
 // a fused qkv [tokens, 3, heads, dim] and kᵀ a transposed slice — read through their strides,
-// no copy, in one call each.
+// no copy, in one call each. (300 tokens: products past native::kSmallMatmulFlops.)
 TEST_F(OnednnMatmul, ReadsTransposedAndSlicedOperandsThroughTheirStrides) {
-  const Tensor qkv = randn({1, 24, 3, 2, 8});               // batch, tokens, q/k/v, heads, dim
+  const Tensor qkv = randn({1, 300, 3, 2, 8});              // batch, tokens, q/k/v, heads, dim
   const Tensor heads_first = qkv.permute({2, 0, 3, 1, 4});  // [3, 1, heads, tokens, dim]
   auto part = [&](std::int64_t i) {
-    return heads_first.as_strided({1, 2, 24, 8},
+    return heads_first.as_strided({1, 2, 300, 8},
                                   {heads_first.stride(1), heads_first.stride(2),
                                    heads_first.stride(3), heads_first.stride(4)},
                                   i * heads_first.stride(0));
@@ -91,10 +91,11 @@ TEST_F(OnednnMatmul, ReadsTransposedAndSlicedOperandsThroughTheirStrides) {
                                  testing::Tolerance::op_f32()));
 }
 
-// attn · v of a 4-d attention, v laid out channels_last (made row-major first): one call.
+// attn · v of a 4-d attention, v laid out channels_last (made row-major first): one call (a
+// product past native::kSmallMatmulFlops).
 TEST_F(OnednnMatmul, TheMatMulOpRunsItInOneCall) {
-  const Tensor attn = randn({1, 4, 20, 20});
-  const Tensor v = randn({1, 4, 20, 8}).contiguous(MemoryFormat::ChannelsLast);
+  const Tensor attn = randn({1, 4, 160, 160});
+  const Tensor v = randn({1, 4, 160, 64}).contiguous(MemoryFormat::ChannelsLast);
   DispatchLog log;
   const Tensor y = ops::matmul(attn, v);
   EXPECT_EQ(log.take(), std::vector<std::string>{"matmul: onednn"});

@@ -1,0 +1,165 @@
+// native/small_matmul.h.
+#include "kernels/native/small_matmul.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/native/cpu.h"
+#include "kernels/native/decline.h"
+#include "kernels/native/micro_kernel.h"
+#include "kernels/native/row_threads.h"
+#include "kernels/reference/typed_elements.h"
+
+namespace refold::native {
+namespace {
+
+struct Problem {
+  std::int64_t m = 0, k = 0, n = 0;
+  std::int64_t a_row = 0, a_col = 0;  // a's strides along M and K
+  std::int64_t b_row = 0, b_col = 0;  // b's strides along K and N
+  float alpha = 1.0f;
+};
+
+// alpha · b [K, N] (any strides) as the micro-kernel's blocks: block j holds columns 16j… (16
+// wide, the last 8 wide when N rounded up to 8 ends there) as [K][width], zeros past N.
+void pack_b(const float* b, const Problem& p, std::int64_t padded_n, float* packed) {
+  for (std::int64_t j0 = 0; j0 < padded_n; j0 += kBlockWidth) {
+    const std::int64_t width = std::min(kBlockWidth, padded_n - j0);
+    const std::int64_t live = std::min(width, p.n - j0);
+    float* block = packed + j0 * p.k;
+    for (std::int64_t k = 0; k < p.k; ++k) {
+      const float* row = b + k * p.b_row + j0 * p.b_col;
+      float* out = block + k * width;
+      if (p.b_col == 1) {
+        for (std::int64_t c = 0; c < live; ++c) out[c] = p.alpha * row[c];
+      } else {
+        for (std::int64_t c = 0; c < live; ++c) out[c] = p.alpha * row[c * p.b_col];
+      }
+      std::fill(out + live, out + width, 0.0f);
+    }
+  }
+}
+
+// The calling thread's scratch, grown to the largest call so far: packed b, a's rows (when k
+// is not their unit stride), the last column panel (when N is not a multiple of 8).
+float* scratch(std::size_t floats) {
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < floats) buffer.resize(floats);
+  return buffer.data();
+}
+
+// y = a · (alpha · b) for one matrix, y contiguous [M, N].
+void multiply_one(const float* a, const float* b, float* y, const Problem& p) {
+  const std::int64_t padded_n = (p.n + 7) / 8 * 8;
+  const bool a_in_place = p.a_col == 1 || p.k == 1;
+  float* packed = scratch(
+      static_cast<std::size_t>(padded_n * p.k + (a_in_place ? 0 : p.m * p.k) + p.m * kPanelWidth));
+  pack_b(b, p, padded_n, packed);
+  const float* rows_base = a;
+  std::int64_t lda = p.a_row;
+  float* next = packed + padded_n * p.k;
+  if (!a_in_place) {
+    for (std::int64_t m = 0; m < p.m; ++m)
+      for (std::int64_t k = 0; k < p.k; ++k) next[m * p.k + k] = a[m * p.a_row + k * p.a_col];
+    rows_base = next;
+    lda = p.k;
+    next += p.m * p.k;
+  }
+  const float* rows[kPanelRows];
+  Panel panel;
+  panel.a = rows;
+  panel.depth = p.k;
+  for (std::int64_t o0 = 0; o0 < padded_n; o0 += kPanelWidth) {
+    panel.b = packed + o0 * p.k;
+    panel.width = std::min(kPanelWidth, padded_n - o0);
+    // A panel that ends past N lands in scratch, and its live columns are copied out.
+    const std::int64_t live = std::min(panel.width, p.n - o0);
+    const bool in_place = live == panel.width;
+    float* c = in_place ? y + o0 : next;
+    panel.ldc = in_place ? p.n : panel.width;
+    for (std::int64_t m0 = 0; m0 < p.m; m0 += kPanelRows) {
+      panel.rows = std::min(kPanelRows, p.m - m0);
+      for (std::int64_t r = 0; r < panel.rows; ++r) rows[r] = rows_base + (m0 + r) * lda;
+      panel.c = c + m0 * panel.ldc;
+      multiply_panel(panel);
+    }
+    if (in_place) continue;
+    for (std::int64_t m = 0; m < p.m; ++m)
+      std::copy(c + m * panel.width, c + m * panel.width + live, y + m * p.n + o0);
+  }
+}
+
+}  // namespace
+
+Tensor small_matmul(const Tensor& a, const Tensor& b, float alpha, std::string* declined,
+                    std::int64_t max_flops) {
+  constexpr const char* name = "matmul";
+  if (!cpu_has_avx2_fma()) return decline(name, "needs AVX2 and FMA", declined);
+  if (!a.defined() || !b.defined() || a.dtype() != DType::Float32 || b.dtype() != DType::Float32)
+    return decline(name, "not two float32 operands", declined);
+  if (a.dim() < 2 || b.dim() < 2 || a.size(-1) != b.size(-2))
+    return decline(name, "not [..., M, K] · [..., K, N]", declined);
+  Problem p;
+  p.m = a.size(-2), p.k = a.size(-1), p.n = b.size(-1);
+  p.a_row = a.stride(-2), p.a_col = a.stride(-1), p.b_row = b.stride(-2), p.b_col = b.stride(-1);
+  p.alpha = alpha;
+  const Shape a_batch(a.sizes().begin(), a.sizes().end() - 2);
+  const Shape b_batch(b.sizes().begin(), b.sizes().end() - 2);
+  const Shape batch = reference::detail::broadcast_shapes({a_batch, b_batch}, "MatMul");
+  // In double: a huge product's sizes overflow int64 before its count is compared.
+  double flops = static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
+  for (std::int64_t size : batch) flops *= static_cast<double>(size);
+  if (flops == 0) return decline(name, "no elements", declined);
+  if (flops > static_cast<double>(max_flops))
+    return decline(
+        name, fmt::format("{:.0f} multiply-adds, past the {} of a small product", flops, max_flops),
+        declined);
+  std::int64_t matrices = 1;
+  for (std::int64_t size : batch) matrices *= size;
+
+  Shape out_sizes = batch;
+  out_sizes.insert(out_sizes.end(), {p.m, p.n});
+  Tensor y = empty(out_sizes, DType::Float32);
+  // Matrix i (y contiguous, batch index row-major): a's and b's offsets through their batch
+  // strides, 0 along a broadcast dim.
+  struct BatchDim {
+    std::int64_t size, a_stride, b_stride;
+  };
+  std::vector<BatchDim> dims(batch.size());
+  for (std::size_t d = 0; d < batch.size(); ++d) {
+    auto stride = [&](const Tensor& t) {
+      const auto td = static_cast<std::int64_t>(d + t.dim() - 2) -
+                      static_cast<std::int64_t>(batch.size());  // t's dim aligned with d
+      return td < 0 || t.size(td) == 1 ? 0 : t.stride(td);
+    };
+    dims[d] = {batch[d], stride(a), stride(b)};
+  }
+  const float* a_base = a.data<float>();
+  const float* b_base = b.data<float>();
+  float* y_base = y.data<float>();
+  const auto run = [&](std::int64_t i) {
+    std::int64_t a_offset = 0, b_offset = 0;
+    for (std::int64_t d = static_cast<std::int64_t>(dims.size()) - 1, rest = i; d >= 0; --d) {
+      const BatchDim& bd = dims[static_cast<std::size_t>(d)];
+      const std::int64_t index = rest % bd.size;
+      rest /= bd.size;
+      a_offset += index * bd.a_stride;
+      b_offset += index * bd.b_stride;
+    }
+    multiply_one(a_base + a_offset, b_base + b_offset, y_base + i * p.m * p.n, p);
+  };
+  const int threads =
+      matrices < 2 ? 1 : threads_from(static_cast<std::int64_t>(flops), kSmallMatmulFlops / 8);
+  if (threads == 1) {
+    for (std::int64_t i = 0; i < matrices; ++i) run(i);
+  } else {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (std::int64_t i = 0; i < matrices; ++i) run(i);
+  }
+  return y;
+}
+
+}  // namespace refold::native

@@ -1,0 +1,118 @@
+// native::small_matmul against the reference matmul: attention's shapes and the edges — M past
+// and under the 6-row panel, N not a multiple of 8 (the last panel through scratch) and past
+// one 32-column panel, K = 1, a transposed a (packed) and b (gathered), a broadcast batch,
+// alpha ≠ 1, both micro-kernel forms, 1 and 2 threads; what it declines; and ops::matmul (MatMul)
+// running it for a small product and oneDNN for a large one.
+#include "kernels/native/small_matmul.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/native/cpu.h"
+#include "kernels/native_conv_testing.h"
+#include "kernels/reference/onnx_ops.h"
+#include "kernels/verbose.h"
+#include "ops/gemm.h"
+#include "refold/functional.h"
+#include "refold/threads.h"
+#include "testing/compare.h"
+#include "testing/threads.h"
+
+namespace refold {
+namespace {
+
+class NativeSmallMatmul : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!native::cpu_has_avx2_fma()) GTEST_SKIP() << "needs AVX2 and FMA";
+  }
+
+ private:
+  testing::RestoreNumThreads restore_threads_;
+};
+
+Tensor expected(const Tensor& a, const Tensor& b, float alpha) {
+  const Tensor y = reference::matmul(a, b);
+  return alpha == 1.0f ? y : reference::arith(y, full({}, alpha), reference::ArithOp::Mul);
+}
+
+struct Case {
+  Shape a, b;
+  bool a_transposed = false, b_transposed = false;  // stored as the last two dims swapped
+  float alpha = 1.0f;
+};
+
+TEST_F(NativeSmallMatmul, MatchesTheReference) {
+  const std::vector<Case> cases = {
+      {{4, 49, 16}, {4, 16, 49}, true, false, 0.25f},  // EfficientViT's qᵀ·k, scaled
+      {{4, 16, 49}, {4, 49, 49}, false, true},         // v · attnᵀ
+      {{2, 3, 5, 7}, {2, 3, 7, 40}},                   // M < 6, N past one panel, N % 8 ≠ 0
+      {{1, 13, 1}, {3, 1, 1, 24}},                     // K = 1, a batch broadcast, N % 8 = 0
+      {{6, 33, 8}, {8, 64}, false, false, -1.5f},      // b without a batch
+      {{2, 1, 9, 17}, {1, 4, 17, 16}},                 // both broadcast
+  };
+  Generator gen(11);
+  for (const Case& c : cases) {
+    auto operand = [&](Shape sizes, bool transposed) {
+      if (!transposed) return randn(sizes, {}, gen);
+      std::swap(sizes[sizes.size() - 1], sizes[sizes.size() - 2]);
+      Shape perm;
+      for (std::size_t d = 0; d < sizes.size(); ++d) perm.push_back(static_cast<std::int64_t>(d));
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      return randn(sizes, {}, gen).permute(perm);
+    };
+    const Tensor a = operand(c.a, c.a_transposed), b = operand(c.b, c.b_transposed);
+    const Tensor want = expected(a, b, c.alpha);
+    for (const native::VectorIsa isa : testing::native_conv::runnable_isas()) {
+      const testing::native_conv::ScopedVectorIsa capped(isa);
+      for (const int threads : {1, 2}) {
+        set_num_threads(threads);
+        SCOPED_TRACE(fmt::format("{} · {} ISA {} threads {}", a.description(), b.description(),
+                                 static_cast<int>(isa), threads));
+        std::string declined;
+        const Tensor y = native::small_matmul(a, b, c.alpha, &declined);
+        ASSERT_TRUE(y.defined()) << declined;
+        EXPECT_EQ(y.sizes(), want.sizes());
+        EXPECT_TRUE(y.is_contiguous());
+        EXPECT_TRUE(testing::all_close(y, want, testing::Tolerance::op_f32()));
+      }
+    }
+  }
+}
+
+TEST_F(NativeSmallMatmul, DeclinesWhatItDoesNotTake) {
+  const auto reason = [](const Tensor& a, const Tensor& b) {
+    std::string why;
+    EXPECT_FALSE(native::small_matmul(a, b, 1.0f, &why).defined());
+    return why;
+  };
+  EXPECT_EQ(reason(randn({2, 3}).to(DType::BFloat16), randn({3, 2}).to(DType::BFloat16)),
+            "not two float32 operands");
+  EXPECT_EQ(reason(randn({2, 3}), randn({4, 2})), "not [..., M, K] · [..., K, N]");
+  EXPECT_EQ(reason(randn({3}), randn({3, 2})), "not [..., M, K] · [..., K, N]");
+  EXPECT_EQ(reason(randn({0, 2, 3}), randn({3, 2})), "no elements");
+  EXPECT_EQ(reason(randn({1, 64, 64}), randn({1, 64, 65})),
+            "266240 multiply-adds, past the 262144 of a small product");
+}
+
+// MatMul of two activations: a small product runs natively, a large one on oneDNN.
+TEST_F(NativeSmallMatmul, MatMulRunsItForSmallProductsOnly) {
+  const Tensor q = randn({4, 49, 16}), k = randn({4, 16, 49});
+  const Tensor big_a = randn({4, 196, 64}), big_b = randn({4, 64, 196});
+  DispatchLog log;
+  const Tensor small = ops::matmul(q, k, 0.5f);
+  const Tensor large = ops::matmul(big_a, big_b);
+  const std::vector<std::string> ran = log.take();
+  ASSERT_EQ(ran.size(), 2u);
+  EXPECT_EQ(ran[0].rfind("matmul: native small", 0), 0u) << ran[0];
+  EXPECT_EQ(ran[1].rfind("matmul: onednn", 0), 0u) << ran[1];
+  EXPECT_TRUE(testing::all_close(small, expected(q, k, 0.5f), testing::Tolerance::op_f32()));
+  EXPECT_TRUE(
+      testing::all_close(large, expected(big_a, big_b, 1.0f), testing::Tolerance::op_f32()));
+}
+
+}  // namespace
+}  // namespace refold
