@@ -49,7 +49,7 @@ TEST_F(NativeSmallMatmul, MatchesTheReference) {
   const std::vector<Case> cases = {
       {{4, 49, 16}, {4, 16, 49}, true, false, 0.25f},  // EfficientViT's qᵀ·k, scaled
       {{4, 16, 49}, {4, 49, 49}, false, true},         // v · attnᵀ
-      {{2, 3, 5, 7}, {2, 3, 7, 40}},                   // M < 6, N past one panel, N % 8 ≠ 0
+      {{2, 3, 7, 7}, {2, 3, 7, 40}},                   // a row past a panel, N % 8 ≠ 0
       {{1, 13, 1}, {3, 1, 1, 24}},                     // K = 1, a batch broadcast, N % 8 = 0
       {{6, 33, 8}, {8, 64}, false, false, -1.5f},      // b without a batch
       {{2, 1, 9, 17}, {1, 4, 17, 16}},                 // both broadcast
@@ -89,11 +89,15 @@ TEST_F(NativeSmallMatmul, DeclinesWhatItDoesNotTake) {
     EXPECT_FALSE(native::small_matmul(a, b, 1.0f, &why).defined());
     return why;
   };
-  EXPECT_EQ(reason(randn({2, 3}).to(DType::BFloat16), randn({3, 2}).to(DType::BFloat16)),
+  EXPECT_EQ(reason(randn({6, 3}).to(DType::BFloat16), randn({3, 8}).to(DType::BFloat16)),
             "not two float32 operands");
-  EXPECT_EQ(reason(randn({2, 3}), randn({4, 2})), "not [..., M, K] · [..., K, N]");
+  EXPECT_EQ(reason(randn({6, 3}), randn({4, 8})), "not [..., M, K] · [..., K, N]");
   EXPECT_EQ(reason(randn({3}), randn({3, 2})), "not [..., M, K] · [..., K, N]");
-  EXPECT_EQ(reason(randn({0, 2, 3}), randn({3, 2})), "no elements");
+  EXPECT_EQ(reason(randn({0, 6, 3}), randn({3, 8})), "no elements");
+  EXPECT_EQ(reason(randn({4, 1, 64}), randn({4, 64, 197})),
+            "[1, 64] · [64, 197]: fewer than 6 rows or 8 columns");
+  EXPECT_EQ(reason(randn({1, 256, 196}), randn({1, 196, 1})),
+            "[256, 196] · [196, 1]: fewer than 6 rows or 8 columns");
   EXPECT_EQ(reason(randn({1, 64, 64}), randn({1, 64, 65})),
             "266240 multiply-adds, past the 262144 of a small product");
 }

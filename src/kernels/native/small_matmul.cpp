@@ -104,6 +104,14 @@ Tensor small_matmul(const Tensor& a, const Tensor& b, float alpha, std::string* 
     return decline(name, "not [..., M, K] · [..., K, N]", declined);
   Problem p;
   p.m = a.size(-2), p.k = a.size(-1), p.n = b.size(-1);
+  // Packing b costs K·N copies, 1/M of the product; a row-major a's pack M·K, 1/N of it. Below
+  // a full panel of rows or one 8-lane column the copies weigh like the product (a class
+  // token's attention, CaiT and CrossViT: M = 1; a global-context pool, GCNet: N = 1).
+  if (p.m < kPanelRows || p.n < 8)
+    return decline(
+        name,
+        fmt::format("[{}, {}] · [{}, {}]: fewer than 6 rows or 8 columns", p.m, p.k, p.k, p.n),
+        declined);
   p.a_row = a.stride(-2), p.a_col = a.stride(-1), p.b_row = b.stride(-2), p.b_col = b.stride(-1);
   p.alpha = alpha;
   const Shape a_batch(a.sizes().begin(), a.sizes().end() - 2);

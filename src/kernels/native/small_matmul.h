@@ -10,9 +10,9 @@
 // place when k is their unit stride (else packed), and rows × 32-column panels of y run
 // through multiply_panel. Where N is not a multiple of 8, or alpha ≠ 1, the panels land in a
 // scratch that is copied out scaled. Matrices are split between threads.
-// Takes: float32, rank ≥ 2 with a's K = b's K, at least one element, AVX2 and FMA, and at most
-// kSmallMatmulFlops multiply-adds per call (larger products are oneDNN's: its blocking
-// and packing pay off there).
+// Takes: float32, rank ≥ 2 with a's K = b's K, at least one element, M ≥ 6 and N ≥ 8 (below,
+// the packing copies weigh like the product), AVX2 and FMA, and at most kSmallMatmulFlops
+// multiply-adds per call (larger products are oneDNN's: its blocking and packing pay off there).
 #pragma once
 
 #include <cstdint>
