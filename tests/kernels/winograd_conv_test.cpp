@@ -211,6 +211,18 @@ TEST_F(NativeWinograd, TheDispatchLogNamesTheTile) {
   }
 }
 
+// Precision: under 48 input channels (a network's stem) the 4×4 tile's size is not taken —
+// 32→64 at 28², 4×4 by cost and by the channel rule, runs on 2×2 tiles; 48→48 keeps 4×4.
+TEST_F(NativeWinograd, FewInputChannelsTakeTheSmallerTile) {
+  for (const auto& [c_in, tile] : {std::pair{32, "F(2x2,3x3)"}, std::pair{48, "F(4x4,3x3)"}}) {
+    const Case c{.name = "stem", .c_in = c_in, .c_out = c_in == 32 ? 64 : 48, .h = 28, .w = 28};
+    const Operands o = make_operands(c);
+    DispatchLog log;
+    (void)functional::conv2d(o.input, o.weight, o.bias, c.options());
+    EXPECT_THAT(log.take(), ::testing::ElementsAre(std::string("conv2d: winograd ") + tile));
+  }
+}
+
 // The chunk's scratch (V and M) is the calling thread's, reused from call to call: the only
 // tensor a call allocates is its output, so no conv size leaves a block of its own behind.
 TEST_F(NativeWinograd, AllocatesOnlyItsOutput) {

@@ -24,6 +24,14 @@ namespace {
 
 namespace ref = reference::detail;
 
+// Precision: the 4×4 tile rounds about 6× as coarsely as the 2×2 (docs/native-kernels.md), and a
+// conv's error is amplified by every layer after it. Inception-v3 under the Avx2 rules, whose
+// 32-channel stem convs took 4×4 tiles: 1.0–1.1·10⁻³ from PyTorch against a tolerance of
+// 8.9·10⁻⁴; every conv under 48 input channels on 2×2 tiles: 6.6·10⁻⁴ (session 51). In a CNN the
+// convs with few input channels are those nearest the input, so below this many they take the
+// 2×2 tile (or, below its channel rule, oneDNN).
+constexpr std::int64_t kF4MinInChannels = 48;
+
 // Scratch per chunk of tiles (V and M, α² positions × (C_in + C_out) floats per tile): about
 // what two cores' L2 caches hold, so a chunk's three steps hit cache.
 constexpr std::int64_t kChunkBytes = std::int64_t{2} << 20;
@@ -125,7 +133,9 @@ WinogradTile winograd_tile(std::int64_t batch, std::int64_t out_h, std::int64_t 
 
 Tensor winograd_conv2d(const Conv2dCall& call, std::string* declined) {
   const ref::Conv2dGeometry& g = call.geometry;
-  return winograd_conv2d(call, winograd_tile(g.batch, g.out_h, g.out_w), declined);
+  WinogradTile tile = winograd_tile(g.batch, g.out_h, g.out_w);
+  if (tile == WinogradTile::F4x4 && g.in_channels < kF4MinInChannels) tile = WinogradTile::F2x2;
+  return winograd_conv2d(call, tile, declined);
 }
 
 Tensor winograd_conv2d(const Conv2dCall& call, WinogradTile tile, std::string* declined) {
