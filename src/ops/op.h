@@ -35,8 +35,8 @@ using Builder = nn::ModulePtr (*)(const BuildContext& context);
 // NCHW, whatever its rule; a conv's rule follows its weight, passes/layout.cpp).
 enum class LayoutRule {
   FirstInput,    // the output keeps input 0's format (element-wise ops, pools, Pad, Resize…)
-  Broadcasting,  // broadcasting arithmetic: NHWC when an input with the output's shape is,
-                 // else that input's (reference::detail::layout_operand)
+  Broadcasting,  // broadcasting arithmetic: the first input with the output's shape
+                 // (reference::detail::layout_operand)
   AllInputs,     // NHWC iff every input is (Concat)
   Fresh,         // writes a new contiguous or non-4-d tensor (Reshape, Gemm, Shape, …)
   Permutation,   // Transpose: the input's format read through the perm (transposed_format)

@@ -317,21 +317,18 @@ class Model {
           break;
         }
         case Rule::Broadcasting: {
-          // reference::detail::layout_operand: NHWC when an operand with the output's shape is,
-          // else that operand's format. The output's shape is taken to be a 4-d non-constant
-          // operand's (a constant is the broadcast bias or scale; an ambiguous [N, C, 1, 1]
-          // is an SE gate's scale); without one, the first non-constant operand's format.
+          // reference::detail::layout_operand: the first operand with the output's shape. That
+          // shape is taken to be a 4-d non-constant operand's (a constant is the broadcast bias
+          // or scale; an ambiguous [N, C, 1, 1] an SE gate's scale); without one, the first
+          // non-constant operand's format.
           int full = -1, first = -1;
-          bool any_nhwc = false;
           for (int in : n.inputs) {
             if (in < 0 || constant_[in]) continue;
             if (first < 0) first = in;
-            if (kind_[in] != Kind::FourD) continue;
-            if (full < 0) full = in;
-            any_nhwc = any_nhwc || of(in) == kNhwc;
+            if (full < 0 && kind_[in] == Kind::FourD) full = in;
           }
           if (first < 0 && !n.inputs.empty()) first = n.inputs[0];
-          out = any_nhwc ? kNhwc : of(full >= 0 ? full : first);
+          out = of(full >= 0 ? full : first);
           // A fused chain (inputs [x, r, K…]) runs in one layout: ElementwiseChain::run
           // permutes the one of x and r that is not in the output's.
           for (std::size_t k = 0; n.chain && k < std::min<std::size_t>(2, n.inputs.size()); ++k)

@@ -60,11 +60,11 @@ TEST(ReferenceBinary, OutputTakesTheLayoutOfTheOperandWithTheOutputShape) {
   // a has the output shape and b broadcasts: a's layout.
   EXPECT_TRUE(reference::add(cl, per_channel).is_contiguous(CL));
   EXPECT_TRUE(reference::add(nchw, per_channel).is_contiguous());
-  // Both have it: channels_last wins, in either order (layout_operand).
+  // Both have it: a's, in either kernel (layout_operand).
   EXPECT_TRUE(reference::add(cl, nchw).is_contiguous(CL));
-  EXPECT_TRUE(reference::add(nchw, cl).is_contiguous(CL));
-  EXPECT_TRUE(reference::arith(nchw, cl, reference::ArithOp::Sub).is_contiguous(CL));
-  EXPECT_TRUE(reference::add(nchw, nchw).is_contiguous());
+  EXPECT_TRUE(reference::add(nchw, cl).is_contiguous());
+  EXPECT_TRUE(reference::arith(nchw, cl, reference::ArithOp::Sub).is_contiguous());
+  EXPECT_TRUE(reference::arith(cl, nchw, reference::ArithOp::Div).is_contiguous(CL));
   // Only b has it: b's layout.
   EXPECT_TRUE(reference::mul(per_channel, cl).is_contiguous(CL));
   // Neither has it: contiguous.

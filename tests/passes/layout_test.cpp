@@ -224,8 +224,9 @@ std::vector<Net> nets() {
        },
        {1, 4, 6, 6}},
       // EfficientViT's cascaded heads: an attention output (NCHW: a Reshape back from tokens)
-      // plus a conv's activation, then a conv; NHWC when either operand is (layout_operand), in
-      // either operand order, and for the fused chain Add → Relu too.
+      // plus a conv's activation, then a conv, in either operand order (layout_operand: the
+      // first's format); a fused chain Add → Relu whose operands differ (one permuted); a conv
+      // with a fused residual in the other format (permuted).
       {"attention output meets a conv",
        [](GraphBuilder& b) {
          const auto x = b.input("x", {1, 4, 6, 6});

@@ -14,11 +14,10 @@
 //   accepts_channels_last()   NCHW; every NHWC input the executor hands it is permuted there
 //     == false                (a plain module gets inputs[0]; a graph::Op gets every input)
 //   Concat                    NHWC iff every input is NHWC (functional::cat)
-//   Add / Sub / Mul / Div,    NHWC when a non-constant 4-d operand (one with the output's
-//     a fused element-wise    shape) is NHWC, else that operand's format (a constant is the
-//     chain                   broadcast bias or scale); where an attention output (NCHW) meets
-//                             a conv's activation (NHWC) the sum stays NHWC. A fused chain
-//                             permutes its other operand (one counted permute)
+//   Add / Sub / Mul / Div,    the first non-constant 4-d operand's (the one with the output's
+//     a fused element-wise    shape; a constant is the broadcast bias or scale, an ambiguous
+//     chain                   [N, C, 1, 1] an SE gate), else the first non-constant one's. A
+//                             fused chain permutes its other operand (one counted permute)
 //   a conv with a fused       the residual permuted into the conv's output format where it
 //     residual                differs (one counted permute)
 //   Transpose, Gemm, MatMul,  NCHW (they write a fresh contiguous or non-4-d result)

@@ -49,19 +49,16 @@ inline Shape check_binary(const Tensor& a, const Tensor& b, std::string_view op)
 }
 
 // The operand whose layout an element-wise op's output takes (its strides, empty_like with
-// MemoryFormat::Preserve): of the operands that have the output's shape `sizes`, a channels_last
-// one (suggest_memory_format()) before one that is not, else `a` before `b`. nullptr when
-// neither has it ([3, 1] + [1, 4]): the output is then contiguous. Where an NCHW and an NHWC
-// activation meet (an attention output added to a conv's, EfficientViT's cascaded heads), the
-// sum goes on in channels_last, the format refold's convs run in; with one format, or one
-// operand broadcast, it is PyTorch's rule (TensorIterator: the first full-shaped operand's).
-// The layout plan models the same rule (passes/layout.cpp, Rule::ElementWise).
+// MemoryFormat::Preserve): `a` when it has the output's shape `sizes`, else `b` when it does;
+// nullptr when neither has it ([3, 1] + [1, 4]): the output is then contiguous. PyTorch's rule
+// (TensorIterator) for these cases. Tried and not kept (session 52): a channels_last operand
+// first. It kept EfficientViT's cascaded heads (an NCHW attention output plus a conv's NHWC
+// channel slice) in NHWC, but ConViT's [1, heads, N, N] attention maps, channels_last in memory
+// where a product was written permuted, then ran its Adds and Divs along rows of 4 heads:
+// 1.66× the time. The layout plan models this rule (passes/layout.cpp, Rule::Broadcasting).
 inline const Tensor* layout_operand(const Tensor& a, const Tensor& b, const Shape& sizes) {
-  const bool a_full = a.sizes() == sizes, b_full = b.sizes() == sizes;
-  if (a_full && b_full && a.suggest_memory_format() != MemoryFormat::ChannelsLast &&
-      b.suggest_memory_format() == MemoryFormat::ChannelsLast)
-    return &b;
-  return a_full ? &a : b_full ? &b : nullptr;
+  if (a.sizes() == sizes) return &a;
+  return b.sizes() == sizes ? &b : nullptr;
 }
 
 }  // namespace refold::reference::detail
