@@ -834,12 +834,16 @@ Shape resolve_reshape(const Shape& sizes, std::int64_t numel, const Shape& new_s
   return resolved;
 }
 
+}  // namespace
+
+namespace detail {
+
 // The strides of `sizes` viewing the elements of (old_sizes, old_strides) in the same logical
-// order, or nullopt when no strides can (PyTorch's view rule). The old dims fall into chunks,
-// maximal runs in which each dim's stride is the next one's times its size (one arithmetic
-// sequence of addresses); the new dims must cut those chunks at their boundaries, and a new dim
-// inside a chunk gets the chunk's innermost stride times the sizes after it. Walked from the
-// innermost dim; size-1 dims join any chunk.
+// order (tensor_impl.h), or nullopt when no strides can (PyTorch's view rule). The old dims fall
+// into chunks, maximal runs in which each dim's stride is the next one's times its size (one
+// arithmetic sequence of addresses); the new dims must cut those chunks at their boundaries, and a
+// new dim inside a chunk gets the chunk's innermost stride times the sizes after it. Walked from
+// the innermost dim; size-1 dims join any chunk.
 std::optional<Shape> view_strides(const Shape& old_sizes, const Shape& old_strides,
                                   const Shape& sizes) {
   Shape strides(sizes.size());
@@ -879,7 +883,7 @@ std::optional<Shape> view_strides(const Shape& old_sizes, const Shape& old_strid
   return strides;
 }
 
-}  // namespace
+}  // namespace detail
 
 Tensor Tensor::reshape(const Shape& new_sizes) const {
   const Shape resolved = resolve_reshape(sizes(), numel(), new_sizes);
@@ -891,7 +895,7 @@ Tensor Tensor::view(const Shape& new_sizes) const {
   const Shape resolved = resolve_reshape(sizes(), numel(), new_sizes);
   if (is_contiguous() || numel() == 0)
     return as_strided(resolved, contiguous_strides(resolved), storage_offset());
-  const std::optional<Shape> strides = view_strides(sizes(), this->strides(), resolved);
+  const std::optional<Shape> strides = detail::view_strides(sizes(), this->strides(), resolved);
   if (!strides) return {};
   return as_strided(resolved, *strides, storage_offset());
 }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "refold/memory.h"
 #include "refold/tensor.h"
@@ -110,6 +111,12 @@ struct TensorAccess {
 // shares its storage, and the storage is refold's own (never memory a caller lent, from_blob).
 // Whoever gives up such a handle lets the callee write over it (graph::Op::run_consuming).
 bool sole_handle(const Tensor& t);
+
+// The strides that view the elements of (old_sizes, old_strides) as `sizes` in the same logical
+// order, or nullopt when no strides can (PyTorch's view rule; Tensor::view). For the layout
+// plan, which asks it of shapes it has no tensor for.
+std::optional<Shape> view_strides(const Shape& old_sizes, const Shape& old_strides,
+                                  const Shape& sizes);
 }  // namespace detail
 
 }  // namespace refold

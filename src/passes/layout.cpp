@@ -18,10 +18,13 @@
 #include <tuple>
 
 #include "core/check.h"
+#include "core/tensor_impl.h"
 #include "ops/op.h"
 #include "ops/transpose.h"
+#include "ops/view_op.h"
 #include "passes/fused_chain.h"
 #include "passes/fused_conv.h"
+#include "passes/known_values.h"
 #include "passes/layout_model.h"
 #include "passes/passes.h"
 #include "passes/rearrange.h"
@@ -101,6 +104,35 @@ Kind kind_of_info(const graph::ValueInfo& info) {
   return Kind::FourD;
 }
 
+// Whether `node`, a Reshape, Flatten, Squeeze or Unsqueeze, would read an NHWC input as a view,
+// copying nothing: ExecutionPlan hands views on (Op::run_views) when every reader of its outputs
+// reads views (MatMul, the other ViewOps) and none is a graph output, and ops::reshaped then
+// views the NHWC memory where its strides can express the new shape (detail::view_strides:
+// [N, C, H, W] → [N, C, H·W], or [N, heads, C / heads, H·W], are views; [N, C·H, W] is not).
+// Needs both static shapes. The model then takes the output as NCHW, as the rule has it: a view
+// that is dense in no format goes only to view readers, which copy nothing either where their
+// own view is expressible (a later Reshape is asked the same question with an NCHW input).
+bool views_nhwc(const graph::Graph& graph, const graph::Node& node, detail::StaticShapes& shapes) {
+  if (dynamic_cast<const ops::ViewOp*>(node.module.get()) == nullptr || node.inputs.empty() ||
+      node.inputs[0].empty())
+    return false;
+  for (const std::string& out : node.outputs) {
+    if (out.empty()) continue;
+    if (graph.is_graph_output(out)) return false;
+    for (std::size_t c : graph.consumers(out)) {
+      const auto* op = dynamic_cast<const graph::Op*>(graph.nodes()[c].module.get());
+      if (op == nullptr || !op->reads_views()) return false;
+    }
+  }
+  if (node.outputs.size() != 1 || node.outputs[0].empty()) return false;
+  const std::optional<Shape> in = shapes.shape(node.inputs[0]);
+  const std::optional<Shape> out = shapes.shape(node.outputs[0]);
+  if (!in || !out || in->size() != 4) return false;
+  const Shape& s = *in;  // [N, C, H, W] laid out as [N, H, W, C]
+  const Shape nhwc_strides = {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]};
+  return refold::detail::view_strides(s, nhwc_strides, *out).has_value();
+}
+
 struct Score {
   int cost = 0, nchw_convs = 0, nchw_weights = 0;
   bool operator<(const Score& o) const {
@@ -150,6 +182,7 @@ class Model {
     }
     // Nodes, their rules and the weight variables (one per distinct weight tensor).
     std::vector<Tensor> weights;
+    detail::StaticShapes shapes(graph);
     for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
       const graph::Node& n = graph.nodes()[i];
       NodeInfo info;
@@ -159,6 +192,7 @@ class Model {
       info.op = dynamic_cast<const graph::Op*>(n.module.get()) != nullptr;
       info.residual = dynamic_cast<const FusedConvAdd*>(n.module.get()) != nullptr;
       info.chain = dynamic_cast<const ElementwiseChain*>(n.module.get()) != nullptr;
+      info.nhwc_view = info.rule == Rule::NchwOnly && views_nhwc(graph, n, shapes);
       for (const std::string& s : n.inputs) info.inputs.push_back(s.empty() ? -1 : ids_.at(s));
       for (const std::string& s : n.outputs) info.outputs.push_back(s.empty() ? -1 : ids_.at(s));
       if (info.rule == Rule::Conv) {
@@ -288,10 +322,11 @@ class Model {
         }
         case Rule::NchwOnly: {
           // Graph::run: a graph::Op gets every input made contiguous; a plain module only the
-          // one it runs on (inputs[0]; the others are its parameters).
+          // one it runs on (inputs[0]; the others are its parameters). A reshape that views
+          // its NHWC input (views_nhwc) copies nothing.
           const std::size_t slots =
               n.op ? n.inputs.size() : std::min<std::size_t>(1, n.inputs.size());
-          for (std::size_t k = 0; k < slots; ++k) {
+          for (std::size_t k = n.nhwc_view ? 1 : 0; k < slots; ++k) {
             if (n.inputs[k] >= 0 && of(n.inputs[k]) == kNhwc) permute(k, kNchw);
           }
           break;
@@ -373,8 +408,9 @@ class Model {
   struct NodeInfo {
     Rule rule = Rule::FirstInput;
     bool op = false;
-    bool residual = false;  // a conv with a fused residual (FusedConvAdd)
-    bool chain = false;     // a fused element-wise chain (ElementwiseChain)
+    bool residual = false;   // a conv with a fused residual (FusedConvAdd)
+    bool chain = false;      // a fused element-wise chain (ElementwiseChain)
+    bool nhwc_view = false;  // an NHWC input 0 is read as a view (views_nhwc)
     int var = -1;
     std::vector<int> inputs, outputs;
     std::vector<std::int64_t> perm;  // Rule::Permutation

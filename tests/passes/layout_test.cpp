@@ -246,6 +246,27 @@ std::vector<Net> nets() {
          })) << b.graph().dump();
        },
        {1, 4, 6, 6}},
+      // Attention's reshapes of NHWC convs into tokens: read as views where every reader reads
+      // views (Transpose, MatMul) and the strides express the shape, permuted where a reader
+      // does not (Relu) — the model's views_nhwc against the executor's views.
+      {"attention reshapes read as views",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 4, 6, 6});
+         auto tokens = [&](const std::string& conv, const std::vector<std::int64_t>& shape) {
+           const auto c = b.conv(x, 4, 8, 1, {.name = conv});
+           return b.node("Reshape", {c, b.constant(conv + ".shape", int64s(shape))});
+         };
+         const auto q = tokens("conv1", {1, 8, 36});
+         const auto k = tokens("conv2", {1, 2, 4, 36});  // two heads
+         const auto v = tokens("conv3", {1, 8, 36});
+         const auto qt =
+             b.node("Transpose", {q}, attrs({{"perm", std::vector<std::int64_t>{0, 2, 1}}}), "qt");
+         const auto k8 = b.node("Reshape", {k, b.constant("k8", int64s({1, 8, 36}))});
+         const auto scores = b.node("MatMul", {qt, k8}, {}, "scores");  // [1, 36, 36]
+         const auto vr = b.node("Relu", {v}, {}, "vr");                 // reads no views
+         b.output(b.node("MatMul", {vr, scores}, {}, "out"));
+       },
+       {1, 4, 6, 6}},
       // ConvTranspose follows the conv rule (its weight [C_in, C_out, k, k] suggests the
       // format too).
       {"deconv",
