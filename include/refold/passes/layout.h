@@ -12,7 +12,10 @@
 //                             (functional::conv_memory_format); an NCHW input of an NHWC conv
 //                             is permuted at the conv
 //   accepts_channels_last()   NCHW; every NHWC input the executor hands it is permuted there
-//     == false                (a plain module gets inputs[0]; a graph::Op gets every input)
+//     == false                (a plain module gets inputs[0]; a graph::Op gets every input) —
+//                             except a Reshape, Flatten, Squeeze or Unsqueeze whose readers all
+//                             read views and whose new shape the NHWC strides express (static
+//                             shapes): the executor hands it a view, no permute
 //   Concat                    NHWC iff every input is NHWC (functional::cat)
 //   Add / Sub / Mul / Div,    the first non-constant 4-d operand's (the one with the output's
 //     a fused element-wise    shape; a constant is the broadcast bias or scale, an ambiguous
