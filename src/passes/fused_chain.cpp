@@ -4,7 +4,6 @@
 #include "kernels/dispatch.h"
 #include "kernels/native/elementwise_chain.h"
 #include "kernels/post_ops.h"
-#include "kernels/reference/binary_checks.h"
 #include "ops/arithmetic.h"
 #include "refold/functional.h"
 #include "refold/reference.h"
@@ -27,16 +26,11 @@ std::vector<Tensor> ElementwiseChain::run(const std::vector<Tensor>& inputs) {
   PostOps post = post_;
   post.residual = r;
   if (!r.defined() || (r.sizes() == x.sizes() && r.dtype() == x.dtype())) {
-    // The output takes the Add's layout (reference::detail::layout_operand: NHWC when either
-    // operand is); an operand in the other layout is permuted into it first, so that the chain
-    // runs as one native pass.
-    Tensor xs = x;
-    if (r.defined()) {
-      const MemoryFormat layout =
-          reference::detail::layout_operand(x, r, x.sizes())->suggest_memory_format();
-      xs = functional::to_format(x, layout);
-      post.residual = functional::to_format(r, layout);
-    }
+    // The output takes x's layout (the chain's input; reference::detail::layout_operand's
+    // rule); a residual in the other layout is permuted into it first (one permute, which the
+    // layout plan counts), so that the chain runs as one native pass, not the reference's.
+    const Tensor xs = functional::to_format(x, x.suggest_memory_format());
+    if (r.defined()) post.residual = functional::to_format(r, xs.suggest_memory_format());
     return {dispatch(
         "elementwise_chain",
         {{"native",
