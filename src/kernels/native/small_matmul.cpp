@@ -11,6 +11,7 @@
 #include "kernels/native/decline.h"
 #include "kernels/native/micro_kernel.h"
 #include "kernels/native/row_threads.h"
+#include "kernels/native/thread_scratch.h"
 #include "kernels/reference/typed_elements.h"
 
 namespace refold::native {
@@ -43,19 +44,13 @@ void pack_b(const float* b, const Problem& p, std::int64_t padded_n, float* pack
   }
 }
 
-// The calling thread's scratch, grown to the largest call so far: packed b, a's rows (when k
-// is not their unit stride), the last column panel (when N is not a multiple of 8).
-float* scratch(std::size_t floats) {
-  thread_local std::vector<float> buffer;
-  if (buffer.size() < floats) buffer.resize(floats);
-  return buffer.data();
-}
-
 // y = a · (alpha · b) for one matrix, y contiguous [M, N].
 void multiply_one(const float* a, const float* b, float* y, const Problem& p) {
   const std::int64_t padded_n = (p.n + 7) / 8 * 8;
   const bool a_in_place = p.a_col == 1 || p.k == 1;
-  float* packed = scratch(
+  // thread_scratch: packed b, then a's rows (when k is not their unit stride), then the last
+  // column panel (when N is not a multiple of 8).
+  float* packed = thread_scratch(
       static_cast<std::size_t>(padded_n * p.k + (a_in_place ? 0 : p.m * p.k) + p.m * kPanelWidth));
   pack_b(b, p, padded_n, packed);
   const float* rows_base = a;

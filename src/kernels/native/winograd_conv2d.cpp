@@ -11,6 +11,7 @@
 #include "kernels/native/conv_rules.h"
 #include "kernels/native/cpu.h"
 #include "kernels/native/micro_kernel.h"
+#include "kernels/native/thread_scratch.h"
 #include "kernels/native/weight_cache.h"
 #include "kernels/native/winograd_tiles.h"
 #include "kernels/reference/conv_common.h"
@@ -41,16 +42,6 @@ constexpr std::int64_t kChunkBytes = std::int64_t{2} << 20;
 // weights do not stay in cache between inferences (RepVGG-A0's are 42 MB with 2×2 tiles), so
 // each call reads its U from memory.
 constexpr std::int64_t kWeightReadInTiles = 16;
-
-// The calling thread's scratch (V, then M), grown to the largest call so far and reused: a
-// tensor per call would leave one kept block per conv size in the block cache
-// (core/block_cache.h), megabytes that serve nothing else. One call at a time per thread; the
-// OpenMP team only reads and writes through the pointer.
-float* thread_scratch(std::size_t floats) {
-  thread_local std::vector<float> buffer;
-  if (buffer.size() < floats) buffer.resize(floats);
-  return buffer.data();
-}
 
 // Why this kernel, with this tile, does not take a valid problem, or "" when it does.
 template <WinogradTile Tile>
