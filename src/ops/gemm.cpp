@@ -50,12 +50,12 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, float alpha) {
   const auto readable = [&](const Tensor& t) {
     return !floating || t.numel() == 0 || onednn::matmul_reads(t) ? t : t.contiguous();
   };
-  const Tensor a = readable(a_in);
   // [..., K] · [K, N] is linear(a, bᵀ) (the weight read through a transposed view, any strides).
-  if (a.dim() >= 2 && b_in.dim() == 2 && floating && a.size(-1) == b_in.size(0))
-    return scaled(functional::linear(a, b_in.permute({1, 0})), alpha);
+  if (a_in.dim() >= 2 && b_in.dim() == 2 && floating && a_in.size(-1) == b_in.size(0))
+    return scaled(functional::linear(readable(a_in), b_in.permute({1, 0})), alpha);
   // Two activations, a small product (attention's per-head matrices): refold's own kernel,
-  // which reads any strides and costs no primitive per call (native/small_matmul.h).
+  // which reads any strides (no copy first) and costs no primitive per call
+  // (native/small_matmul.h).
   if (floating && !StandInRun::active()) {
     std::string declined;
     if (Tensor y = native::small_matmul(a_in, b_in, alpha, &declined); y.defined()) {
@@ -63,6 +63,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, float alpha) {
       return y;
     }
   }
+  const Tensor a = readable(a_in);
   const Tensor b = readable(b_in);
   if (a.dim() < 2 || b.dim() < 2 || !floating || a.size(-1) != b.size(-2) || a.numel() == 0 ||
       b.numel() == 0)

@@ -29,13 +29,12 @@ std::vector<Tensor> ElementwiseChain::run(const std::vector<Tensor>& inputs) {
     // The output takes x's layout (the chain's input; reference::detail::layout_operand's
     // rule); a residual in the other layout is permuted into it first (one permute, which the
     // layout plan counts), so that the chain runs as one native pass, not the reference's.
-    const Tensor xs = functional::to_format(x, x.suggest_memory_format());
-    if (r.defined()) post.residual = functional::to_format(r, xs.suggest_memory_format());
+    if (r.defined()) post.residual = functional::to_format(r, x.suggest_memory_format());
     return {dispatch(
         "elementwise_chain",
         {{"native",
-          [&](std::string* declined) { return native::elementwise_chain(xs, post, declined); }}},
-        [&] { return reference::apply_post_ops(xs, post); })};
+          [&](std::string* declined) { return native::elementwise_chain(x, post, declined); }}},
+        [&] { return reference::apply_post_ops(x, post); })};
   }
   // Unfused: the chain with the residual added by ONNX Add (broadcasting), as the Add node did.
   ops::Binary add(reference::ArithOp::Add);

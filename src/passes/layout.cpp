@@ -114,23 +114,18 @@ Kind kind_of_info(const graph::ValueInfo& info) {
 // own view is expressible (a later Reshape is asked the same question with an NCHW input).
 bool views_nhwc(const graph::Graph& graph, const graph::Node& node, detail::StaticShapes& shapes) {
   if (dynamic_cast<const ops::ViewOp*>(node.module.get()) == nullptr || node.inputs.empty() ||
-      node.inputs[0].empty())
+      node.inputs[0].empty() || node.outputs.size() != 1 || node.outputs[0].empty())
     return false;
-  for (const std::string& out : node.outputs) {
-    if (out.empty()) continue;
-    if (graph.is_graph_output(out)) return false;
-    for (std::size_t c : graph.consumers(out)) {
-      const auto* op = dynamic_cast<const graph::Op*>(graph.nodes()[c].module.get());
-      if (op == nullptr || !op->reads_views()) return false;
-    }
+  const std::string& output = node.outputs[0];
+  if (graph.is_graph_output(output)) return false;
+  for (std::size_t c : graph.consumers(output)) {
+    const auto* op = dynamic_cast<const graph::Op*>(graph.nodes()[c].module.get());
+    if (op == nullptr || !op->reads_views()) return false;
   }
-  if (node.outputs.size() != 1 || node.outputs[0].empty()) return false;
   const std::optional<Shape> in = shapes.shape(node.inputs[0]);
-  const std::optional<Shape> out = shapes.shape(node.outputs[0]);
+  const std::optional<Shape> out = shapes.shape(output);
   if (!in || !out || in->size() != 4) return false;
-  const Shape& s = *in;  // [N, C, H, W] laid out as [N, H, W, C]
-  const Shape nhwc_strides = {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]};
-  return refold::detail::view_strides(s, nhwc_strides, *out).has_value();
+  return refold::detail::view_strides(*in, channels_last_strides(*in), *out).has_value();
 }
 
 struct Score {

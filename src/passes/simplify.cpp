@@ -261,13 +261,12 @@ Candidate match_zero_pad(const graph::Graph& graph, const graph::Node& node) {
   return NoOp{node.inputs[0], "Pad by zeros"};
 }
 
-// A Slice whose steps are all positive keeps element i of a sliced dim at start + i·step; when
-// its output has its input's static shape, each sliced dim keeps all n elements, which with a
-// positive step only start 0, step 1 does (or n ≤ 1, where any start that keeps one element is 0).
 // An op that writes its input's elements in their order — a Slice with positive steps (every
 // element it keeps, in order), Reshape, Flatten, Squeeze, Unsqueeze (a new shape over the same
 // row-major sequence), Expand (each element repeated) — whose output has its input's static
-// shape: it keeps every element where it was.
+// shape: it keeps every element where it was. For the Slice: it keeps element i of a sliced dim
+// at start + i·step, and keeping all n elements with a positive step takes start 0, step 1 (or
+// n ≤ 1, where any start that keeps one element is 0).
 Candidate match_same_shape(const graph::Graph& graph, const graph::Node& node,
                            detail::StaticShapes& shapes) {
   static constexpr const char* kOrderKeeping[] = {"Slice",   "Reshape",   "Flatten",

@@ -5,11 +5,12 @@
 //   y[i…][m][n] = alpha · Σ_k a[i…][m][k] · b[i…][k][n]
 //
 // a [..., M, K] and b [..., K, N] with NumPy-broadcast batch dims (as onednn::matmul) and any
-// strides; y is contiguous [batch..., M, N]. Per matrix: b is packed into the micro-kernel's
-// 16-column blocks (micro_kernel.h; N rounded up to 8 with zero columns), a's rows are read in
-// place when k is their unit stride (else packed), and rows × 32-column panels of y run
-// through multiply_panel. Where N is not a multiple of 8, or alpha ≠ 1, the panels land in a
-// scratch that is copied out scaled. Matrices are split between threads.
+// strides; y is contiguous [batch..., M, N]. Per matrix: b, scaled by alpha, is packed into the
+// micro-kernel's 16-column blocks (micro_kernel.h; N rounded up to 8 with zero columns), a's
+// rows are read in place when k is their unit stride (else packed), and rows × 32-column panels
+// of y run through multiply_panel straight into y — but for a last panel that ends past N
+// (N not a multiple of 8), which lands in scratch and is copied out. Matrices are split between
+// threads.
 // Takes: float32, rank ≥ 2 with a's K = b's K, at least one element, M ≥ 6 and N ≥ 8 (below,
 // the packing copies weigh like the product), AVX2 and FMA, and at most kSmallMatmulFlops
 // multiply-adds per call (larger products are oneDNN's: its blocking and packing pay off there).
