@@ -8,6 +8,7 @@
     $python bench/zoo/export.py --third --out /tmp/third   # 15 more, held out (THIRD below)
     $python bench/zoo/export.py --fourth --out /tmp/fourth # 29 more, held out (FOURTH below)
     $python bench/zoo/export.py --fifth --out /tmp/fifth   # 30 more, held out (FIFTH below)
+    $python bench/zoo/export.py --sixth --out /tmp/sixth   # 36 more, held out (SIXTH below)
     $python bench/zoo/run.py --models /tmp/extra --time     # run.py takes either folder
     $python bench/zoo/export.py --fourth --out /tmp/fourth --golden64-only  # add golden64 only
 
@@ -156,6 +157,35 @@ FIFTH = {
     "regnet_x_400mf": ("torchvision", 224), "squeezenet1_0": ("torchvision", 224),
     "mobilenet_v3_small": ("torchvision", 224), "yolov8n-seg": ("ultralytics", 320),
     "yolov8n-pose": ("ultralytics", 320), "yolov6n": ("ultralytics", 320),
+}
+
+# A sixth set (--sixth), held out while the first five were tuned: VGG, Xception's separable
+# convs, Inception-v4, LeViT's conv form, Next-ViT, RDNet, FocalNet's focal modulation, TNT,
+# Hiera, EVA-02 and ViT with rotary embeddings, SwinV2's cosine attention, DeiT-III, VOLO's
+# outlook attention (Fold), MobileViT-S, MLP-Mixer, ConvNeXt-Nano, SHViT, MobileCLIP's FastViT,
+# RepVGG-B0, CSPResNeXt, SE-BoTNet, ECA-NFNet, PoolFormer, EfficientViT-L, MobileNetV4 with blur
+# pooling, TF-padded MixNet, ViT with registers, ReXNet-R, FasterNet's partial convs, CSATv2,
+# ViTamin, ResNet-RS, torchvision's AlexNet, MaxViT and Swin-V2, and YOLOv8's ghost and P2
+# variants, YOLOv3-tiny and YOLO11's oriented boxes.
+SIXTH = {
+    "vgg11_bn": ("timm", 224), "xception41": ("timm", 224), "inception_v4": ("timm", 224),
+    "levit_conv_128s": ("timm", 224), "nextvit_small": ("timm", 224), "rdnet_tiny": ("timm", 224),
+    "focalnet_tiny_srf": ("timm", 224), "tnt_s_patch16_224": ("timm", 224),
+    "hiera_tiny_224": ("timm", 224), "eva02_tiny_patch14_224": ("timm", 224),
+    "vit_small_patch16_rope_224": ("timm", 224), "swinv2_cr_tiny_ns_224": ("timm", 224),
+    "deit3_small_patch16_224": ("timm", 224), "volo_d1_224": ("timm", 224),
+    "mobilevit_s": ("timm", 256), "mixer_s16_224": ("timm", 224), "convnext_nano": ("timm", 224),
+    "shvit_s1": ("timm", 224), "fastvit_mci0": ("timm", 256), "repvgg_b0": ("timm", 224),
+    "cspresnext50": ("timm", 160), "sebotnet33ts_256": ("timm", 256),
+    "eca_nfnet_l0": ("timm", 160), "poolformer_s12": ("timm", 224),
+    "efficientvit_l1": ("timm", 224), "mobilenetv4_conv_blur_medium": ("timm", 224),
+    "tf_mixnet_s": ("timm", 224), "vit_little_patch16_reg4_gap_256": ("timm", 256),
+    "rexnetr_200": ("timm", 224), "fasternet_t0": ("timm", 224), "csatv2": ("timm", 224),
+    "vitamin_small_224": ("timm", 224), "resnetrs50": ("timm", 160),
+    "alexnet": ("torchvision", 224), "maxvit_t": ("torchvision", 224),
+    "swin_v2_t": ("torchvision", 224), "yolov8n-ghost": ("ultralytics", 320),
+    "yolov8n-p2": ("ultralytics", 320), "yolov3-tinyu": ("ultralytics", 320),
+    "yolo11n-obb": ("ultralytics", 320),
 }
 
 
@@ -469,12 +499,14 @@ def main():
                        help="export the FOURTH set instead of the zoo (e.g. --out /tmp/fourth)")
     which.add_argument("--fifth", action="store_true",
                        help="export the FIFTH set instead of the zoo (e.g. --out /tmp/fifth)")
+    which.add_argument("--sixth", action="store_true",
+                       help="export the SIXTH set instead of the zoo (e.g. --out /tmp/sixth)")
     parser.add_argument("--golden64-only", action="store_true",
                         help="only add <name>.golden64.npy to an exported folder (its manifest "
                              "entries kept; the golden must come out the same)")
     args = parser.parse_args()
     held_out = EXTRA if args.extra else THIRD if args.third else FOURTH if args.fourth \
-        else FIFTH if args.fifth else None
+        else FIFTH if args.fifth else SIXTH if args.sixth else None
     if held_out is not None:
         ZOO.clear()
         ZOO.update(held_out)

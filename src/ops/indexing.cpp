@@ -60,10 +60,14 @@ std::vector<Tensor> Gather::moved(const std::vector<Tensor>& inputs, bool views)
     if (!sliced.defined()) sliced = reference::slice(data, dims);
     return {reshaped(sliced, g.out_sizes, views)};
   }
+  // Rows are copied from data dense in logical order: other strides (a channels_last
+  // activation, a transposed view) are made so first, one pass where the reference's walk
+  // through every element's index took 10× longer (VOLO's unfold, from NHWC: 3.7 ms each).
   return {dispatch("Gather",
                    {{"native",
                      [&](std::string* declined) {
-                       return native::gather(data, index, g.axis, g.out_sizes, declined);
+                       return native::gather(data.contiguous(), index, g.axis, g.out_sizes,
+                                             declined);
                      }}},
                    [&] { return reference::gather(data, inputs[1], axis_); })};
 }

@@ -15,10 +15,11 @@ using Registry = std::unordered_map<std::string, const OpDef*>;
 
 Registry make_registry() {
   Registry registry;
-  for (const auto* table : {&activation_ops(), &arithmetic_ops(), &batch_norm_ops(), &concat_ops(),
-                            &conv_ops(), &gemm_ops(), &indexing_ops(), &normalization_ops(),
-                            &pad_ops(), &pool_ops(), &reduce_ops(), &reshape_ops(), &resize_ops(),
-                            &softmax_ops(), &transpose_ops(), &unary_ops(), &values_ops()}) {
+  for (const auto* table :
+       {&activation_ops(), &arithmetic_ops(), &batch_norm_ops(), &col2im_ops(), &concat_ops(),
+        &conv_ops(), &gemm_ops(), &indexing_ops(), &normalization_ops(), &pad_ops(), &pool_ops(),
+        &reduce_ops(), &reshape_ops(), &resize_ops(), &softmax_ops(), &transpose_ops(),
+        &unary_ops(), &values_ops()}) {
     for (const OpDef& def : *table) {
       const bool added = registry.emplace(def.op_type, &def).second;
       REFOLD_CHECK(added, "internal: op {} is defined twice", def.op_type);

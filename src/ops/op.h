@@ -98,6 +98,7 @@ nn::ModulePtr build_module(const BuildContext& context);
 const std::vector<OpDef>& activation_ops();
 const std::vector<OpDef>& arithmetic_ops();
 const std::vector<OpDef>& batch_norm_ops();
+const std::vector<OpDef>& col2im_ops();
 const std::vector<OpDef>& concat_ops();
 const std::vector<OpDef>& conv_ops();
 const std::vector<OpDef>& gemm_ops();

@@ -15,6 +15,36 @@
 #include "refold/nn/pooling.h"
 
 namespace refold::ops {
+namespace {
+
+// A 4-d pool: PyTorch's where its rules give ONNX's result, else the reference.
+Tensor pool2d(const Tensor& x, const reference::PoolParams& p) {
+  // Symmetric pads of at most half the kernel are PyTorch's pools (oneDNN where it applies).
+  // Average: PyTorch's divisor with count_include_pad is the window clipped to the padded input,
+  // and without it the positions inside the input — ONNX's counts (kernels/reference/onnx_ops.h).
+  const bool symmetric = p.pad_begin == p.pad_end && 2 * p.pad_begin[0] <= p.kernel[0] &&
+                         2 * p.pad_begin[1] <= p.kernel[1];
+  const Size2d kernel(p.kernel[0], p.kernel[1]);
+  const Size2d stride(p.stride[0], p.stride[1]);
+  const Size2d dilation(p.dilation[0], p.dilation[1]);
+  if (symmetric && p.max) {
+    MaxPool2dOptions o{kernel, stride, Size2d(p.pad_begin[0], p.pad_begin[1]), dilation,
+                       p.ceil_mode};
+    return functional::max_pool2d(x, o);
+  }
+  if (symmetric && dilation == Size2d(1)) {
+    AvgPool2dOptions o{kernel,
+                       stride,
+                       Size2d(p.pad_begin[0], p.pad_begin[1]),
+                       p.ceil_mode,
+                       p.count_include_pad,
+                       std::nullopt};
+    return functional::avg_pool2d(x, o);
+  }
+  return reference::pool(x, p);
+}
+
+}  // namespace
 
 Pool::Pool(const PoolAttributes& attributes)
     : Op(attributes.max ? "MaxPool" : "AveragePool"), attributes_(attributes) {}
@@ -47,29 +77,21 @@ std::vector<Tensor> Pool::run(const std::vector<Tensor>& in) {
     Tensor y = reference::pool(x, p, &indices, a.column_major);
     return {y, indices};
   }
-  // Symmetric pads of at most half the kernel are PyTorch's pools (oneDNN where it applies).
-  // Average: PyTorch's divisor with count_include_pad is the window clipped to the padded input,
-  // and without it the positions inside the input — ONNX's counts (kernels/reference/onnx_ops.h).
-  const bool symmetric = r == 2 && p.pad_begin == p.pad_end && 2 * p.pad_begin[0] <= p.kernel[0] &&
-                         2 * p.pad_begin[1] <= p.kernel[1];
-  const Size2d kernel = r == 2 ? Size2d(p.kernel[0], p.kernel[1]) : Size2d(1);
-  const Size2d stride = r == 2 ? Size2d(p.stride[0], p.stride[1]) : Size2d(1);
-  const Size2d dilation = r == 2 ? Size2d(p.dilation[0], p.dilation[1]) : Size2d(1);
-  if (symmetric && a.max) {
-    MaxPool2dOptions o{kernel, stride, Size2d(p.pad_begin[0], p.pad_begin[1]), dilation,
-                       p.ceil_mode};
-    return {functional::max_pool2d(x, o)};
+  if (r == 1) {
+    // A 1-d pool is the 2-d one over [N, C, 1, L] with the window 1 × k (inserting a size-1
+    // axis is a view of any strides): PyTorch's pools and oneDNN's fast path take it.
+    const reference::PoolParams p2{p.max,
+                                   {1, p.kernel[0]},
+                                   {1, p.stride[0]},
+                                   {1, p.dilation[0]},
+                                   {0, p.pad_begin[0]},
+                                   {0, p.pad_end[0]},
+                                   p.ceil_mode,
+                                   p.count_include_pad};
+    const Tensor y = pool2d(x.view({x.size(0), x.size(1), 1, x.size(2)}), p2);
+    return {y.reshape({y.size(0), y.size(1), y.size(3)})};
   }
-  if (symmetric && dilation == Size2d(1)) {
-    AvgPool2dOptions o{kernel,
-                       stride,
-                       Size2d(p.pad_begin[0], p.pad_begin[1]),
-                       p.ceil_mode,
-                       p.count_include_pad,
-                       std::nullopt};
-    return {functional::avg_pool2d(x, o)};
-  }
-  return {reference::pool(x, p)};
+  return {r == 2 ? pool2d(x, p) : reference::pool(x, p)};
 }
 
 namespace {

@@ -1,8 +1,9 @@
 // ONNX MaxPool and AveragePool as a graph op, for what nn::MaxPool2d / nn::AvgPool2d (PyTorch's
 // rules) cannot express: asymmetric pads, auto_pad SAME, pads larger than half the kernel,
 // ceil_mode, 1-d and 3-d (any spatial rank), MaxPool's Indices output. Runs
-// functional::max_pool2d/avg_pool2d when the input is 4-d, no Indices are asked for and the pads
-// resolved for the input are symmetric and at most half the kernel, else reference::pool
+// functional::max_pool2d/avg_pool2d when the input is 4-d (or 3-d, seen as [N, C, 1, L]), no
+// Indices are asked for and the pads resolved for the input are symmetric and at most half the
+// kernel, else reference::pool
 // (kernels/reference/onnx_ops.h, whose comment has the math).
 #pragma once
 

@@ -2,8 +2,11 @@
 // (src/ops/pool.cpp, reference::pool): worked examples, 3-d against the 2-d path on a unit
 // depth, storage_order, channels_last, and the error messages. The ONNX backend tests
 // test_maxpool_*, test_averagepool_*, test_MaxPool1d/3d*, test_AvgPool3d* run in conformance.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "kernels/reference/onnx_ops.h"
+#include "kernels/verbose.h"
 #include "onnx/ops_tensor_helpers.h"
 #include "ops/pool.h"
 #include "testing/builders.h"
@@ -33,6 +36,33 @@ TEST(OnnxPoolNd, OneDimensionalWindows) {
   OpCase dilated("MaxPool", {"x"});
   dilated.ints("kernel_shape", {2}).ints("dilations", {2});
   EXPECT_EQ(dilated.run({x}).to_vector(), (F32s{2, 5, 4}));
+}
+
+// A 1-d pool runs as the 2-d one over [N, C, 1, L]: PyTorch's pools (oneDNN), not the reference
+// loops, for contiguous input and for tokens transposed to [N, C, L] (NextViT's AvgPool1d over
+// x.transpose(1, 2)); the numbers are the reference's. Asymmetric pads stay on the reference.
+TEST(OnnxPoolNd, OneDimensionalWindowsRunThePoolsFastPath) {
+  const Tensor contiguous = random({2, 24, 49}, 3);
+  const Tensor transposed = random({2, 49, 24}, 4).permute({0, 2, 1});
+  for (const Tensor& x : {contiguous, transposed}) {
+    for (const bool max : {true, false}) {
+      OpCase c(max ? "MaxPool" : "AveragePool", {"x"});
+      c.ints("kernel_shape", {3}).ints("strides", {2}).ints("pads", {1, 1});
+      reference::PoolParams p{max, {3}, {2}, {1}, {1}, {1}, false, false};
+      DispatchLog log;
+      const Tensor y = c.run({x});
+      EXPECT_THAT(log.take(), ::testing::Contains(::testing::HasSubstr("onednn"))) << max;
+      EXPECT_EQ(y.sizes(), (Shape{2, 24, 25}));
+      EXPECT_TRUE(all_close(y, reference::pool(x, p), Tolerance::op_f32())) << max;
+    }
+  }
+  OpCase asymmetric("AveragePool", {"x"});
+  asymmetric.ints("kernel_shape", {2}).ints("pads", {0, 1});
+  reference::PoolParams p{false, {2}, {1}, {1}, {0}, {1}, false, false};
+  DispatchLog log;
+  EXPECT_TRUE(
+      all_close(asymmetric.run({contiguous}), reference::pool(contiguous, p), Tolerance::exact()));
+  EXPECT_THAT(log.take(), ::testing::Not(::testing::Contains(::testing::HasSubstr("onednn"))));
 }
 
 TEST(OnnxPoolNd, ThreeDimensionalWindowsOfUnitDepthMatchTheTwoDimensionalPath) {

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/reference/col2im.h"
 #include "refold/op_options.h"
 #include "refold/tensor.h"
 
@@ -75,6 +76,12 @@ Tensor conv_nd(const Tensor& input, const Tensor& weight, const Tensor& bias,
                const ConvNdParams& params);
 Tensor conv_transpose_nd(const Tensor& input, const Tensor& weight, const Tensor& bias,
                          const ConvNdParams& params);
+
+// ONNX Col2Im (kernels/reference/col2im.h has the math): X [N, C·∏k_a, ∏L_a] to the image
+// [N, C, D_1, …, D_r], r ≥ 1. check_col2im validates X and the parameters against each other and
+// returns the L_a; the output is contiguous, of X's dtype (float32 or bfloat16).
+std::vector<std::int64_t> check_col2im(const Tensor& x, const Col2ImParams& params);
+Tensor col2im(const Tensor& x, const Col2ImParams& params);
 
 // ONNX Gemm: alpha · A' · B' + beta · C, A' = transA ? Aᵀ : A ([M, K]), B' likewise ([K, N]),
 // C (optional) broadcast to [M, N].
