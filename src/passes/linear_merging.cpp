@@ -1,25 +1,33 @@
-// linear-merging: matrix products with constant weights absorb what is linear around their input
-// — the affine map before them, and a second product of the same input added to them.
+// linear-merging and conv-input-folding: layers with constant weights absorb what is linear
+// around their input — the affine map before matrix products (linear-merging) and convs
+// (conv-input-folding, which runs after reparameterize: that pass merges DBB's BN-and-pad
+// branches whole, exactly, where folding their parts first would leave float residue in the
+// padding it checks), and a second product of the same input added to a product.
 //
 // Patterns and rewrites (the last node's output name survives):
-//   x → A → Gemm/MatMul(W_i, b_i) → y_i  (every reader of A)    x → Gemm/MatMul(W_i', b_i') → y_i
+//   x → A → Gemm/MatMul(W_i, b_i) or Conv(W_i, b_i) → y_i        x → same layer(W_i', b_i') → y_i
+//       (every reader of A)
 //   x → Gemm/MatMul(W1, b1) ─┐
 //   x → Gemm/MatMul(W2, b2) ─┴→ Add (or Sub) → y              x → Gemm/MatMul(W1 ± W2, b1 ± b2) → y
-// where A is y = a·v + t per input feature (the product's last input axis): a
-// BatchNormalization of a 2-d [N, C] value, a Mul/Div by a constant, an Add/Sub of one, a Neg
-// (detail::axis_affine). A classifier head written as BatchNorm1d → Linear, plus a distillation
-// head of the same input averaged in (RepViT, LeViT, EfficientFormer: (head(x) + dist(x)) / 2)
-// becomes one Gemm: this pass folds each BN and sums the two, and bn-folding, after it, folds the
-// division.
+// where A is y = a·v + t per input feature — the product's last input axis, a conv's channels
+// (axis 1): a BatchNormalization along that axis, a Mul/Div by a constant, an Add/Sub of one, a
+// Neg (detail::axis_affine). A classifier head written as BatchNorm1d → Linear, plus a
+// distillation head of the same input averaged in (RepViT, LeViT, EfficientFormer: (head(x) +
+// dist(x)) / 2) becomes one Gemm: this pass folds each BN and sums the two, and bn-folding,
+// after it, folds the division. A pre-norm BatchNorm before 1×1 convs (NextViT, MaxViT,
+// InceptionNeXt, Visformer, MobileNetV4's attention q, k and v) disappears into them.
 //
 // Why exact: a product is linear in its input and in its weight, so
 //   (a·x + t)·W + b = x·(diag(a)·W) + (t·W + b)        (reparam::fold_affine_before_linear)
 //   x·W1 + b1 + x·W2 + b2 = x·(W1 + W2) + (b1 + b2)     (reparam::sum_linear)
-// with no padding or border to keep, unlike a conv. A Gemm's α and β go into W and b.
+// and a conv likewise per input channel (reparam::fold_affine_before_conv) where every tap reads
+// the input: a tap in the zero padding reads 0, not t, so a padded conv takes A only when t = 0.
+// A Gemm's α and β go into W and b.
 //
 // Preconditions (docs/reliability.md F18–F23): weights and biases are constants (a Gemm's C one
-// value per feature), the weight is a 2-d float32 matrix, a Gemm has transA = 0; an affine node's
-// every reader is such a product reading it as its input once, and it is not a graph output; the
+// value per feature), a product's weight is a 2-d float32 matrix, a Gemm has transA = 0, a conv
+// is a plain one (detail::conv_problem) with no padding or A without shift; an affine node's
+// every reader is such a layer reading it as its input once, and it is not a graph output; the
 // two summed products read the same value and each is read by the sum alone. A MatMul product
 // that gains a bias gets an Add of it after it. Otherwise the nodes stay as they are.
 #include <fmt/format.h>
@@ -35,7 +43,9 @@
 #include "passes/node_module.h"
 #include "passes/passes.h"
 #include "refold/error.h"
+#include "refold/nn/conv.h"
 #include "refold/reparam/kernel_algebra.h"
+#include "refold/reparam/module_kernels.h"
 
 namespace refold::passes {
 namespace {
@@ -139,11 +149,16 @@ struct Merge {
   std::string note;
 };
 
+// The layers an affine node folds into: Gemm/MatMul products (linear-merging) or convs
+// (conv-input-folding, after reparameterize has merged the branches it sees whole).
+enum class Readers { Products, Convs };
+
 class Merger {
  public:
-  explicit Merger(graph::Graph& graph) : g_(graph), shapes_(graph) {}
+  Merger(graph::Graph& graph, Readers readers) : g_(graph), shapes_(graph), readers_(readers) {}
 
-  // Node `a` as an affine map of the input features of every product reading it.
+  // Node `a` as an affine map of the input features of every layer reading it: the last axis
+  // of a product's input, the channels (axis 1) of a conv's.
   std::optional<Merge> affine_before(std::size_t a) {
     const graph::Node& an = g_.nodes()[a];
     if (an.outputs.size() != 1 || g_.is_graph_output(an.outputs[0]) || an.inputs.empty())
@@ -153,42 +168,48 @@ class Merger {
       return std::nullopt;
     const std::vector<std::size_t> readers = g_.consumers(an.outputs[0]);
     if (readers.empty()) return std::nullopt;
-    std::vector<Product> products;
-    for (std::size_t r : readers) {
-      const graph::Node& n = g_.nodes()[r];
-      auto p = read_product(g_, r);
-      if (!p || n.inputs[0] != an.outputs[0] ||
-          std::count(n.inputs.begin(), n.inputs.end(), an.outputs[0]) != 1)
-        return std::nullopt;
-      products.push_back(std::move(*p));
-    }
     // The rank of the value the affine maps (not of its constant, which may come first).
     const bool constant_first =
         an.inputs.size() == 2 && detail::constant_value(g_, an.inputs[0]).has_value();
     const auto rank = detail::known_rank(g_, shapes_, an.inputs[constant_first ? 1 : 0]);
     if (!rank) return std::nullopt;
-    auto read = detail::axis_affine(g_, an, 1, *rank);  // the input features: the last axis
-    if (std::holds_alternative<std::string>(read)) return std::nullopt;
-    const detail::AxisAffine& affine = std::get<detail::AxisAffine>(read);
     // Every fold first: a declined one leaves the graph without a constant made for the others.
-    std::vector<LinearKernel> folded;
-    try {
-      for (const Product& p : products)
-        folded.push_back(reparam::fold_affine_before_linear(p.kernel, affine.affine));
-    } catch (const Error&) {
-      return std::nullopt;  // 1 or K values do not match the weight: not this axis
+    std::vector<Folded> folds;
+    for (std::size_t r : readers) {
+      const graph::Node& n = g_.nodes()[r];
+      if (n.inputs.empty() || n.inputs[0] != an.outputs[0] ||
+          std::count(n.inputs.begin(), n.inputs.end(), an.outputs[0]) != 1)
+        return std::nullopt;
+      const bool conv = readers_ == Readers::Convs;
+      if (conv != is_op(n, "Conv")) return std::nullopt;
+      auto read = detail::axis_affine(g_, an, conv ? 3 : 1, *rank);
+      if (std::holds_alternative<std::string>(read)) return std::nullopt;
+      auto fold = conv ? conv_after(r, std::get<detail::AxisAffine>(read))
+                       : product_after(r, std::get<detail::AxisAffine>(read));
+      if (!fold) return std::nullopt;
+      folds.push_back(std::move(*fold));
     }
     Merge m;
     m.erase = {a};
-    for (std::size_t k = 0; k < products.size(); ++k) {
-      const graph::Node& n = g_.nodes()[products[k].index];
-      for (graph::Node& node : product_nodes(g_, n, affine.operand, folded[k], n.outputs[0],
-                                             fmt::format("{} + {}", an.name, n.name)))
-        m.nodes.push_back(std::move(node));
-      m.erase.push_back(products[k].index);
+    for (const Folded& f : folds) {
+      const graph::Node& n = g_.nodes()[f.reader];
+      const std::string origin = fmt::format("{} + {}", an.name, n.name);
+      if (f.conv) {
+        graph::Node conv;
+        conv.name = n.name;
+        conv.outputs = n.outputs;
+        conv.origin = origin;
+        detail::set_conv(g_, conv, f.operand, g_.unique_name(n.name + "_prefold"), *f.conv,
+                         f.geometry, f.format);
+        m.nodes.push_back(std::move(conv));
+      } else {
+        for (graph::Node& node : product_nodes(g_, n, f.operand, f.product, n.outputs[0], origin))
+          m.nodes.push_back(std::move(node));
+      }
+      m.erase.push_back(f.reader);
     }
-    m.note = fmt::format("folded {} into the {} product{} reading it", describe(an),
-                         products.size(), products.size() == 1 ? "" : "s");
+    m.note = fmt::format("folded {} into the {} layer{} reading it", describe(an), readers.size(),
+                         readers.size() == 1 ? "" : "s");
     return m;
   }
 
@@ -226,22 +247,76 @@ class Merger {
   }
 
  private:
+  // A layer reading the affine's output, with the affine folded into it.
+  struct Folded {
+    std::size_t reader = 0;
+    std::string operand;                      // the affine's input, which the layer reads now
+    LinearKernel product;                     // a product's kernel, or
+    std::optional<reparam::ConvKernel> conv;  // a conv's, with its geometry and weight format
+    nn::Conv2dOptions geometry{1, 1, 1};
+    MemoryFormat format = MemoryFormat::Contiguous;
+  };
+
+  // Product `r` (a Gemm or MatMul with a constant weight): reparam::fold_affine_before_linear.
+  std::optional<Folded> product_after(std::size_t r, const detail::AxisAffine& affine) {
+    auto p = read_product(g_, r);
+    if (!p) return std::nullopt;
+    Folded f;
+    f.reader = r;
+    f.operand = affine.operand;
+    try {
+      f.product = reparam::fold_affine_before_linear(p->kernel, affine.affine);
+    } catch (const Error&) {
+      return std::nullopt;  // 1 or K values do not match the weight: not this axis
+    }
+    return f;
+  }
+
+  // Conv `r`, the affine per input channel: reparam::fold_affine_before_conv, only where that is
+  // exact — the conv reads no padding, or the affine shifts nothing (a tap in the padding reads
+  // 0, not the shift).
+  std::optional<Folded> conv_after(std::size_t r, const detail::AxisAffine& affine) {
+    const graph::Node& n = g_.nodes()[r];
+    if (!detail::conv_problem(g_, n).empty()) return std::nullopt;
+    const auto module = detail::conv_module(n);
+    const nn::Conv2dOptions& geometry = module->options();
+    const Pads2d pads = geometry.padding().resolve(geometry.kernel_size(), geometry.dilation());
+    const bool unpadded = pads.top == 0 && pads.left == 0 && pads.bottom == 0 && pads.right == 0;
+    const auto& shift = affine.affine.shift;
+    if (!unpadded && std::any_of(shift.begin(), shift.end(), [](double t) { return t != 0.0; }))
+      return std::nullopt;
+    Folded f;
+    f.reader = r;
+    f.operand = affine.operand;
+    try {
+      f.conv = reparam::fold_affine_before_conv(reparam::kernel_of(*module), affine.affine);
+    } catch (const Error&) {
+      return std::nullopt;  // 1 or C values do not match the conv's input channels
+    }
+    f.geometry = geometry;
+    f.format = module->weight().suggest_memory_format();
+    return f;
+  }
+
   graph::Graph& g_;
-  detail::StaticShapes shapes_;  // merging keeps every value's shape
+  detail::StaticShapes shapes_;
+  Readers readers_;  // merging keeps every value's shape
 };
 
 }  // namespace
 
-PassReport merge_linear_layers(graph::Graph& graph) {
-  PassReport report{"linear-merging", false, {}};
-  Merger merger(graph);
-  // A sweep until nothing merges: a fold can hand a product a new affine node before it (a
-  // LayerNorm's β, then its γ).
+namespace {
+
+// Sweeps until nothing merges: a fold can hand a layer a new affine node before it (a
+// LayerNorm's β, then its γ).
+PassReport merge(graph::Graph& graph, const char* pass, Readers readers) {
+  PassReport report{pass, false, {}};
+  Merger merger(graph, readers);
   for (bool merged = true; merged;) {
     merged = false;
     for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
       std::optional<Merge> m = merger.affine_before(i);
-      if (!m) m = merger.sum_of_products(i);
+      if (!m && readers == Readers::Products) m = merger.sum_of_products(i);
       if (!m) continue;
       report.notes.push_back(m->note);
       // The new nodes read only what the first erased node read (or each other), so they go where
@@ -253,6 +328,16 @@ PassReport merge_linear_layers(graph::Graph& graph) {
   }
   graph.verify();
   return report;
+}
+
+}  // namespace
+
+PassReport merge_linear_layers(graph::Graph& graph) {
+  return merge(graph, "linear-merging", Readers::Products);
+}
+
+PassReport fold_conv_inputs(graph::Graph& graph) {
+  return merge(graph, "conv-input-folding", Readers::Convs);
 }
 
 }  // namespace refold::passes

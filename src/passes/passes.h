@@ -14,6 +14,7 @@ PassReport canonicalize(graph::Graph& graph);             // canonicalize.cpp
 PassReport eliminate_dead_code(graph::Graph& graph);      // dead_code.cpp
 PassReport drop_dead_taps(graph::Graph& graph);           // dead_taps.cpp
 PassReport merge_linear_layers(graph::Graph& graph);      // linear_merging.cpp
+PassReport fold_conv_inputs(graph::Graph& graph);         // linear_merging.cpp
 PassReport merge_grouped_convs(graph::Graph& graph);      // group_merging.cpp
 PassReport fold_batch_norms(graph::Graph& graph);         // bn_folding.cpp
 PassReport reparameterize_branches(graph::Graph& graph);  // reparameterize.cpp

@@ -22,12 +22,19 @@ struct PassEntry {
 
 const std::vector<PassEntry>& pass_list() {
   static const std::vector<PassEntry> list = {
-      {"constant-folding", &fold_constants},    {"simplify", &simplify_algebra},
-      {"canonicalize", &canonicalize},          {"pad-folding", &fold_pads},
-      {"dead-code", &eliminate_dead_code},      {"dead-taps", &drop_dead_taps},
-      {"linear-merging", &merge_linear_layers}, {"group-merging", &merge_grouped_convs},
-      {"bn-folding", &fold_batch_norms},        {"reparameterize", &reparameterize_branches},
-      {"activation-fusion", &fuse_activations}, {"layout", &plan_layout},
+      {"constant-folding", &fold_constants},
+      {"simplify", &simplify_algebra},
+      {"canonicalize", &canonicalize},
+      {"pad-folding", &fold_pads},
+      {"dead-code", &eliminate_dead_code},
+      {"dead-taps", &drop_dead_taps},
+      {"linear-merging", &merge_linear_layers},
+      {"group-merging", &merge_grouped_convs},
+      {"bn-folding", &fold_batch_norms},
+      {"reparameterize", &reparameterize_branches},
+      {"conv-input-folding", &fold_conv_inputs},
+      {"activation-fusion", &fuse_activations},
+      {"layout", &plan_layout},
   };
   return list;
 }

@@ -244,6 +244,28 @@ ConvKernel fold_affine(const ConvKernel& conv, const ChannelAffine& affine) {
   return apply_affine(conv, per_channel(op, affine, conv.out_channels()));
 }
 
+ConvKernel fold_affine_before_conv(const ConvKernel& conv, const ChannelAffine& affine) {
+  constexpr std::string_view op = "fold_affine_before_conv";
+  check_conv(op, "conv", conv);
+  const ChannelAffine a = per_channel(op, affine, conv.in_channels());
+  const DType dtype = conv.weight.dtype();
+  const std::int64_t out = conv.out_channels(), in_per_group = conv.weight.size(1);
+  const std::int64_t out_per_group = out / conv.groups;
+  const std::size_t taps = idx(conv.weight.size(2) * conv.weight.size(3));
+  std::vector<double> w = values_of(conv.weight);
+  std::vector<double> b = bias_or_zero(conv.bias, out);
+  for (std::int64_t o = 0; o < out; ++o)
+    for (std::int64_t i = 0; i < in_per_group; ++i) {
+      const std::size_t c = idx((o / out_per_group) * in_per_group + i);
+      const std::size_t base = (idx(o) * idx(in_per_group) + idx(i)) * taps;
+      for (std::size_t t = 0; t < taps; ++t) {
+        b[idx(o)] += w[base + t] * a.shift[c];
+        w[base + t] *= a.scale[c];
+      }
+    }
+  return {make_tensor(w, conv.weight.sizes(), dtype), make_tensor(b, {out}, dtype), conv.groups};
+}
+
 ConvTransposeKernel fold_affine_into_conv_transpose(const ConvTransposeKernel& conv,
                                                     const ChannelAffine& affine) {
   constexpr std::string_view op = "fold_affine_into_conv_transpose";

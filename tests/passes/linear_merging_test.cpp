@@ -1,6 +1,6 @@
-// linear-merging: a per-feature affine node before Gemm/MatMul products, and two products of one
-// value added or subtracted, become one product where that is exact, and stay as they are
-// (bit-identical) where it is not.
+// linear-merging: a per-feature affine node before Gemm/MatMul products or convs, and two
+// products of one value added or subtracted, become one layer where that is exact, and stay as
+// they are (bit-identical) where it is not.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -42,13 +42,18 @@ void expect_unchanged(GraphBuilder& b) {
   testing::expect_left_alone(b, passes::merge_linear_layers);
 }
 
+// conv-input-folding, the same fold into convs (linear_merging.cpp).
+passes::PassReport fold_convs_and_compare(GraphBuilder& b) {
+  return apply_pass(b, passes::fold_conv_inputs);
+}
+
 TEST(LinearMerging, BatchNormBeforeALinearFoldsIntoIt) {
   GraphBuilder b(1);
   const std::string x = b.input("x", {3, 8});
   b.output(linear(b, b.bn(x, 8), 8, 5));
   const passes::PassReport r = merge_and_compare(b);
   EXPECT_EQ(b.op_counts(), (Counts{{"Gemm", 1}})) << notes_of(r);
-  EXPECT_TRUE(has_note(r, "folded BatchNormalization 'BatchNormalization_1' into the 1 product"))
+  EXPECT_TRUE(has_note(r, "folded BatchNormalization 'BatchNormalization_1' into the 1 layer"))
       << notes_of(r);
 }
 
@@ -73,6 +78,26 @@ TEST(LinearMerging, AffineBeforeAMatMulOnTokens) {
   b.output(b.node("MatMul", {shifted, random_constant(b, {8, 16})}));
   const passes::PassReport r = merge_and_compare(b);
   EXPECT_EQ(b.op_counts(), (Counts{{"MatMul", 1}, {"Add", 1}})) << notes_of(r);
+}
+
+// A pre-norm BatchNorm read by convs (NextViT's and MaxViT's blocks, MobileNetV4's attention:
+// q, k and v): a 1×1 conv, a grouped one and an unpadded strided 3×3 read every tap from the
+// input, so the BN's scale and shift fold into each; a padded conv takes a pure scale.
+TEST(LinearMerging, AffineBeforeConvsFoldsIntoThem) {
+  GraphBuilder b(13);
+  const std::string x = b.input("x", {2, 8, 9, 9});
+  const std::string normed = b.bn(x, 8);
+  b.output(b.conv(normed, 8, 16, 1));
+  b.output(b.conv(normed, 8, 6, 1, {.groups = 2}));
+  b.output(b.conv(normed, 8, 8, 3, {.stride = 2, .groups = 8}));
+  const std::string scaled = b.mul(x, random_constant(b, {1, 8, 1, 1}));
+  b.output(b.conv(scaled, 8, 4, 3, {.pads = testing::kPad1}));
+  // linear-merging takes products only; conv-input-folding, after reparameterize, the convs.
+  testing::expect_left_alone(b, passes::merge_linear_layers);
+  const passes::PassReport r = fold_convs_and_compare(b);
+  EXPECT_EQ(b.op_counts(), (Counts{{"Conv", 4}})) << notes_of(r);
+  EXPECT_TRUE(has_note(r, "folded BatchNormalization 'BatchNormalization_1' into the 3 layers"))
+      << notes_of(r);
 }
 
 // RepViT's, LeViT's classifier: (BN → Linear) + (BN → Linear) of one value, halved. This pass
@@ -157,6 +182,28 @@ TEST(LinearMerging, LeavesWhatIsNotExactAlone) {
     b.output(b.node("Gemm", {b.bn(b.input("xt", {8, 3}), 3), random_constant(b, {8, 5})},
                     attrs({{"transA", std::int64_t{1}}})));
     expect_unchanged(b);
+  }
+  {  // a shift before a padded conv: its border taps read zeros, not the shift
+    GraphBuilder b(14);
+    const std::string x = b.input("x", {1, 4, 6, 6});
+    b.output(b.conv(b.bn(x, 4), 4, 4, 3, {.pads = testing::kPad1}));
+    testing::expect_left_alone(b, passes::fold_conv_inputs);
+  }
+  {  // the BN read by a conv and by the residual Add (ConvMixer's blocks)
+    GraphBuilder b(15);
+    const std::string x = b.input("x", {1, 4, 6, 6});
+    const std::string normed = b.bn(x, 4);
+    b.output(b.add(normed, b.conv(normed, 4, 4, 1)));
+    testing::expect_left_alone(b, passes::fold_conv_inputs);
+  }
+  {  // a conv and a product read one affine node: neither pass takes a mixed set
+    GraphBuilder b(16);
+    const std::string x = b.input("x", {1, 4, 1, 4});
+    const std::string scaled = b.mul(x, random_constant(b, {4}));
+    b.output(b.conv(scaled, 4, 4, 1));
+    b.output(b.node("MatMul", {scaled, random_constant(b, {4, 3})}));
+    expect_unchanged(b);
+    testing::expect_left_alone(b, passes::fold_conv_inputs);
   }
   {  // products of two different values, and a product read by the sum and an output
     GraphBuilder b(11);

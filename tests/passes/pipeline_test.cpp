@@ -25,6 +25,8 @@ using testing::GraphBuilder;
 //   group-merging     Split → two 1×1 convs → Concat after the block (one conv of 2 groups)
 //   bn-folding        conv0 → BN
 //   reparameterize    RepVGG block: BN(conv3×3(h)) + BN(conv1×1(h))
+//   conv-input-folding the BN after the block's ReLU → two 1×1 convs, multiplied (attention's
+//                     q and k: no branch sum for reparameterize)
 //   activation-fusion the ReLUs after conv0 and after the block
 //   layout            the convs' weights
 GraphBuilder build() {
@@ -43,8 +45,12 @@ GraphBuilder build() {
   const auto b1 = b.bn(b.conv(h, 8, 8, 1, {.name = "one", .bias = false}), 8);
   const auto sum = b.node("Add", {b3, b1}, {}, "sum");
   const auto relu = b.node("Relu", {sum}, {}, "relu");
-  const auto halves =
-      b.node_with_outputs("Split", {relu}, 2, testing::attrs({{"axis", std::int64_t{1}}}), "split");
+  const auto normed = b.bn(relu, 8);
+  const auto mixed = b.node(
+      "Mul", {b.conv(normed, 8, 8, 1, {.name = "query"}), b.conv(normed, 8, 8, 1, {.name = "key"})},
+      {}, "qk");
+  const auto halves = b.node_with_outputs("Split", {mixed}, 2,
+                                          testing::attrs({{"axis", std::int64_t{1}}}), "split");
   const auto grouped = b.node(
       "Concat",
       {b.conv(halves[0], 4, 4, 1, {.name = "g0"}), b.conv(halves[1], 4, 4, 1, {.name = "g1"})},
@@ -59,11 +65,11 @@ GraphBuilder build() {
 }
 
 TEST(Pipeline, PassNamesInOrder) {
-  EXPECT_EQ(
-      passes::pass_names(),
-      (std::vector<std::string>{"constant-folding", "simplify", "canonicalize", "pad-folding",
-                                "dead-code", "dead-taps", "linear-merging", "group-merging",
-                                "bn-folding", "reparameterize", "activation-fusion", "layout"}));
+  EXPECT_EQ(passes::pass_names(),
+            (std::vector<std::string>{"constant-folding", "simplify", "canonicalize", "pad-folding",
+                                      "dead-code", "dead-taps", "linear-merging", "group-merging",
+                                      "bn-folding", "reparameterize", "conv-input-folding",
+                                      "activation-fusion", "layout"}));
 }
 
 TEST(Pipeline, UnknownDisabledNameListsTheValidOnes) {
@@ -78,7 +84,7 @@ TEST(Pipeline, UnknownDisabledNameListsTheValidOnes) {
     EXPECT_NE(m.find("unknown pass 'bn-fold'"), std::string::npos) << m;
     EXPECT_NE(m.find("constant-folding, simplify, canonicalize, pad-folding, dead-code, dead-taps, "
                      "linear-merging, group-merging, bn-folding, "
-                     "reparameterize, activation-fusion, layout"),
+                     "reparameterize, conv-input-folding, activation-fusion, layout"),
               std::string::npos)
         << m;
   }
@@ -103,16 +109,16 @@ TEST(Pipeline, AllPassesShrinkTheGraphAndKeepTheValues) {
   // padding; tests/passes/dead_taps_test.cpp has its own).
   for (const passes::PassReport& p : report.passes)
     EXPECT_EQ(p.changed, p.pass != "dead-taps") << p.pass;
-  EXPECT_EQ(b.count("Conv"), 3) << b.graph().dump();
+  EXPECT_EQ(b.count("Conv"), 5) << b.graph().dump();
   EXPECT_EQ(b.count("BatchNormalization"), 0) << b.graph().dump();
   EXPECT_EQ(b.count("Relu"), 0) << b.graph().dump();
   EXPECT_EQ(b.count("Add"), 0) << b.graph().dump();
-  EXPECT_EQ(report.op_counts_before.at("Conv"), 5);
-  EXPECT_EQ(report.op_counts_after.at("Conv"), 3);
+  EXPECT_EQ(report.op_counts_before.at("Conv"), 7);
+  EXPECT_EQ(report.op_counts_after.at("Conv"), 5);
 
   const std::string line = report.to_string();
-  EXPECT_NE(line.find("BatchNormalization 4 → 0"), std::string::npos) << line;
-  EXPECT_NE(line.find("Conv 5 → 3"), std::string::npos) << line;
+  EXPECT_NE(line.find("BatchNormalization 5 → 0"), std::string::npos) << line;
+  EXPECT_NE(line.find("Conv 7 → 5"), std::string::npos) << line;
   EXPECT_NE(line.find("Add 2 → 0"), std::string::npos) << line;
   // Relu runs inside the convs but is still written to ONNX: its count does not change.
   EXPECT_EQ(line.find("Relu"), std::string::npos) << line;
@@ -171,10 +177,13 @@ TEST(Pipeline, DisablingEachPassLeavesItsWorkUndone) {
     }
     // Conv → BN is the simplest linear region, so reparameterize folds what bn-folding (its
     // fast first pass) leaves; without reparameterize, the block stays three convs. The BN
-    // before the classifier is linear-merging's alone.
+    // before the classifier is linear-merging's alone; the one before query and key is
+    // conv-input-folding's (without it, a post-op of the block's conv, still written to ONNX).
     EXPECT_EQ(b.count("BatchNormalization"), name == "linear-merging" ? 1 : 0);
+    EXPECT_EQ(report.op_counts_after.count("BatchNormalization") != 0,
+              name == "linear-merging" || name == "conv-input-folding");
     EXPECT_EQ(b.count("Conv"),
-              3 + (name == "reparameterize" ? 1 : 0) + (name == "group-merging" ? 1 : 0))
+              5 + (name == "reparameterize" ? 1 : 0) + (name == "group-merging" ? 1 : 0))
         << b.graph().dump();
     const int relus = name == "activation-fusion" ? 2 : 0;
     EXPECT_EQ(b.count("Relu"), relus) << b.graph().dump();

@@ -6,7 +6,7 @@
 //
 // The passes, in order (names as --disable takes them):
 //   constant-folding, simplify, canonicalize, pad-folding, dead-code, dead-taps, linear-merging,
-//   group-merging, bn-folding, reparameterize, activation-fusion, layout
+//   group-merging, bn-folding, reparameterize, conv-input-folding, activation-fusion, layout
 // A pass that cannot apply somewhere leaves that part of the graph as it was and records why
 // (PassReport::notes; printed under --verbose). Every pass leaves graph.verify() true.
 #pragma once

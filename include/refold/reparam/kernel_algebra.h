@@ -104,6 +104,13 @@ ConvTransposeKernel fold_batch_norm_into_conv_transpose(const ConvTransposeKerne
 // conv → per-channel affine as one conv (fact 2): W'[o] = W[o]·a[o], b'[o] = b[o]·a[o] + t[o].
 // fold_batch_norm is this map with batch_norm_affine(bn).
 ConvKernel fold_affine(const ConvKernel& conv, const ChannelAffine& affine);
+// per-input-channel affine → conv as one conv (a BatchNorm before a 1×1 conv: NextViT's and
+// MaxViT's pre-norms, MobileNetV4's attention): with c = g·(C/g) + i the input channel that
+// weight slice [o, i] of output o's group g reads,
+//   W'[o, i, :, :] = W[o, i, :, :]·a[c],   b'[o] = b[o] + Σ_{i, kh, kw} W[o, i, kh, kw]·t[c].
+// Exact where every tap reads the input (a conv without padding) or where t = 0: a tap in the
+// zero padding reads 0, not t — the caller checks that.
+ConvKernel fold_affine_before_conv(const ConvKernel& conv, const ChannelAffine& affine);
 // conv_transpose → per-channel affine, output channel o scaled on the slices BN folding scales.
 ConvTransposeKernel fold_affine_into_conv_transpose(const ConvTransposeKernel& conv,
                                                     const ChannelAffine& affine);
