@@ -59,7 +59,8 @@ enum class Rule {
   Fresh,         // LayoutRule::Fresh
   FirstInput,    // LayoutRule::FirstInput
   Permutation,   // LayoutRule::Permutation (ops::transposed_format)
-  Image,         // a Rearrange: a 4-d output is NHWC unless its input is 4-d NCHW
+  Image,         // a Rearrange: a 4-d output that is an image (Rearrange::writes_image) is NHWC
+                 // unless its input is 4-d NCHW
 };
 
 Rule rule_of(const graph::Node& node) {
@@ -184,6 +185,8 @@ class Model {
       info.rule = rule_of(n);
       if (info.rule == Rule::Permutation)
         info.perm = dynamic_cast<const ops::Transpose&>(*n.module).perm();
+      if (info.rule == Rule::Image)
+        info.image = dynamic_cast<const detail::Rearrange&>(*n.module).writes_image();
       info.op = dynamic_cast<const graph::Op*>(n.module.get()) != nullptr;
       info.residual = dynamic_cast<const FusedConvAdd*>(n.module.get()) != nullptr;
       info.chain = dynamic_cast<const ElementwiseChain*>(n.module.get()) != nullptr;
@@ -375,7 +378,8 @@ class Model {
           break;
         case Rule::Image: {
           const int in = n.inputs.empty() ? -1 : n.inputs[0];
-          out = in < 0 || kind_[in] == Kind::NotFourD || of(in) == kNhwc ? kNhwc : kNchw;
+          out =
+              n.image && (in < 0 || kind_[in] == Kind::NotFourD || of(in) == kNhwc) ? kNhwc : kNchw;
           break;
         }
       }
@@ -406,6 +410,7 @@ class Model {
     bool residual = false;   // a conv with a fused residual (FusedConvAdd)
     bool chain = false;      // a fused element-wise chain (ElementwiseChain)
     bool nhwc_view = false;  // an NHWC input 0 is read as a view (views_nhwc)
+    bool image = false;      // Rule::Image: the Rearrange writes an image
     int var = -1;
     std::vector<int> inputs, outputs;
     std::vector<std::int64_t> perm;  // Rule::Permutation

@@ -71,6 +71,11 @@ Rearrange::Rearrange(Shape input, std::vector<MoveStep> steps)
       factors_.push_back(f);
     }
   }
+  // x's innermost dim of more than one element, and its step-1 factor's dim of y.
+  auto innermost = static_cast<std::int64_t>(input_.size()) - 1;
+  while (innermost > 0 && input_[static_cast<std::size_t>(innermost)] == 1) --innermost;
+  for (const Factor& f : factors_)
+    if (f.dim == innermost && f.step == 1) image_ = output_.size() == 4 && f.out == 1;
 }
 
 std::vector<Tensor> Rearrange::moved(const std::vector<Tensor>& inputs, bool views) const {
@@ -85,8 +90,8 @@ std::vector<Tensor> Rearrange::moved(const std::vector<Tensor>& inputs, bool vie
     strides.push_back(f.step * x.strides()[static_cast<std::size_t>(f.dim)]);
   }
   const Tensor read = x.as_strided(sizes, strides, x.storage_offset());
-  const bool nhwc = output_.size() == 4 &&
-                    (x.dim() != 4 || x.suggest_memory_format() == MemoryFormat::ChannelsLast);
+  const bool nhwc =
+      image_ && (x.dim() != 4 || x.suggest_memory_format() == MemoryFormat::ChannelsLast);
   const MemoryFormat format = nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
   // A view where the executor takes one, or where it is already dense in y's layout (tokens
   // read as a channels_last image, or back): no copy.

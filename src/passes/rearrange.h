@@ -46,13 +46,18 @@ struct MoveStep {
   std::vector<std::int64_t> values;
 };
 
-// y's layout: a 4-d y is an image going back to the convs (a patch fold's [N, C, H, W] from
-// tokens), written channels_last — unless x is a 4-d NCHW tensor, an NCHW-planned model's;
-// any other y contiguous. The layout plan models it so (passes/layout.cpp, Rule::Image).
+// y's layout: a 4-d y whose channels (dim 1) hold x's innermost dim is an image going back to
+// the convs (a patch fold's [N, C, H, W] from tokens [.., C]), written channels_last — unless x
+// is a 4-d NCHW tensor, an NCHW-planned model's; any other y contiguous, as a 4-d y that keeps
+// x's innermost dim last is (Swin's window reverse to [N, H, W, C], read by a LayerNorm over
+// C). So the copy keeps x's contiguous runs contiguous. The layout plan models it so
+// (passes/layout.cpp, Rule::Image).
 class Rearrange : public ops::ViewOp {
  public:
   // Throws refold::Error when the steps do not compose for `input` (see above).
   Rearrange(Shape input, std::vector<MoveStep> steps);
+  // y is 4-d and its dim 1 holds x's innermost dim (of more than one element): an image.
+  bool writes_image() const { return image_; }
 
  protected:
   std::vector<Tensor> moved(const std::vector<Tensor>& inputs, bool views) const override;
@@ -64,6 +69,7 @@ class Rearrange : public ops::ViewOp {
   };
   Shape input_, output_;
   std::vector<Factor> factors_;  // y's elements in order: the strided view of x
+  bool image_ = false;
 };
 
 struct RearrangeMatch {

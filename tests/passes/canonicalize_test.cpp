@@ -894,6 +894,30 @@ TEST(Canonicalize, APatchFoldBecomesOneRearrangeWritingChannelsLast) {
   EXPECT_TRUE(y.is_contiguous(MemoryFormat::ChannelsLast));
 }
 
+// Swin's window reverse, windows [N·nh·nw, wh·ww, C] → [N, H, W, C]: the channels stay the
+// innermost dim, so y is written contiguous and a LayerNorm over C reads dense rows (written
+// channels_last, its rows were strided: the reference LayerNorm took 10 ms of each of
+// torchvision Swin-V2-T's first blocks).
+TEST(Canonicalize, AWindowReverseKeepsTheChannelsInnermost) {
+  const std::int64_t n = 1, c = 6, nh = 2, nw = 3, wh = 2, ww = 2;
+  testing::GraphBuilder b;
+  const auto x = b.input("windows", {n * nh * nw, wh * ww, c});
+  auto perm = [](std::vector<std::int64_t> v) { return testing::attrs({{"perm", v}}); };
+  auto r = b.node("Reshape", {x, b.constant("s1", testing::int64s({n, nh, nw, wh, ww, c}))});
+  auto t = b.node("Transpose", {r}, perm({0, 1, 3, 2, 4, 5}));
+  r = b.node("Reshape", {t, b.constant("s2", testing::int64s({n, nh * wh, nw * ww, c}))});
+  t = b.node("Transpose", {r}, perm({0, 2, 1, 3}));
+  b.output(b.node("Reshape", {t, b.constant("s3", testing::int64s({n, nw * ww, nh * wh, c}))}, {},
+                  "reverse"));
+  const Tensor in = randn({n * nh * nw, wh * ww, c});
+  const Tensor before = b.graph().run({in})[0];
+  const passes::PassReport r_ = testing::apply_pass(b, passes::canonicalize, /*exact=*/true);
+  ASSERT_EQ(b.count("Rearrange"), 1) << testing::notes_of(r_);
+  const Tensor y = b.graph().run({in})[0];
+  EXPECT_TRUE(y.is_contiguous());
+  EXPECT_TRUE(testing::all_close(y, before, testing::Tolerance::exact()));
+}
+
 // Tokens [N, L, C] read as an image [N, C, H, W] for a depthwise conv and back (PVT's and
 // SegFormer's MixFFN, here with a residual Add of the tokens): each conversion is one Transpose and
 // one reshape, and becomes a Rearrange. The image is planned channels_last — the tokens' own memory
