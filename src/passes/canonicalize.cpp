@@ -11,7 +11,10 @@
 //     t = Div(x, √2) or Mul(x, 1/√2);  e = Erf(t);  a = Add(e, 1);
 //     y = Mul(Mul(x, a), 0.5)  |  Mul(x, Mul(a, 0.5))  |  Mul(Mul(x, 0.5), a)
 //                                                        → Gelu(x) = ½x·(1 + erf(x/√2))
-//     (operands of Add and Mul in either order). One fused node, named as the last Mul, whose
+//     (operands of Add and Mul in either order), and its tanh approximation, as torch.onnx
+//     writes gelu(approximate="tanh"): e = Tanh(Mul(Add(x, Mul(x·x·x, 0.044715)), √(2/π))) with
+//     the same tail                                       → Gelu(x, approximate "tanh")
+//     One fused node, named as the last Mul, whose
 //     parts are the matched nodes: the exporter writes them back, so the file keeps its opset
 //     (Gelu is an op from opset 20 on), and activation-fusion can take it into a conv.
 //   GroupNorm, as exporters write it before opset 18 (passes/group_norm_pattern.h):
@@ -128,9 +131,45 @@ std::string other_operand(const graph::Node& node, const std::string& value) {
 struct GeluMatch {
   std::string x, y;
   std::vector<std::size_t> parts;
+  std::string approximate = "none";  // Gelu's attribute: "tanh" for the tanh form
 };
 
 constexpr double kConstantTolerance = 1e-6;  // √2 and 1/√2 as float32, relative
+
+// From e = Erf(x/√2) or Tanh(√(2/π)·(x + 0.044715·x³)) on: a = Add(e, 1), then
+// y = Mul(Mul(x, a), 0.5) | Mul(x, Mul(a, 0.5)) | Mul(Mul(x, 0.5), a). Appends the tail's nodes
+// to m.parts and sets m.y; false when it is not there.
+bool match_gelu_tail(const graph::Graph& graph, const std::string& e, GeluMatch& m) {
+  const auto add = detail::sole_plain_reader(graph, e, "Add");
+  if (!add || !near(graph, other_operand(graph.nodes()[*add], e), 1.0, 0.0)) return false;
+  const std::string& a = graph.nodes()[*add].outputs[0];
+  // The Mul reading a, and what it multiplies a by.
+  const auto mul = detail::sole_plain_reader(graph, a, "Mul");
+  if (!mul) return false;
+  const graph::Node& first = graph.nodes()[*mul];
+  const std::string by = other_operand(first, a);
+  m.parts.push_back(*add);
+  m.parts.push_back(*mul);
+  if (by == m.x || near(graph, by, 0.5, 0.0)) {
+    // (x · a) · 0.5 or x · (a · 0.5): one more Mul, by what the first did not multiply.
+    const auto last = detail::sole_plain_reader(graph, first.outputs[0], "Mul");
+    if (!last) return false;
+    const std::string rest = other_operand(graph.nodes()[*last], first.outputs[0]);
+    if (!(by == m.x ? near(graph, rest, 0.5, 0.0) : rest == m.x)) return false;
+    m.parts.push_back(*last);
+    m.y = graph.nodes()[*last].outputs[0];
+    return true;
+  }
+  // (x · 0.5) · a: `by` is h = Mul(x, 0.5), read by this Mul alone.
+  const auto half = graph.producer(by);
+  if (!half || !detail::single_use_problem(graph, by, *mul).empty()) return false;
+  const graph::Node& h = graph.nodes()[*half];
+  if (!is_op(h, "Mul") || !h.parts.empty() || !near(graph, other_operand(h, m.x), 0.5, 0.0))
+    return false;
+  m.parts.push_back(*half);
+  m.y = first.outputs[0];
+  return true;
+}
 
 std::optional<GeluMatch> match_gelu(const graph::Graph& graph, std::size_t erf_index) {
   const graph::Node& erf = graph.nodes()[erf_index];
@@ -152,38 +191,82 @@ std::optional<GeluMatch> match_gelu(const graph::Graph& graph, std::size_t erf_i
     }
   }
   if (m.x.empty() || graph.is_constant(m.x)) return std::nullopt;
-  // a = erf + 1.
-  const auto add = detail::sole_plain_reader(graph, erf.outputs[0], "Add");
-  if (!add) return std::nullopt;
-  if (!near(graph, other_operand(graph.nodes()[*add], erf.outputs[0]), 1.0, 0.0))
-    return std::nullopt;
-  const std::string& a = graph.nodes()[*add].outputs[0];
-  // The Mul reading a, and what it multiplies a by.
-  const auto mul = detail::sole_plain_reader(graph, a, "Mul");
-  if (!mul) return std::nullopt;
-  const graph::Node& first = graph.nodes()[*mul];
-  const std::string by = other_operand(first, a);
-  m.parts = {*scale, erf_index, *add, *mul};
-  if (by == m.x || near(graph, by, 0.5, 0.0)) {
-    // (x · a) · 0.5 or x · (a · 0.5): one more Mul, by what the first did not multiply.
-    const auto last = detail::sole_plain_reader(graph, first.outputs[0], "Mul");
-    if (!last) return std::nullopt;
-    const std::string rest = other_operand(graph.nodes()[*last], first.outputs[0]);
-    const bool ok = by == m.x ? near(graph, rest, 0.5, 0.0) : rest == m.x;
-    if (!ok) return std::nullopt;
-    m.parts.push_back(*last);
-    m.y = graph.nodes()[*last].outputs[0];
-    return m;
-  }
-  // (x · 0.5) · a: `by` is h = Mul(x, 0.5), read by this Mul alone.
-  const auto half = graph.producer(by);
-  if (!half || !detail::single_use_problem(graph, by, *mul).empty()) return std::nullopt;
-  const graph::Node& h = graph.nodes()[*half];
-  if (!is_op(h, "Mul") || !h.parts.empty() || !near(graph, other_operand(h, m.x), 0.5, 0.0))
-    return std::nullopt;
-  m.parts.push_back(*half);
-  m.y = first.outputs[0];
+  m.parts = {*scale, erf_index};
+  if (!match_gelu_tail(graph, erf.outputs[0], m)) return std::nullopt;
   return m;
+}
+
+// The node writing `value` when it is a plain `op` read by `reader` alone, else nullptr.
+const graph::Node* single_use_producer(const graph::Graph& graph, const std::string& value,
+                                       std::size_t reader, const char* op,
+                                       std::vector<std::size_t>& parts) {
+  const auto p = graph.producer(value);
+  if (!p || !detail::single_use_problem(graph, value, reader).empty()) return nullptr;
+  const graph::Node& n = graph.nodes()[*p];
+  if (!is_op(n, op) || !n.parts.empty() || n.inputs.size() != 2 || n.outputs.size() != 1)
+    return nullptr;
+  parts.push_back(*p);
+  return &n;
+}
+
+// GELU's tanh approximation as torch.onnx writes gelu(approximate="tanh"):
+//   c = Mul(x, Mul(x, x)) (or Mul(Mul(x, x), x), or Pow(x, 3));  u = Add(x, Mul(c, 0.044715));
+//   e = Tanh(Mul(u, √(2/π)));  then the tail above      → Gelu(x, approximate "tanh")
+// (every binary's operands in either order).
+std::optional<GeluMatch> match_gelu_tanh(const graph::Graph& graph, std::size_t tanh_index) {
+  const graph::Node& tanh = graph.nodes()[tanh_index];
+  if (!is_op(tanh, "Tanh") || !tanh.parts.empty() || tanh.inputs.size() != 1 ||
+      tanh.outputs.size() != 1)
+    return std::nullopt;
+  GeluMatch m;
+  const graph::Node* scale = single_use_producer(graph, tanh.inputs[0], tanh_index, "Mul", m.parts);
+  const double sqrt_2_over_pi = std::sqrt(2.0 / std::numbers::pi);
+  std::string u;
+  for (std::size_t k : {0, 1})
+    if (scale && near(graph, scale->inputs[k], sqrt_2_over_pi, kConstantTolerance))
+      u = scale->inputs[1 - k];
+  if (u.empty()) return std::nullopt;
+  const graph::Node* sum = single_use_producer(graph, u, m.parts.back(), "Add", m.parts);
+  if (!sum) return std::nullopt;
+  // One operand of the Add is x, the other c · 0.044715 with c = x³.
+  for (std::size_t k : {0, 1}) {
+    std::vector<std::size_t> cubic;
+    const graph::Node* times =
+        single_use_producer(graph, sum->inputs[1 - k], m.parts.back(), "Mul", cubic);
+    if (!times) continue;
+    const std::string& x = sum->inputs[k];
+    for (std::size_t j : {0, 1}) {
+      if (!near(graph, times->inputs[j], 0.044715, kConstantTolerance)) continue;
+      const std::string& c = times->inputs[1 - j];
+      std::vector<std::size_t> parts = cubic;
+      if (const auto p = graph.producer(c); p && is_op(graph.nodes()[*p], "Pow")) {
+        const graph::Node& pow = graph.nodes()[*p];
+        if (!pow.parts.empty() || pow.inputs.size() != 2 || pow.inputs[0] != x ||
+            !near(graph, pow.inputs[1], 3.0, 0.0) ||
+            !detail::single_use_problem(graph, c, cubic[0]).empty())
+          continue;
+        parts.push_back(*p);
+      } else {
+        const graph::Node* outer = single_use_producer(graph, c, cubic[0], "Mul", parts);
+        if (!outer) continue;
+        // x · (x · x) or (x · x) · x: one operand x, the other a Mul(x, x) read by it alone.
+        const std::size_t outer_index = parts.back();
+        const std::size_t other = outer->inputs[0] == x ? 1 : 0;
+        if (outer->inputs[1 - other] != x) continue;
+        const graph::Node* square =
+            single_use_producer(graph, outer->inputs[other], outer_index, "Mul", parts);
+        if (!square || square->inputs[0] != x || square->inputs[1] != x) continue;
+      }
+      if (graph.is_constant(x)) return std::nullopt;
+      m.x = x;
+      m.parts.insert(m.parts.end(), parts.begin(), parts.end());
+      m.parts.push_back(tanh_index);
+      if (!match_gelu_tail(graph, tanh.outputs[0], m)) return std::nullopt;
+      m.approximate = "tanh";
+      return m;
+    }
+  }
+  return std::nullopt;
 }
 
 std::string fuse_gelu(graph::Graph& graph, const GeluMatch& m) {
@@ -191,6 +274,7 @@ std::string fuse_gelu(graph::Graph& graph, const GeluMatch& m) {
   graph::Node gelu;
   gelu.name = graph.nodes()[last].name;
   gelu.op_type = "Gelu";
+  if (m.approximate != "none") gelu.attributes.set("approximate", m.approximate);
   gelu.inputs = {m.x};
   gelu.outputs = {m.y};
   gelu.origin = detail::origin_of(graph, m.parts);
@@ -209,7 +293,9 @@ PassReport canonicalize(graph::Graph& graph) {
     std::string note = rewrite_spatial_reduce(graph, i, shapes);
     std::size_t next = i + 1;
     if (note.empty()) {
-      if (const auto gelu = match_gelu(graph, i)) {
+      auto gelu = match_gelu(graph, i);
+      if (!gelu) gelu = match_gelu_tanh(graph, i);
+      if (gelu) {
         // Nodes after the first part moved; look again from there.
         next = *std::min_element(gelu->parts.begin(), gelu->parts.end());
         note = fuse_gelu(graph, *gelu);

@@ -121,6 +121,26 @@ std::vector<GeluForm> gelu_forms() {
          return b.node("Mul", {half, erf_plus_one(b, t)}, {}, "gelu_out");
        },
        5},
+      // The tanh approximation, ½x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), as torch.onnx writes
+      // gelu(approximate="tanh") (EfficientViT-L's), and with Pow.
+      {"torch.onnx tanh: x·(x·x), then ((x·(1 + tanh(…)))·0.5",
+       [=](GraphBuilder& b, const std::string& x) {
+         const auto cube = b.node("Mul", {x, b.node("Mul", {x, x})});
+         const auto u = b.node("Add", {x, b.node("Mul", {scalar(b, "k", 0.044715), cube})});
+         const auto e = b.node("Tanh", {b.node("Mul", {scalar(b, "c", 0.7978845608), u})});
+         const auto m = b.node("Mul", {x, b.node("Add", {e, scalar(b, "one", 1.0)})});
+         return b.node("Mul", {m, scalar(b, "half", 0.5)}, {}, "gelu_out");
+       },
+       9},
+      {"tanh with Pow(x, 3): (x·0.5)·(1 + tanh(…))",
+       [=](GraphBuilder& b, const std::string& x) {
+         const auto cube = b.node("Pow", {x, scalar(b, "three", 3.0)});
+         const auto u = b.node("Add", {b.node("Mul", {cube, scalar(b, "k", 0.044715)}), x});
+         const auto e = b.node("Tanh", {b.node("Mul", {u, scalar(b, "c", 0.7978845608)})});
+         const auto half = b.node("Mul", {x, scalar(b, "half", 0.5)});
+         return b.node("Mul", {half, b.node("Add", {scalar(b, "one", 1.0), e})}, {}, "gelu_out");
+       },
+       8},
   };
 }
 
@@ -140,6 +160,7 @@ TEST(Canonicalize, EachGeluFormBecomesOneGeluNode) {
     EXPECT_EQ(gelu.inputs, std::vector<std::string>{x});
     EXPECT_EQ(gelu.outputs, std::vector<std::string>{y});
     EXPECT_EQ(static_cast<int>(gelu.parts.size()), form.nodes);  // export writes these back
+    EXPECT_EQ(gelu.attributes.get_string("approximate", "none"), form.nodes > 5 ? "tanh" : "none");
     EXPECT_FALSE(passes::canonicalize(b.graph()).changed);
     // dead-code keeps the constants the parts read: the exporter writes the parts with them.
     apply_pass(b, passes::eliminate_dead_code, /*exact=*/true);
@@ -181,6 +202,23 @@ TEST(Canonicalize, NearMissesOfGeluStay) {
               const auto a = b.node("Add", {e, scalar(b, "one", 1)});
               b.output(b.node("Mul", {b.node("Mul", {x, a}), scalar(b, "half", 0.5f)}));
               b.output(e);
+            }},
+           {"tanh form with 0.05, not 0.044715",
+            [&](GraphBuilder&b, const std::string&x) {
+              const auto cube = b.node("Mul", {x, b.node("Mul", {x, x})});
+              const auto u = b.node("Add", {x, b.node("Mul", {scalar(b, "k", 0.05f), cube})});
+              const auto e = b.node("Tanh", {b.node("Mul", {scalar(b, "c", 0.7978846f), u})});
+              const auto m = b.node("Mul", {x, b.node("Add", {e, scalar(b, "one", 1)})});
+              b.output(b.node("Mul", {m, scalar(b, "half", 0.5f)}));
+            }},
+           {"tanh form cubing another value",
+            [&](GraphBuilder&b, const std::string&x) {
+              const auto z = b.input("z", {2, 3, 4, 5});
+              const auto cube = b.node("Mul", {z, b.node("Mul", {x, x})});
+              const auto u = b.node("Add", {x, b.node("Mul", {scalar(b, "k", 0.044715f), cube})});
+              const auto e = b.node("Tanh", {b.node("Mul", {scalar(b, "c", 0.7978846f), u})});
+              const auto m = b.node("Mul", {x, b.node("Add", {e, scalar(b, "one", 1)})});
+              b.output(b.node("Mul", {m, scalar(b, "half", 0.5f)}));
             }},
            {"multiplies by another value than x",
             [&](GraphBuilder&b, const std::string&x) {

@@ -153,7 +153,16 @@ Tensor broadcast_binary(BinaryKind op, const Tensor& a, const Tensor& b, std::st
       if (s != 1) o = s;
     }
   const Tensor* like = reference::detail::layout_operand(a, b, sizes);
-  if (like == nullptr) return decline(name, "neither operand has the output's shape", declined);
+  if (like == nullptr) {
+    // Both operands broadcast (an outer product: FocalNet's [N, C, 1, 1] context times its
+    // [N, 1, H, W] gate): a expanded to the output's shape, contiguous, then that loop — one more
+    // pass, where the reference took 10× as long.
+    Shape strides(rank, 0);
+    for (std::int64_t d = 0; d < a.dim(); ++d)
+      if (a.size(d) != 1) strides[rank - static_cast<std::size_t>(a.dim() - d)] = a.stride(d);
+    return broadcast_binary(op, a.as_strided(sizes, strides, a.storage_offset()).contiguous(), b,
+                            declined);
+  }
   const bool reversed = like == &b;
   const Tensor& x = *like;
   const Tensor& v = reversed ? a : b;

@@ -6,9 +6,10 @@
 // (y = v − x). In x's memory order the innermost dims merge into rows that v reads along (its
 // stride 1 there), as one value (stride 0) or gathered (any other stride: an NHWC x times an
 // NCHW per-channel-and-row v); each thread takes one contiguous range of the elements (a long row
-// split between threads). 8 lanes (AVX2). Declined (kernels/dispatch.h): not float32, x not dense,
-// neither operand with the output's shape, a negative or huge stride of v along the rows, no
-// AVX2/FMA.
+// split between threads). Where neither operand has the output's shape (both broadcast, an
+// outer product), a is expanded to it first, contiguous, and becomes x. 8 lanes (AVX2). Declined
+// (kernels/dispatch.h): not float32, x not dense, a negative or huge stride of v along the
+// rows, no AVX2/FMA.
 #pragma once
 
 #include <string>
