@@ -37,8 +37,9 @@ enum class Activation : std::uint8_t {
   HardSwish,    // x·relu6(x + 3) / 6
   HardSigmoid,  // relu6(x + 3) / 6
   GELU,         // x·Φ(x) = ½x·(1 + erf(x/√2)), the exact (erf) form
+  GELUTanh,     // ½x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), GELU's tanh approximation
 };
-inline constexpr Activation kLastActivation = Activation::GELU;
+inline constexpr Activation kLastActivation = Activation::GELUTanh;
 
 std::string_view activation_name(Activation activation);  // "relu", "leaky_relu", ...
 

@@ -29,6 +29,8 @@ std::string_view activation_name(Activation activation) {
       return "hardsigmoid";
     case Activation::GELU:
       return "gelu";
+    case Activation::GELUTanh:
+      return "gelu_tanh";
   }
   return "unknown";
 }
@@ -134,6 +136,8 @@ Tensor apply_activation(const Tensor& x, Activation activation, double negative_
       return hardsigmoid(x);
     case Activation::GELU:
       return unary(x, UnaryOp::Gelu, 0.0, 0.0);
+    case Activation::GELUTanh:
+      return unary(x, UnaryOp::GeluTanh, 0.0, 0.0);
   }
   fail("apply_activation: unknown activation ({})", static_cast<int>(activation));
 }

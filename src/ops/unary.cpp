@@ -111,13 +111,11 @@ nn::ModulePtr build_gelu(const BuildContext& context) {
   return std::make_shared<Unary>(approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::Gelu);
 }
 
-// Gelu as a conv's post-op: the exact (erf) form; the tanh approximation has none.
+// Gelu as a conv's post-op: the exact (erf) form or the tanh approximation.
 std::optional<FusedActivation> gelu_activation(const graph::Graph&, const graph::Node& node,
-                                               std::string& problem) {
+                                               std::string&) {
   const std::string approximate = node.attributes.get_string("approximate", "none");
-  if (approximate == "none") return FusedActivation{Activation::GELU};
-  problem = fmt::format("approximate '{}': only the exact GELU is a post-op", approximate);
-  return std::nullopt;
+  return FusedActivation{approximate == "tanh" ? Activation::GELUTanh : Activation::GELU};
 }
 
 nn::ModulePtr build_pow(const BuildContext& context) {

@@ -61,7 +61,8 @@ Tensor whole_range(std::int64_t repeats) {
 TEST_F(NativeActivationPass, MatchesTheReferenceOverTheWholeRange) {
   for (const std::int64_t repeats : {1, 40}) {  // one thread's worth, and a parallel pass
     const Tensor x = whole_range(repeats);
-    for (const Activation a : {Activation::Sigmoid, Activation::SiLU, Activation::GELU}) {
+    for (const Activation a :
+         {Activation::Sigmoid, Activation::SiLU, Activation::GELU, Activation::GELUTanh}) {
       PostOps post;
       post.activation = a;
       const Tensor expected = reference::apply_post_ops(x, post);
@@ -89,7 +90,7 @@ TEST_F(NativeActivationPass, DeclinesWhatItDoesNotFinish) {
   PostOps relu = silu;
   relu.activation = Activation::ReLU;
   EXPECT_EQ(native::activation_pass_decline(relu, DType::Float32, large),
-            "the activation is not sigmoid, SiLU or GELU");
+            "the activation is not sigmoid, SiLU or GELU (erf or tanh)");
   PostOps stepped = silu;
   stepped.then.push_back({.scale = {2.0f}});
   EXPECT_EQ(native::activation_pass_decline(stepped, DType::Float32, large),
@@ -102,6 +103,8 @@ TEST_F(NativeActivationPass, DeclinesWhatItDoesNotFinish) {
   }
   PostOps gelu = silu;
   gelu.activation = Activation::GELU;  // oneDNN's gelu_erf is slower at every size
+  EXPECT_EQ(native::activation_pass_decline(gelu, DType::Float32, 1), "");
+  gelu.activation = Activation::GELUTanh;  // and so is its gelu_tanh
   EXPECT_EQ(native::activation_pass_decline(gelu, DType::Float32, 1), "");
   const std::string small = native::activation_pass_decline(silu, DType::Float32, large - 1);
   if (native::onednn_has_avx512_convs()) {

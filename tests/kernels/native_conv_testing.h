@@ -173,7 +173,7 @@ inline void expect_matches_reference(const Kernel& kernel, const Case& c) {
 inline void expect_every_epilogue_matches(const Kernel& kernel, Case base) {
   for (Activation a : {Activation::None, Activation::ReLU, Activation::ReLU6, Activation::LeakyReLU,
                        Activation::Sigmoid, Activation::SiLU, Activation::HardSwish,
-                       Activation::HardSigmoid, Activation::GELU}) {
+                       Activation::HardSigmoid, Activation::GELU, Activation::GELUTanh}) {
     for (bool residual : {false, true}) {
       base.name = std::string(activation_name(a)) + (residual ? " + residual" : "");
       base.activation = a;

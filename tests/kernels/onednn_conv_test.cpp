@@ -236,7 +236,7 @@ TEST_F(OnednnConv, ShapesMatchReference) {
 TEST_F(OnednnConv, PostOpsMatchReference) {
   for (Activation a : {Activation::None, Activation::ReLU, Activation::ReLU6, Activation::LeakyReLU,
                        Activation::Sigmoid, Activation::SiLU, Activation::HardSwish,
-                       Activation::HardSigmoid, Activation::GELU}) {
+                       Activation::HardSigmoid, Activation::GELU, Activation::GELUTanh}) {
     for (bool residual : {false, true}) {
       if (a == Activation::None && !residual) continue;  // covered above
       const std::string what =

@@ -25,16 +25,23 @@ constexpr std::int64_t kParallelFrom = 16384;
 
 #if REFOLD_HAVE_X86_KERNELS
 
-// sigmoid(x), x·sigmoid(x) or GELU(x) over 16 lanes.
+// sigmoid(x), x·sigmoid(x), GELU(x) or its tanh approximation over 16 lanes.
 REFOLD_TARGET_AVX512 inline __m512 activate16(__m512 x, Activation activation) {
   if (activation == Activation::GELU) return gelu(x);
-  const bool silu = activation == Activation::SiLU;
+  // ½x·(1 + tanh(z)) = x·sigmoid(2z), z = √(2/π)·(x + 0.044715·x³): sigmoid's argument 2z.
+  const bool tanh_gelu = activation == Activation::GELUTanh;
+  const __m512 t = tanh_gelu
+                       ? _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(1.5957691216057308f), x),
+                                       _mm512_fmadd_ps(_mm512_set1_ps(0.044715f),
+                                                       _mm512_mul_ps(x, x), _mm512_set1_ps(1.0f)))
+                       : x;
+  const bool times_x = activation == Activation::SiLU || tanh_gelu;
   const __m512 one = _mm512_set1_ps(1.0f);
-  const __m512 d = _mm512_add_ps(one, exp(_mm512_sub_ps(_mm512_setzero_ps(), x)));
+  const __m512 d = _mm512_add_ps(one, exp(_mm512_sub_ps(_mm512_setzero_ps(), t)));
   __m512 r = _mm512_maskz_rcp14_ps(0xFFFF, d);             // the masked form: see exp(__m512)
   r = _mm512_fmadd_ps(r, _mm512_fnmadd_ps(d, r, one), r);  // r·(2 − d·r)
   // NaN: e^−x keeps it, 1 + NaN and its reciprocal too.
-  return silu ? _mm512_mul_ps(x, r) : r;
+  return times_x ? _mm512_mul_ps(x, r) : r;
 }
 
 REFOLD_TARGET_AVX512 void run_avx512(float* y, std::int64_t count, Activation activation) {
@@ -54,26 +61,33 @@ REFOLD_TARGET_AVX2 void run_avx2(float* y, std::int64_t count, Activation activa
 #endif
 
 bool passes_activation(Activation a) {
-  return a == Activation::Sigmoid || a == Activation::SiLU || a == Activation::GELU;
+  return a == Activation::Sigmoid || a == Activation::SiLU || a == Activation::GELU ||
+         a == Activation::GELUTanh;
 }
+
+// oneDNN's GELU post-ops (erf and tanh) slow its convs at every size; the others only below
+// kAvx512MinElements with AVX-512 (EfficientViT-L1: gelu_tanh in the post-ops, 1.125× the time
+// of a separate pass).
+bool always_a_pass(Activation a) { return a == Activation::GELU || a == Activation::GELUTanh; }
 
 }  // namespace
 
 std::string activation_pass_decline(const PostOps& post, DType dtype, std::int64_t elements) {
-  if (!passes_activation(post.activation)) return "the activation is not sigmoid, SiLU or GELU";
+  if (!passes_activation(post.activation))
+    return "the activation is not sigmoid, SiLU or GELU (erf or tanh)";
   if (!post.then.empty()) return "steps after the activation";
   if (dtype != DType::Float32) return "float32 only";
   if (get_conv_algorithm() == ConvAlgorithm::Direct) return "conv algorithm is 'direct'";
   if (!cpu_has_avx2_fma()) return "needs AVX2 and FMA";
-  if (onednn_has_avx512_convs() && post.activation != Activation::GELU &&
-      elements < kAvx512MinElements)
+  if (onednn_has_avx512_convs() && !always_a_pass(post.activation) && elements < kAvx512MinElements)
     return fmt::format("{} output elements: oneDNN's AVX-512 post-op is as fast below {}", elements,
                        kAvx512MinElements);
   return {};
 }
 
 void activation_pass(Tensor& y, Activation activation) {
-  REFOLD_CHECK(passes_activation(activation), "activation_pass: {} is not sigmoid, SiLU or GELU",
+  REFOLD_CHECK(passes_activation(activation),
+               "activation_pass: {} is not sigmoid, SiLU or GELU (erf or tanh)",
                activation_name(activation));
   REFOLD_CHECK(y.dtype() == DType::Float32 && y.is_non_overlapping_and_dense(),
                "activation_pass: needs a dense float32 tensor, got {}", y.description());

@@ -24,6 +24,8 @@ std::vector<EltwiseOp> activation_eltwise(Activation activation, double negative
       return {{alg::eltwise_linear, 1.f / 6.f, 0.5f}, {alg::eltwise_clip_v2, 0.f, 1.f}};
     case Activation::GELU:
       return {{alg::eltwise_gelu_erf}};
+    case Activation::GELUTanh:
+      return {{alg::eltwise_gelu_tanh}};
   }
   return {};
 }
