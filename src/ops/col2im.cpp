@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -14,6 +17,7 @@
 #include "kernels/reference/onnx_ops.h"
 #include "ops/op.h"
 #include "ops/tensor_values.h"
+#include "refold/graph/op.h"
 
 namespace refold::ops {
 namespace {
