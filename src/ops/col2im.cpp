@@ -46,10 +46,10 @@ class Col2Im : public graph::Op {
     p.pad_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(r));
     p.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(r), pads.end());
     const Tensor& x = inputs[0];
-    const std::vector<std::int64_t> blocks = reference::check_col2im(x, p);
+    const reference::Col2ImExtent extent = reference::check_col2im(x, p);
     return {dispatch(
         "col2im",
-        {{"native", [&](std::string* declined) { return native::col2im(x, p, blocks, declined); }}},
+        {{"native", [&](std::string* declined) { return native::col2im(x, p, extent, declined); }}},
         [&] { return reference::col2im(x, p); })};
   }
 

@@ -281,9 +281,9 @@ class Merger {
     const auto module = detail::conv_module(n);
     const nn::Conv2dOptions& geometry = module->options();
     const Pads2d pads = geometry.padding().resolve(geometry.kernel_size(), geometry.dilation());
-    const bool unpadded = pads.top == 0 && pads.left == 0 && pads.bottom == 0 && pads.right == 0;
     const auto& shift = affine.affine.shift;
-    if (!unpadded && std::any_of(shift.begin(), shift.end(), [](double t) { return t != 0.0; }))
+    if (pads != Pads2d{} &&
+        std::any_of(shift.begin(), shift.end(), [](double t) { return t != 0.0; }))
       return std::nullopt;
     Folded f;
     f.reader = r;

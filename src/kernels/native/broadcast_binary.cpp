@@ -9,6 +9,7 @@
 #include "kernels/native/decline.h"
 #include "kernels/native/row_threads.h"
 #include "kernels/reference/binary_checks.h"
+#include "kernels/reference/typed_elements.h"
 
 #if REFOLD_HAVE_X86_KERNELS
 #include <immintrin.h>
@@ -157,9 +158,7 @@ Tensor broadcast_binary(BinaryKind op, const Tensor& a, const Tensor& b, std::st
     // Both operands broadcast (an outer product: FocalNet's [N, C, 1, 1] context times its
     // [N, 1, H, W] gate): a expanded to the output's shape, contiguous, then that loop — one more
     // pass, where the reference took 10× as long.
-    Shape strides(rank, 0);
-    for (std::int64_t d = 0; d < a.dim(); ++d)
-      if (a.size(d) != 1) strides[rank - static_cast<std::size_t>(a.dim() - d)] = a.stride(d);
+    const Shape strides = reference::detail::broadcast_strides(a, sizes);
     return broadcast_binary(op, a.as_strided(sizes, strides, a.storage_offset()).contiguous(), b,
                             declined);
   }

@@ -12,7 +12,7 @@
 
 namespace refold::reference {
 
-std::vector<std::int64_t> check_col2im(const Tensor& x, const Col2ImParams& p) {
+Col2ImExtent check_col2im(const Tensor& x, const Col2ImParams& p) {
   REFOLD_CHECK(x.defined() && x.dim() == 3, "Col2Im: input must be 3-d [N, C·∏block, L], got {}",
                x.defined() ? x.description() : std::string("undefined"));
   REFOLD_CHECK(is_floating(x.dtype()), "Col2Im: input has dtype {}; expected float32 or bfloat16",
@@ -30,8 +30,9 @@ std::vector<std::int64_t> check_col2im(const Tensor& x, const Col2ImParams& p) {
   check_length("dilations", p.dilation);
   check_length("pads (begins)", p.pad_begin);
   check_length("pads (ends)", p.pad_end);
-  std::int64_t taps = 1, blocks_total = 1;
-  std::vector<std::int64_t> blocks(r);
+  Col2ImExtent e;
+  std::int64_t blocks_total = 1;
+  e.blocks.resize(r);
   for (std::size_t a = 0; a < r; ++a) {
     REFOLD_CHECK(p.image[a] > 0 && p.block[a] > 0,
                  "Col2Im: image_shape [{}] and block_shape [{}] must be positive",
@@ -41,48 +42,45 @@ std::vector<std::int64_t> check_col2im(const Tensor& x, const Col2ImParams& p) {
                  "non-negative",
                  fmt::join(p.stride, ", "), fmt::join(p.dilation, ", "),
                  fmt::join(p.pad_begin, ", "), fmt::join(p.pad_end, ", "));
-    blocks[a] = detail::with_context("Col2Im", fmt::format("spatial axis {}", a), [&] {
+    e.blocks[a] = detail::with_context("Col2Im", fmt::format("spatial axis {}", a), [&] {
       return conv_output_size(p.image[a], p.block[a], p.stride[a], p.pad_begin[a], p.pad_end[a],
                               p.dilation[a]);
     });
-    taps *= p.block[a];
-    blocks_total *= blocks[a];
+    e.taps *= p.block[a];
+    e.plane *= p.image[a];
+    blocks_total *= e.blocks[a];
   }
-  REFOLD_CHECK(x.size(1) % taps == 0,
+  REFOLD_CHECK(x.size(1) % e.taps == 0,
                "Col2Im: input's dim 1 ({}) must be a multiple of the block's {} taps (block_shape "
                "[{}])",
-               x.size(1), taps, fmt::join(p.block, ", "));
+               x.size(1), e.taps, fmt::join(p.block, ", "));
   REFOLD_CHECK(x.size(2) == blocks_total,
                "Col2Im: input has {} blocks (dim 2), image_shape [{}] with block_shape [{}] gives "
                "{} ([{}])",
                x.size(2), fmt::join(p.image, ", "), fmt::join(p.block, ", "), blocks_total,
-               fmt::join(blocks, ", "));
-  return blocks;
+               fmt::join(e.blocks, ", "));
+  e.out_sizes = {x.size(0), x.size(1) / e.taps};
+  e.out_sizes.insert(e.out_sizes.end(), p.image.begin(), p.image.end());
+  return e;
 }
 
 Tensor col2im(const Tensor& x, const Col2ImParams& p) {
-  const std::vector<std::int64_t> blocks = check_col2im(x, p);
-  std::int64_t taps = 1, plane = 1;
-  for (std::size_t a = 0; a < p.image.size(); ++a) {
-    taps *= p.block[a];
-    plane *= p.image[a];
-  }
-  Shape out_sizes{x.size(0), x.size(1) / taps};
-  out_sizes.insert(out_sizes.end(), p.image.begin(), p.image.end());
-  Tensor y = empty(out_sizes, x.dtype());
+  const Col2ImExtent e = check_col2im(x, p);
+  Tensor y = empty(e.out_sizes, x.dtype());
   const FloatReader in(x);
   const FloatWriter out(y);
-  std::vector<double> sums(static_cast<std::size_t>(plane));
-  for (std::int64_t n = 0; n < out_sizes[0]; ++n)
-    for (std::int64_t c = 0; c < out_sizes[1]; ++c) {
+  std::vector<double> sums(static_cast<std::size_t>(e.plane));
+  for (std::int64_t n = 0; n < e.out_sizes[0]; ++n)
+    for (std::int64_t c = 0; c < e.out_sizes[1]; ++c) {
       std::fill(sums.begin(), sums.end(), 0.0);
-      const std::int64_t column = n * in.stride(0) + c * taps * in.stride(1);
-      detail::for_each_col2im_tap(p, blocks, [&](std::int64_t at, std::int64_t j, std::int64_t l) {
-        sums[static_cast<std::size_t>(at)] +=
-            in.at_offset(column + j * in.stride(1) + l * in.stride(2));
-      });
-      const std::int64_t image = (n * out_sizes[1] + c) * plane;  // y is contiguous
-      for (std::int64_t i = 0; i < plane; ++i)
+      const std::int64_t column = n * in.stride(0) + c * e.taps * in.stride(1);
+      detail::for_each_col2im_tap(p, e.blocks,
+                                  [&](std::int64_t at, std::int64_t j, std::int64_t l) {
+                                    sums[static_cast<std::size_t>(at)] +=
+                                        in.at_offset(column + j * in.stride(1) + l * in.stride(2));
+                                  });
+      const std::int64_t image = (n * e.out_sizes[1] + c) * e.plane;  // y is contiguous
+      for (std::int64_t i = 0; i < e.plane; ++i)
         out.set_offset(image + i, round_to_dtype(sums[static_cast<std::size_t>(i)], y.dtype()));
     }
   return y;

@@ -20,6 +20,14 @@ struct Col2ImParams {
   std::vector<std::int64_t> stride, dilation, pad_begin, pad_end;  // one per spatial axis
 };
 
+// What check_col2im (onnx_ops.h) derives from X and the parameters.
+struct Col2ImExtent {
+  std::vector<std::int64_t> blocks;     // L_a
+  std::int64_t taps = 1;                // K = ∏ k_a
+  std::int64_t plane = 1;               // ∏ D_a, one image channel
+  std::vector<std::int64_t> out_sizes;  // [N, C, D_1, …, D_r]
+};
+
 namespace detail {
 
 // Calls add(p, j, l) for every tap j of every block l that lands inside the image: p the

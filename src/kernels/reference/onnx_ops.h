@@ -79,8 +79,9 @@ Tensor conv_transpose_nd(const Tensor& input, const Tensor& weight, const Tensor
 
 // ONNX Col2Im (kernels/reference/col2im.h has the math): X [N, C·∏k_a, ∏L_a] to the image
 // [N, C, D_1, …, D_r], r ≥ 1. check_col2im validates X and the parameters against each other and
-// returns the L_a; the output is contiguous, of X's dtype (float32 or bfloat16).
-std::vector<std::int64_t> check_col2im(const Tensor& x, const Col2ImParams& params);
+// returns the sizes both kernels work with; the output is contiguous, of X's dtype (float32 or
+// bfloat16).
+Col2ImExtent check_col2im(const Tensor& x, const Col2ImParams& params);
 Tensor col2im(const Tensor& x, const Col2ImParams& params);
 
 // ONNX Gemm: alpha · A' · B' + beta · C, A' = transA ? Aᵀ : A ([M, K]), B' likewise ([K, N]),
