@@ -53,6 +53,13 @@ inline std::vector<PostChainCase> post_chain_cases(const Shape& out_sizes, std::
   // The head's residual, then a shift, then a LeakyReLU of its own slope.
   add("sum+hardswish+add[1]+leaky_relu", Activation::HardSwish,
       {{.shift = {0.25f}}, {.activation = Activation::LeakyReLU, .negative_slope = 0.2}}, true);
+  // NFNet's pre-activation after the shortcut's sum: gelu, then its gain γ, then the next
+  // block's β, each a per-tensor scale of its own step.
+  add("sum+gelu+mul[1]+mul[1]", Activation::GELU, {{.scale = {1.7f}}, {.scale = {0.9f}}}, true);
+  add("relu+mul[1]+mul[1]", Activation::ReLU, {{.scale = {1.7f}}, {.scale = {0.9f}}});
+  // A shift, then hardsigmoid (oneDNN writes it as a linear step and a clip).
+  add("add[1]+hardsigmoid", Activation::None,
+      {{.shift = {0.3f}, .activation = Activation::HardSigmoid}});
   return cases;
 }
 

@@ -75,10 +75,29 @@ dt to_dnnl(DType dtype) {
   fail("onednn: dtype {} has no oneDNN type", dtype_name(dtype));
 }
 
+// Two per-tensor affines in a row are one: α₂(α₁x + β₁) + β₂ = (α₂α₁)x + (α₂β₁ + β₂). oneDNN 2.6's
+// channels_last JIT kernels (brgconv, jit_1x1, depthwise; AVX2 and AVX-512) apply the first
+// eltwise_linear's α and β to both of two adjacent ones (NFNet's gelu·γ·β came out gelu·γ·γ).
+void push_linear(std::vector<ChainEntry>& chain, float alpha, float beta) {
+  if (!chain.empty() && chain.back().kind == ChainEntry::Kind::Eltwise &&
+      chain.back().alg == dnnl::algorithm::eltwise_linear) {
+    ChainEntry& last = chain.back();
+    last.beta = alpha * last.beta + beta;
+    last.alpha *= alpha;
+    return;
+  }
+  chain.push_back(
+      {ChainEntry::Kind::Eltwise, dnnl::algorithm::eltwise_linear, alpha, beta, nullptr});
+}
+
 // The activation as eltwise entries (oneDNN applies them in f32 to the accumulator).
 void add_activation(std::vector<ChainEntry>& chain, Activation activation, double negative_slope) {
-  for (const EltwiseOp& op : activation_eltwise(activation, negative_slope))
-    chain.push_back({ChainEntry::Kind::Eltwise, op.alg, op.alpha, op.beta, nullptr});
+  for (const EltwiseOp& op : activation_eltwise(activation, negative_slope)) {
+    if (op.alg == dnnl::algorithm::eltwise_linear)
+      push_linear(chain, op.alpha, op.beta);
+    else
+      chain.push_back({ChainEntry::Kind::Eltwise, op.alg, op.alpha, op.beta, nullptr});
+  }
 }
 
 // Whether the problem is a 1×1 convolution (every kernel dim 1; not a deconvolution).
@@ -102,7 +121,8 @@ bool pointwise(const detail::ConvProblem& p) {
 // + binary_add on jit:avx512_core (HRNet's 3×3 stride-2 convs). oneDNN's older JIT convs (all
 // of them with AVX2) take a sum only as the first post-op and leave a later one to `ref:any`:
 // run_conv then builds the chain again with `residual_operand`. A per-tensor scale or shift is
-// eltwise_linear(α·x + β), a per-channel one a binary mul/add with a [1, C, 1, 1] operand.
+// eltwise_linear(α·x + β) (merged with an eltwise_linear before it, push_linear), a per-channel
+// one a binary mul/add with a [1, C, 1, 1] operand.
 std::vector<ChainEntry> post_op_chain(const PostOps& post, const detail::ConvProblem& p,
                                       bool in_place, bool residual_operand = false) {
   std::vector<ChainEntry> chain;
@@ -117,15 +137,13 @@ std::vector<ChainEntry> post_op_chain(const PostOps& post, const detail::ConvPro
   for (const PostStep& step : post.then) {
     const bool uniform_scale = step.scale.size() <= 1, uniform_shift = step.shift.size() <= 1;
     if (uniform_scale && uniform_shift && !(step.scale.empty() && step.shift.empty())) {
-      chain.push_back({ChainEntry::Kind::Eltwise, alg::eltwise_linear,
-                       step.scale.empty() ? 1.f : step.scale[0],
-                       step.shift.empty() ? 0.f : step.shift[0], nullptr});
+      push_linear(chain, step.scale.empty() ? 1.f : step.scale[0],
+                  step.shift.empty() ? 0.f : step.shift[0]);
     } else {
       auto affine = [&](const std::vector<float>& v, alg binary, bool scale) {
         if (v.empty()) return;
         if (v.size() == 1) {
-          chain.push_back({ChainEntry::Kind::Eltwise, alg::eltwise_linear, scale ? v[0] : 1.f,
-                           scale ? 0.f : v[0], nullptr});
+          push_linear(chain, scale ? v[0] : 1.f, scale ? 0.f : v[0]);
         } else {
           chain.push_back({ChainEntry::Kind::Binary, binary, 0.f, 0.f, &v});
         }
