@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/check.h"
 #include "nn/layout.h"
 #include "ops/op.h"
 #include "passes/node_module.h"
@@ -391,17 +392,30 @@ std::vector<std::string> add_parameter_constants(graph::Graph& graph, const std:
 }
 
 std::size_t replace_nodes(graph::Graph& graph, std::vector<std::size_t> erase, std::size_t anchor,
-                          graph::Node node) {
+                          std::vector<graph::Node> nodes) {
+  REFOLD_CHECK(!nodes.empty(), "replace_nodes: no node to insert");
   std::sort(erase.begin(), erase.end());
   erase.erase(std::unique(erase.begin(), erase.end()), erase.end());
-  // A Constant node read only by the erased nodes (a Pad's amounts) goes with them.
+  std::set<std::string> read;  // what the new nodes read
+  for (const graph::Node& n : nodes) read.insert(n.inputs.begin(), n.inputs.end());
+  // A Constant node read only by the erased nodes (a Pad's amounts) goes with them. One the new
+  // nodes read (a Reshape's shape, carried over) moves to just before them when it came after
+  // the anchor: a Constant reads nothing, so it may come anywhere earlier.
+  std::vector<graph::Node> hoisted;
   for (std::size_t i : std::vector<std::size_t>(erase)) {
     for (const std::string& v : graph.nodes()[i].inputs) {
       const auto p = graph.producer(v);
       if (!p || !is_op(graph.nodes()[*p], "Constant") || graph.is_graph_output(v)) continue;
+      if (read.count(v) != 0) {
+        if (*p > anchor && std::find(erase.begin(), erase.end(), *p) == erase.end()) {
+          hoisted.push_back(graph.nodes()[*p]);
+          erase.push_back(*p);
+        }
+        continue;
+      }
       const std::vector<std::size_t> users = graph.consumers(v);
       if (std::all_of(users.begin(), users.end(), [&](std::size_t u) {
-            return std::binary_search(erase.begin(), erase.end(), u);
+            return std::find(erase.begin(), erase.end(), u) != erase.end();
           }))
         erase.push_back(*p);
     }
@@ -418,8 +432,10 @@ std::size_t replace_nodes(graph::Graph& graph, std::vector<std::size_t> erase, s
   const auto before_anchor = static_cast<std::size_t>(
       std::count_if(erase.begin(), erase.end(), [&](std::size_t i) { return i < anchor; }));
   for (auto it = erase.rbegin(); it != erase.rend(); ++it) graph.erase_node(*it);
-  const std::size_t at = anchor - before_anchor;
-  graph.insert_node(at, std::move(node));
+  std::size_t at = anchor - before_anchor;
+  for (graph::Node& n : hoisted) graph.insert_node(at++, std::move(n));
+  for (graph::Node& n : nodes) graph.insert_node(at++, std::move(n));
+  --at;  // the last new node
 
   std::set<std::string> live;
   for (const graph::Node& n : graph.nodes()) {
@@ -439,14 +455,17 @@ std::size_t replace_nodes(graph::Graph& graph, std::vector<std::size_t> erase, s
   return at;
 }
 
+std::size_t replace_nodes(graph::Graph& graph, std::vector<std::size_t> erase, std::size_t anchor,
+                          graph::Node node) {
+  std::vector<graph::Node> nodes;
+  nodes.push_back(std::move(node));
+  return replace_nodes(graph, std::move(erase), anchor, std::move(nodes));
+}
+
 std::size_t replace_nodes_at_first(graph::Graph& graph, const std::vector<std::size_t>& erase,
                                    std::vector<graph::Node> nodes) {
-  graph::Node last = std::move(nodes.back());
-  nodes.pop_back();
   const std::size_t first = *std::min_element(erase.begin(), erase.end());
-  std::size_t at = replace_nodes(graph, erase, first, std::move(last));
-  for (graph::Node& n : nodes) graph.insert_node(at++, std::move(n));
-  return at;
+  return replace_nodes(graph, erase, first, std::move(nodes));
 }
 
 }  // namespace refold::passes::detail

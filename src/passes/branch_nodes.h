@@ -146,17 +146,20 @@ std::vector<std::string> add_parameter_constants(graph::Graph& graph, const std:
                                                  const std::string& base, const Tensor& weight,
                                                  const Tensor& bias);
 
-// Replaces the nodes `erase` (indices, any order) by `node`, inserted where `anchor` (one of
-// them, the last of the pattern) was; then drops the constants the erased nodes read that no
-// node reads any more, and the value_info of values that no longer exist. Returns the new
-// node's index.
+// Replaces the nodes `erase` (indices, any order) by `nodes`, in their order, the last where
+// `anchor` (one of them, the last of the pattern) was and the others right before it; then drops
+// the constants the erased nodes read that no node reads any more, and the value_info of values
+// that no longer exist. A Constant node the new nodes read that came after the anchor moves to
+// just before them. Returns the last new node's index.
+std::size_t replace_nodes(graph::Graph& graph, std::vector<std::size_t> erase, std::size_t anchor,
+                          std::vector<graph::Node> nodes);
 std::size_t replace_nodes(graph::Graph& graph, std::vector<std::size_t> erase, std::size_t anchor,
                           graph::Node node);
 
 // Replaces the nodes `erase` by `nodes`, in their order, placed where the first erased node was
-// (replace_nodes, the last of `nodes` at the anchor and the others before it): right where the
-// new nodes read only what that node read, or each other, and every reader of what they write
-// comes after it. Returns the last new node's index.
+// (replace_nodes with that node as the anchor): right where the new nodes read only what that
+// node read, or each other, and every reader of what they write comes after it. Returns the last
+// new node's index.
 std::size_t replace_nodes_at_first(graph::Graph& graph, const std::vector<std::size_t>& erase,
                                    std::vector<graph::Node> nodes);
 

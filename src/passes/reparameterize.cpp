@@ -1115,11 +1115,7 @@ class RegionMerger {
         listing));
     report_.changed = true;
     linear_.clear();
-    graph::Node last = std::move(made.back());
-    made.pop_back();
-    std::size_t at = detail::replace_nodes(g_, r.nodes, root, std::move(last));
-    for (graph::Node& n : made) g_.insert_node(at++, std::move(n));
-    return at;
+    return detail::replace_nodes(g_, r.nodes, root, std::move(made));
   }
 
   graph::Graph& g_;

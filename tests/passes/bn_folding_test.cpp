@@ -355,6 +355,33 @@ TEST(BnFolding, LeViTLinearBatchNorm) {
   }
 }
 
+// MaxxViT's layer scale after its attention's projection, as torch.onnx writes it: MatMul → Add
+// (bias) → Reshape → Transpose (of the tokens) → Reshape → Mul by γ [C], with each Reshape's
+// shape a Constant node written just before it, after the MatMul. The folded MatMul takes the
+// MatMul's place, so the Reshapes it carries along need their Constants moved up before them.
+TEST(BnFolding, ConstantNodesAfterTheLayerMoveUpWithTheChain) {
+  GraphBuilder b(47);
+  const std::string x = b.input("x", {1, 16, 8});
+  const std::string y =
+      b.node("Add", {b.node("MatMul", {x, random_constant(b, {8, 8})}), random_constant(b, {8})});
+  const auto shape_node = [&](std::vector<std::int64_t> shape) {
+    return b.node("Constant", {}, attrs({{"value", testing::int64s(shape)}}));
+  };
+  const std::string windows = b.node("Reshape", {y, shape_node({1, 4, 4, 8})});
+  const std::string moved =
+      b.node("Transpose", {windows}, attrs({{"perm", std::vector<std::int64_t>{0, 2, 1, 3}}}));
+  const std::string tokens = b.node("Reshape", {moved, shape_node({1, 16, 8})});
+  b.output(b.mul(tokens, random_constant(b, {8})));
+  const Tensor in = testing::uniform({1, 16, 8}, 1, b.generator());
+  const Tensor before = b.run({in})[0];
+  const passes::PassReport r = passes::fold_batch_norms(b.graph());
+  b.graph().verify();  // every node reads what is written before it
+  EXPECT_TRUE(testing::model_close(b.run({in})[0], before));
+  EXPECT_EQ(b.op_counts(),
+            (Counts{{"MatMul", 1}, {"Add", 1}, {"Reshape", 2}, {"Transpose", 1}, {"Constant", 2}}))
+      << notes_of(r);
+}
+
 // BatchNorm1d over a sequence after a Linear: `bn(linear(x).transpose(1, 2)).transpose(1, 2)`,
 // the features moved to BN's axis 1 ([B, C, L]); also a per-feature constant [C, 1] there.
 TEST(BnFolding, LinearThenTransposedBatchNorm) {
