@@ -8,7 +8,8 @@
     $python bench/zoo/export.py --third --out /tmp/third   # 15 more, held out (THIRD below)
     $python bench/zoo/export.py --fourth --out /tmp/fourth # 29 more, held out (FOURTH below)
     $python bench/zoo/export.py --fifth --out /tmp/fifth   # 30 more, held out (FIFTH below)
-    $python bench/zoo/export.py --sixth --out /tmp/sixth   # 36 more, held out (SIXTH below)
+    $python bench/zoo/export.py --sixth --out /tmp/sixth   # 40 more, held out (SIXTH below)
+    $python bench/zoo/export.py --seventh --out /tmp/seventh  # 41 more, held out (SEVENTH below)
     $python bench/zoo/run.py --models /tmp/extra --time     # run.py takes either folder
     $python bench/zoo/export.py --fourth --out /tmp/fourth --golden64-only  # add golden64 only
 
@@ -186,6 +187,38 @@ SIXTH = {
     "swin_v2_t": ("torchvision", 224), "yolov8n-ghost": ("ultralytics", 320),
     "yolov8n-p2": ("ultralytics", 320), "yolov3-tinyu": ("ultralytics", 320),
     "yolo11n-obb": ("ultralytics", 320),
+}
+
+# A seventh set (--seventh), held out while the first six were tuned: GroupNorm ResNet,
+# Sequencer's BiLSTMs, anti-aliased ResNet and DenseNet (blur pooling), NFNet-F0's scaled
+# weight standardization, Inception-ResNet-v2, NesT, XCiT-T, DPN-68, TF-padded EfficientNet,
+# global-context EfficientNetV2, bottleneck-attention and halo ResNeXts, EfficientViT-B1,
+# EfficientFormerV2-S1, TinyViT-11M, FastViT-S12, MobileViTv2, PVT-v2-B1, EdgeNeXt-S,
+# ConvFormer, Swin-S3, CrossViT-9, LeViT-192, EfficientViT-M2, RegNetZ-C16, ConvNeXtV2-Nano,
+# MambaOut-Kobe, HGNetV2-B1, FlexiViT, anti-aliased MobileNetV4, DLA with Res2Net blocks,
+# MLP-Mixer with GLU, MaxxViT's relative-position MLP, torchvision's ResNeXt-50,
+# EfficientNetV2-S, MNASNet and RegNetY-800MF, and YOLO11's segmentation and pose heads and
+# YOLOv8-P6.
+SEVENTH = {
+    "resnet50_gn": ("timm", 160), "sequencer2d_s": ("timm", 224), "resnetaa50": ("timm", 160),
+    "densenetblur121d": ("timm", 160), "dm_nfnet_f0": ("timm", 160),
+    "inception_resnet_v2": ("timm", 224), "nest_tiny": ("timm", 224),
+    "xcit_tiny_12_p16_224": ("timm", 224), "dpn68": ("timm", 224),
+    "tf_efficientnet_b0": ("timm", 224), "gc_efficientnetv2_rw_t": ("timm", 224),
+    "bat_resnext26ts": ("timm", 256), "eca_halonext26ts": ("timm", 256),
+    "efficientvit_b1": ("timm", 224), "efficientformerv2_s1": ("timm", 224),
+    "tiny_vit_11m_224": ("timm", 224), "fastvit_s12": ("timm", 224),
+    "mobilevitv2_100": ("timm", 256), "pvt_v2_b1": ("timm", 224), "edgenext_small": ("timm", 256),
+    "convformer_s18": ("timm", 224), "swin_s3_tiny_224": ("timm", 224),
+    "crossvit_9_240": ("timm", 240), "levit_192": ("timm", 224), "efficientvit_m2": ("timm", 224),
+    "regnetz_c16": ("timm", 256), "convnextv2_nano": ("timm", 224), "mambaout_kobe": ("timm", 224),
+    "hgnetv2_b1": ("timm", 224), "flexivit_small": ("timm", 240),
+    "mobilenetv4_conv_aa_medium": ("timm", 256), "dla60_res2net": ("timm", 160),
+    "gmixer_12_224": ("timm", 224), "maxxvit_rmlp_nano_rw_256": ("timm", 256),
+    "resnext50_32x4d": ("torchvision", 160), "efficientnet_v2_s": ("torchvision", 224),
+    "mnasnet1_0": ("torchvision", 224), "regnet_y_800mf": ("torchvision", 224),
+    "yolo11n-seg": ("ultralytics", 320), "yolo11n-pose": ("ultralytics", 320),
+    "yolov8n-p6": ("ultralytics", 320),
 }
 
 
@@ -501,12 +534,15 @@ def main():
                        help="export the FIFTH set instead of the zoo (e.g. --out /tmp/fifth)")
     which.add_argument("--sixth", action="store_true",
                        help="export the SIXTH set instead of the zoo (e.g. --out /tmp/sixth)")
+    which.add_argument("--seventh", action="store_true",
+                       help="export the SEVENTH set instead of the zoo (e.g. --out /tmp/seventh)")
     parser.add_argument("--golden64-only", action="store_true",
                         help="only add <name>.golden64.npy to an exported folder (its manifest "
                              "entries kept; the golden must come out the same)")
     args = parser.parse_args()
     held_out = EXTRA if args.extra else THIRD if args.third else FOURTH if args.fourth \
-        else FIFTH if args.fifth else SIXTH if args.sixth else None
+        else FIFTH if args.fifth else SIXTH if args.sixth else SEVENTH if args.seventh \
+        else None
     if held_out is not None:
         ZOO.clear()
         ZOO.update(held_out)
