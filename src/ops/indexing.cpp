@@ -1,6 +1,6 @@
 // Builders for the shape arithmetic and indexing: Shape, Gather, GatherElements, Slice, Expand,
 // Tile, ConstantOfShape, Range, GatherND, ScatterND, ScatterElements (and Scatter, its opset 9
-// name), Trilu.
+// name), Trilu, EyeLike.
 #include "ops/indexing.h"
 
 #include <algorithm>
@@ -249,6 +249,24 @@ class Trilu : public graph::Op {
   bool upper_;
 };
 
+// EyeLike(input): the 2-d input's shape, 1 on the k-th diagonal (j − i = k), else 0; the
+// `dtype` attribute's type, or the input's.
+class EyeLike : public graph::Op {
+ public:
+  EyeLike(std::int64_t k, std::optional<DType> dtype) : Op("EyeLike"), k_(k), dtype_(dtype) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override {
+    expect_inputs(inputs, 1, 1, "EyeLike");
+    const Tensor& x = inputs[0];
+    REFOLD_CHECK(x.dim() == 2, "EyeLike: the input must be 2-d, got shape [{}]",
+                 fmt::join(x.sizes(), ", "));
+    return {reference::eye(x.size(0), x.size(1), k_, dtype_.value_or(x.dtype()))};
+  }
+
+ private:
+  std::int64_t k_;
+  std::optional<DType> dtype_;
+};
+
 nn::ModulePtr build_size(const BuildContext& context) {
   check_arity(context.node, 1, 1, 1);
   return std::make_shared<Size>();
@@ -388,6 +406,23 @@ nn::ModulePtr build_scatter_elements(const BuildContext& context) {
   return std::make_shared<ScatterElements>(context.node.op_type, indexing_axis(context), r);
 }
 
+// EyeLike's dtype (TensorProto.DataType): 1 float, 16 bfloat16, 7 int64, 6 int32 and 9 bool
+// (both stored as int64); absent: the input's.
+nn::ModulePtr build_eye_like(const BuildContext& context) {
+  check_arity(context.node, 1, 1, 1);
+  const auto& a = context.node.attributes;
+  std::optional<DType> dtype;
+  if (a.has("dtype")) {
+    const std::int64_t t = a.get_int("dtype", 0);
+    REFOLD_CHECK(t == 1 || t == 16 || t == 7 || t == 6 || t == 9,
+                 "unsupported: dtype {} (refold makes float (1), bfloat16 (16), int64 (7), int32 "
+                 "(6) and bool (9))",
+                 t);
+    dtype = t == 1 ? DType::Float32 : t == 16 ? DType::BFloat16 : DType::Int64;
+  }
+  return std::make_shared<EyeLike>(a.get_int("k", 0), dtype);
+}
+
 nn::ModulePtr build_trilu(const BuildContext& context) {
   check_arity(context.node, 1, 2, 1);
   const std::int64_t upper = context.node.attributes.get_int("upper", 1);
@@ -414,6 +449,7 @@ const std::vector<OpDef>& indexing_ops() {
       {"ScatterElements", 11, build_scatter_elements},  // v16 add/mul, v18 max/min
       {"Scatter", 9, build_scatter_elements},           // ScatterElements' opset 9–10 name
       {"Trilu", 14, build_trilu},
+      {"EyeLike", 9, build_eye_like, LayoutRule::Fresh, nullptr, ShapeRule::InputShapesOnly},
   };
   return table;
 }

@@ -1,5 +1,5 @@
-// Tile, GatherElements, ScatterElements (and Scatter), Trilu (src/ops/indexing.cpp) built from
-// ONNX nodes and run: the spec's worked examples, int64 data exactly, channels_last inputs,
+// Tile, GatherElements, ScatterElements (and Scatter), Trilu, EyeLike (src/ops/indexing.cpp) built
+// from ONNX nodes and run: the spec's worked examples, int64 data exactly, channels_last inputs,
 // negative indices and axes, every reduction, and every error message. The ONNX backend tests
 // test_tile*, test_gather_elements_*, test_scatter_elements_*, test_scatter_*, test_tri[lu]_*
 // run in conformance.
@@ -253,6 +253,42 @@ TEST(OnnxTrilu, Errors) {
        "Trilu: k must be a scalar, got 2 values"},
       {"rank", [] { OpCase("Trilu", {"x"}).run({zeros({3})}); },
        "trilu: input must have at least 2 dimensions, got [3]"},
+  });
+}
+
+// ---- EyeLike ----
+
+TEST(OnnxEyeLike, DiagonalsAndDtypes) {
+  // [3, 4]: ones at (i, i + k).
+  EXPECT_EQ(OpCase("EyeLike", {"x"}).run({zeros({3, 4})}).to_vector(),
+            (F32s{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(OpCase("EyeLike", {"x"}).integer("k", 2).run({zeros({3, 4})}).to_vector(),
+            (F32s{0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(OpCase("EyeLike", {"x"}).integer("k", -1).run({zeros({3, 2})}).to_vector(),
+            (F32s{0, 0, 1, 0, 0, 1}));
+  // A diagonal outside the matrix: all zeros.
+  EXPECT_EQ(OpCase("EyeLike", {"x"}).integer("k", 4).run({zeros({2, 4})}).to_vector(),
+            (F32s(8, 0.0f)));
+  // The input's dtype, or the dtype attribute's (int64 from float, bool as int64, bfloat16).
+  EXPECT_EQ(i64_values(OpCase("EyeLike", {"x"}).run({i64({5, 6, 7, 8}, {2, 2})})),
+            (I64s{1, 0, 0, 1}));
+  EXPECT_EQ(i64_values(OpCase("EyeLike", {"x"}).integer("dtype", 9).run({zeros({2, 2})})),
+            (I64s{1, 0, 0, 1}));
+  const Tensor bf = OpCase("EyeLike", {"x"}).integer("dtype", 16).run({zeros({2, 2})});
+  EXPECT_EQ(bf.dtype(), DType::BFloat16);
+  EXPECT_EQ(bf.to_vector(), (F32s{1, 0, 0, 1}));
+}
+
+TEST(OnnxEyeLike, Errors) {
+  expect_errors({
+      {"dtype", [] { OpCase("EyeLike", {"x"}).integer("dtype", 11).module(); },
+       "unsupported: dtype 11 (refold makes float (1), bfloat16 (16), int64 (7), int32 (6) and "
+       "bool (9))"},
+      {"rank",
+       [] {
+         OpCase("EyeLike", {"x"}).run({zeros({2, 2, 2})});
+       },
+       "EyeLike: the input must be 2-d, got shape [2, 2, 2]"},
   });
 }
 

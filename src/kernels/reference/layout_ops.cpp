@@ -283,4 +283,16 @@ Tensor trilu(const Tensor& input, std::int64_t k, bool upper) {
   return output;
 }
 
+Tensor eye(std::int64_t rows, std::int64_t cols, std::int64_t k, DType dtype) {
+  REFOLD_CHECK(rows >= 0 && cols >= 0, "eye: negative size [{}, {}]", rows, cols);
+  Tensor output = zeros({rows, cols}, dtype);
+  detail::visit_storage_type(dtype, [&]<typename T>(T) {
+    T* out = static_cast<T*>(output.data_ptr());
+    // Row i holds its one at column i + k where that is in [0, cols).
+    for (std::int64_t i = std::max<std::int64_t>(0, -k); i < rows && i < cols - k; ++i)
+      out[i * cols + i + k] = detail::storage_from_double<T>(1.0);
+  });
+  return output;
+}
+
 }  // namespace refold::reference

@@ -59,6 +59,8 @@ Tensor onnx_pad(const Tensor& input, const std::vector<std::int64_t>& begin,
 // ONNX Trilu over the last two dimensions [.., M, N]: keeps element (i, j) where j − i ≥ k
 // (upper) or j − i ≤ k (lower), else 0.
 Tensor trilu(const Tensor& input, std::int64_t k, bool upper);
+// ONNX EyeLike: a [rows, cols] tensor of `dtype` with 1 where j − i = k, else 0.
+Tensor eye(std::int64_t rows, std::int64_t cols, std::int64_t k, DType dtype);
 
 // softmax along `axis`: out = exp(x − max) / Σ exp(x − max), the sums over that axis.
 // LogSoftmax: log of it, x − max − log Σ exp(x − max); Hardmax: 1 at the first max, else 0.
