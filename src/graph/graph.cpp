@@ -73,6 +73,12 @@ std::vector<float> Attributes::get_floats(const std::string& name,
   return v ? *v : fallback;
 }
 
+std::vector<std::string> Attributes::get_strings(const std::string& name,
+                                                 const std::vector<std::string>& fallback) const {
+  const auto* v = attribute_as<std::vector<std::string>>(values_, name, "strings");
+  return v ? *v : fallback;
+}
+
 Tensor Attributes::get_tensor(const std::string& name) const {
   const auto* v = attribute_as<Tensor>(values_, name, "a tensor");
   return v ? *v : Tensor();

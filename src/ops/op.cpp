@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "core/check.h"
@@ -18,8 +19,8 @@ Registry make_registry() {
   for (const auto* table :
        {&activation_ops(), &arithmetic_ops(), &batch_norm_ops(), &col2im_ops(), &concat_ops(),
         &conv_ops(), &gemm_ops(), &indexing_ops(), &normalization_ops(), &pad_ops(), &pool_ops(),
-        &reduce_ops(), &reshape_ops(), &resize_ops(), &softmax_ops(), &transpose_ops(),
-        &unary_ops(), &values_ops()}) {
+        &recurrent_ops(), &reduce_ops(), &reshape_ops(), &resize_ops(), &softmax_ops(),
+        &transpose_ops(), &unary_ops(), &values_ops()}) {
     for (const OpDef& def : *table) {
       const bool added = registry.emplace(def.op_type, &def).second;
       REFOLD_CHECK(added, "internal: op {} is defined twice", def.op_type);
@@ -71,13 +72,17 @@ bool is_constant_input(const graph::Graph& graph, const graph::Node& node, std::
 }
 
 void check_arity(const graph::Node& node, std::size_t min_inputs, std::size_t max_inputs,
-                 std::size_t max_outputs) {
+                 std::size_t max_outputs, bool first_output_optional) {
   const std::size_t n = node.inputs.size();
   REFOLD_CHECK(n >= min_inputs && n <= max_inputs, "expects {} to {} inputs, got {}", min_inputs,
                max_inputs, n);
   for (std::size_t i = 0; i < min_inputs; ++i)
     REFOLD_CHECK(!node.inputs[i].empty(), "input {} is required but empty", i);
-  REFOLD_CHECK(!node.outputs.empty() && !node.outputs[0].empty(), "has no output");
+  const bool any_output = first_output_optional
+                              ? std::any_of(node.outputs.begin(), node.outputs.end(),
+                                            [](const std::string& o) { return !o.empty(); })
+                              : !node.outputs.empty() && !node.outputs[0].empty();
+  REFOLD_CHECK(any_output, "has no output");
   for (std::size_t i = max_outputs; i < node.outputs.size(); ++i)
     REFOLD_CHECK(node.outputs[i].empty(), "unsupported: output {} ('{}') is not implemented", i,
                  node.outputs[i]);

@@ -106,6 +106,7 @@ const std::vector<OpDef>& indexing_ops();
 const std::vector<OpDef>& normalization_ops();
 const std::vector<OpDef>& pad_ops();
 const std::vector<OpDef>& pool_ops();
+const std::vector<OpDef>& recurrent_ops();
 const std::vector<OpDef>& reduce_ops();
 const std::vector<OpDef>& reshape_ops();
 const std::vector<OpDef>& resize_ops();
@@ -120,9 +121,10 @@ const std::vector<OpDef>& values_ops();
 std::string input_name(const graph::Node& node, std::size_t i);
 // True when input `i` is named and a constant of the graph.
 bool is_constant_input(const graph::Graph& graph, const graph::Node& node, std::size_t i);
-// Checks the number of inputs (min…max) and that only the first `max_outputs` outputs are used.
+// Checks the number of inputs (min…max) and that only the first `max_outputs` outputs are used;
+// the first must be, unless `first_output_optional` (an LSTM read only for its Y_h).
 void check_arity(const graph::Node& node, std::size_t min_inputs, std::size_t max_inputs,
-                 std::size_t max_outputs);
+                 std::size_t max_outputs, bool first_output_optional = false);
 // A float32 or bfloat16 tensor, else an error naming `what`.
 void check_floating(const Tensor& t, const std::string& what);
 // The constant behind input `i`, or nullopt when the input is absent or computed at run time.

@@ -81,6 +81,8 @@ class Attributes {
                                      const std::vector<std::int64_t>& fallback = {}) const;
   std::vector<float> get_floats(const std::string& name,
                                 const std::vector<float>& fallback = {}) const;
+  std::vector<std::string> get_strings(const std::string& name,
+                                       const std::vector<std::string>& fallback = {}) const;
   Tensor get_tensor(const std::string& name) const;  // undefined when absent
 
  private:

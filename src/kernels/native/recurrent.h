@@ -1,0 +1,19 @@
+// refold's RNN, GRU and LSTM (kernels/reference/recurrent.h has the math and the sequence loop):
+// float32, x·Wᵀ + Wb for every step in one product and each step's H·Rᵀ + Rb through
+// functional::linear (oneDNN's inner product), the gates in float, sigmoid and tanh 8 lanes at a
+// time with AVX2 (vector_math.h's exp: sigmoid(v) = 1 / (1 + e^−v), tanh(v) = 2·sigmoid(2v) − 1).
+// Declines anything but float32 (the reference runs it).
+#pragma once
+
+#include <string>
+
+#include "kernels/reference/recurrent.h"
+
+namespace refold::native {
+
+// `e` from reference::check_recurrent(in, p). Undefined y, with *declined set, when it declines.
+reference::RecurrentOutputs recurrent(const reference::RecurrentInputs& in,
+                                      const reference::RecurrentParams& p,
+                                      const reference::RecurrentExtent& e, std::string* declined);
+
+}  // namespace refold::native
