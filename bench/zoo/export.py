@@ -286,6 +286,19 @@ def randomize_constant_scalars(model, generator):
                     p.add_(torch.rand(1, generator=generator).item() * 0.5 - 0.25)
 
 
+def randomize_zero_weights(model, generator):
+    """A weight matrix of zeros (timm zero-initializes the classifier of MLP-Mixer, gMLP, ResMLP,
+    Sequencer and Hiera) makes every output 0, and the comparison of outputs says nothing. Such a
+    weight gets N(0, 0.02²) values, a trained head's scale."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.modules.batchnorm._BatchNorm):
+                continue
+            for p in module.parameters(recurse=False):
+                if p.dim() >= 2 and not p.any():
+                    p.copy_(torch.randn(p.shape, generator=generator) * 0.02)
+
+
 def randomize_batchnorms(model, x, generator):
     """Random BatchNorm parameters and statistics, so that BN folding must get the numbers right.
 
@@ -404,13 +417,14 @@ def first_line(error):
 
 
 def prepared_model(name, source, side):
-    """The model as every form is exported from: built with the fixed seed, its constant scalars
-    and BatchNorms randomized; with its input (numpy and torch) and PyTorch's output on it."""
+    """The model as every form is exported from: built with the fixed seed, its constant scalars,
+    zero weight matrices and BatchNorms randomized; with its input (numpy and torch) and PyTorch's output on it."""
     torch.manual_seed(SEED)
     model = build(name, source)
     x_np = np.random.default_rng(SEED).standard_normal([BATCH, 3, side, side]).astype(np.float32)
     x = torch.from_numpy(x_np)
     randomize_constant_scalars(model, torch.Generator().manual_seed(SEED))
+    randomize_zero_weights(model, torch.Generator().manual_seed(SEED))
     randomize_batchnorms(model, x, torch.Generator().manual_seed(SEED))
     with torch.no_grad():
         golden = model(x).numpy()
