@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "kernels/native_conv_testing.h"
 #include "kernels/reference/recurrent.h"
 #include "kernels/verbose.h"
 #include "onnx/ops_cnn_helpers.h"
@@ -139,15 +140,19 @@ TEST(OnnxRecurrent, NativeMatchesTheReferenceOnEveryVariant) {
     p.linear_before_reset = v.before_reset;
     p.batch_first = v.batch_first;
     in.x = random(v.batch_first ? Shape{B, T, I} : Shape{T, B, I}, seed++);
-    DispatchLog log;
-    const std::vector<Tensor> got = c.run_all({in.x});
-    EXPECT_THAT(log.take(), ::testing::Contains(::testing::HasSubstr("native")));
     const reference::RecurrentOutputs want = reference::recurrent(in, p);
-    ASSERT_EQ(got.size(), outputs.size());
-    EXPECT_TRUE(all_close(got[0], want.y, Tolerance::op_f32()));
-    EXPECT_TRUE(all_close(got[1], want.y_h, Tolerance::op_f32()));
-    if (lstm) {
-      EXPECT_TRUE(all_close(got[2], want.y_c, Tolerance::op_f32()));
+    for (const native::VectorIsa isa : native_conv::runnable_isas()) {  // 8- and 16-lane gates
+      SCOPED_TRACE(native::vector_isa_name(isa));
+      native_conv::ScopedVectorIsa scoped(isa);
+      DispatchLog log;
+      const std::vector<Tensor> got = c.run_all({in.x});
+      EXPECT_THAT(log.take(), ::testing::Contains(::testing::HasSubstr("native")));
+      ASSERT_EQ(got.size(), outputs.size());
+      EXPECT_TRUE(all_close(got[0], want.y, Tolerance::op_f32()));
+      EXPECT_TRUE(all_close(got[1], want.y_h, Tolerance::op_f32()));
+      if (lstm) {
+        EXPECT_TRUE(all_close(got[2], want.y_c, Tolerance::op_f32()));
+      }
     }
   }
 }

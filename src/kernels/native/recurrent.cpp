@@ -12,7 +12,20 @@ using reference::RecurrentActivation;
 using Kind = RecurrentActivation::Kind;
 
 #if REFOLD_HAVE_X86_KERNELS
-// v = sigmoid(scale·v)·scale − (scale − 1): sigmoid with scale 1, tanh with scale 2.
+// v = sigmoid(scale·v)·scale − (scale − 1): sigmoid with scale 1, tanh with scale 2; 16 lanes
+// with AVX-512 (a step's gates took 1.3 ns an element on 8: Sequencer's 36 LSTMs, 14 ms).
+REFOLD_TARGET_AVX512 void sigmoid_avx512(float* v, std::int64_t n, float scale) {
+  const __m512 one = _mm512_set1_ps(1.0f), s = _mm512_set1_ps(scale);
+  const __m512 shift = _mm512_set1_ps(scale - 1.0f), minus_s = _mm512_set1_ps(-scale);
+  for (std::int64_t i = 0; i < n; i += 16) {
+    const std::int64_t left = n - i;
+    const auto mask = static_cast<__mmask16>(left < 16 ? (1u << left) - 1 : 0xFFFFu);
+    const __m512 x = _mm512_maskz_loadu_ps(mask, v + i);
+    const __m512 sig = _mm512_div_ps(one, _mm512_add_ps(one, exp(_mm512_mul_ps(minus_s, x))));
+    _mm512_mask_storeu_ps(v + i, mask, _mm512_fmsub_ps(sig, s, shift));
+  }
+}
+
 REFOLD_TARGET_AVX2 void sigmoid_avx2(float* v, std::int64_t n, float scale) {
   const __m256 one = _mm256_set1_ps(1.0f), s = _mm256_set1_ps(scale);
   const __m256 shift = _mm256_set1_ps(scale - 1.0f), minus_s = _mm256_set1_ps(-scale);
@@ -28,9 +41,11 @@ REFOLD_TARGET_AVX2 void sigmoid_avx2(float* v, std::int64_t n, float scale) {
 
 void apply(const RecurrentActivation& f, float* v, std::int64_t n) {
 #if REFOLD_HAVE_X86_KERNELS
-  if ((f.kind == Kind::Sigmoid || f.kind == Kind::Tanh) && cpu_has_avx2_fma()) {
-    sigmoid_avx2(v, n, f.kind == Kind::Tanh ? 2.0f : 1.0f);
-    return;
+  if (f.kind == Kind::Sigmoid || f.kind == Kind::Tanh) {
+    const float scale = f.kind == Kind::Tanh ? 2.0f : 1.0f;
+    if (cpu_has_avx2_fma())
+      return vector_isa() == VectorIsa::Avx512 ? sigmoid_avx512(v, n, scale)
+                                               : sigmoid_avx2(v, n, scale);
   }
 #endif
   for (std::int64_t i = 0; i < n; ++i) v[i] = f(v[i]);
@@ -77,9 +92,13 @@ reference::RecurrentOutputs recurrent(const reference::RecurrentInputs& in,
   };
   float* y = out.y.data<float>();
   Tensor h_in = empty({B, H});  // the product's left operand
+  // Every direction's x·Wᵀ + Wb in one product: [T·B, I] · [D·G·H, I]ᵀ → [T·B, D·G·H].
+  Tensor input_bias = empty({D * GH});
+  for (std::int64_t d = 0; d < D; ++d)
+    std::memcpy(input_bias.data<float>() + d * GH, bias.data<float>() + d * 2 * GH,
+                static_cast<std::size_t>(GH) * sizeof(float));
+  const Tensor xw = functional::linear(x, block(weights, 0, {D * GH, I}), input_bias);
   for (std::int64_t d = 0; d < D; ++d) {
-    const Tensor w = block(weights, d * GH * I, {GH, I});
-    const Tensor xw = functional::linear(x, w, block(bias, d * 2 * GH, {GH}));  // [T·B, G·H]
     reference::detail::RecurrentState<float> s;
     s.h.assign(static_cast<std::size_t>(B * H), 0.0f);
     s.c.assign(static_cast<std::size_t>(B * H), 0.0f);
@@ -93,7 +112,7 @@ reference::RecurrentOutputs recurrent(const reference::RecurrentInputs& in,
     reference::detail::run_direction<float>(
         p, p.activations.data() + d * p.functions(), reverse, T, B, e.lengths,
         peep.defined() ? peep.data<float>() + d * 3 * H : nullptr, s,
-        [&](std::int64_t t) { return xw.data<float>() + t * B * GH; },
+        [&](std::int64_t t) { return xw.data<float>() + (t * B * D + d) * GH; }, D * GH,
         [&](const float* h, std::int64_t begin, std::int64_t count, float* dst) {
           std::memcpy(h_in.data<float>(), h, static_cast<std::size_t>(B * H) * sizeof(float));
           const Tensor product =

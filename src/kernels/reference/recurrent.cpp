@@ -188,6 +188,7 @@ RecurrentOutputs recurrent(const RecurrentInputs& in, const RecurrentParams& par
             }
           return static_cast<const double*>(xw.data());
         },
+        GH,
         [&](const double* h, std::int64_t begin, std::int64_t count, double* out) {
           const std::int64_t n = count * H;
           for (std::int64_t b = 0; b < B; ++b)

@@ -140,17 +140,17 @@ struct RecurrentState {
   std::vector<T> h, c;
 };
 
-// One direction's steps. `xw(t)` returns step t's input products [B, G·H] (x_t·Wᵀ + Wb, rows
-// per batch entry, gate blocks in the op's order); `hr(h, begin, count, out)` writes the gate
-// blocks begin … begin + count − 1 of h·Rᵀ + Rb: out[b, k] = Σ_j h[b, j]·R[begin·H + k, j] +
-// Rb[begin·H + k] for k < count·H; `peep` is P's [3H] or
-// null; `lengths` the active steps per batch entry; `store(t, h)` receives each step's H' rows
-// (inactive rows zero). `apply(f, v, n)` applies activation f to n values in place.
+// One direction's steps. `xw(t)` returns step t's input products x_t·Wᵀ + Wb: a row of G·H per
+// batch entry (gate blocks in the op's order), `xw_stride` elements apart; `hr(h, begin, count,
+// out)` writes the gate blocks begin … begin + count − 1 of h·Rᵀ + Rb: out[b, k] = Σ_j h[b,
+// j]·R[begin·H + k, j] + Rb[begin·H + k] for k < count·H; `peep` is P's [3H] or null; `lengths` the
+// active steps per batch entry; `store(t, h)` receives each step's H' rows (inactive rows zero).
+// `apply(f, v, n)` applies activation f to n values in place.
 template <typename T, typename Xw, typename Hr, typename Apply, typename Store>
 void run_direction(const RecurrentParams& p, const RecurrentActivation* f, bool reverse,
                    std::int64_t steps, std::int64_t batch, const std::vector<std::int64_t>& lengths,
-                   const T* peep, RecurrentState<T>& s, Xw&& xw, Hr&& hr, Apply&& apply,
-                   Store&& store) {
+                   const T* peep, RecurrentState<T>& s, Xw&& xw, std::int64_t xw_stride, Hr&& hr,
+                   Apply&& apply, Store&& store) {
   const std::int64_t H = p.hidden, G = p.gates(), BH = batch * H;
   const bool lstm = p.cell == RecurrentCell::LSTM, gru = p.cell == RecurrentCell::GRU;
   // GRU without linear_before_reset multiplies r ⊙ H by R_h later: the first product covers z, r.
@@ -175,7 +175,7 @@ void run_direction(const RecurrentParams& p, const RecurrentActivation* f, bool 
     for (std::int64_t g = 0; g < G; ++g) {
       for (std::int64_t b = 0; b < batch; ++b) {
         T* dst = gate.data() + g * BH + b * H;
-        const T* xr = x_products + b * G * H + g * H;
+        const T* xr = x_products + b * xw_stride + g * H;
         const T* rr = rec.data() + b * product_gates * H + g * H;
         const bool with_rec = g < product_gates && !(gru && g == 2);
         for (std::int64_t j = 0; j < H; ++j) dst[j] = xr[j] + (with_rec ? rr[j] : T(0));
