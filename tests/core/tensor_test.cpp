@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "refold/error.h"
+#include "refold/threads.h"
 #include "testing/builders.h"
 #include "testing/compare.h"
 
@@ -200,14 +201,22 @@ TEST(Tensor, CopyBetweenArbitraryLayoutsKeepsLogicalValues) {
 
 // A source broadcast along its innermost dims (stride 0, as Expand copies it) fills each run with
 // its one value: every element of the copy is the source element it repeats.
+// Also one large enough to be split between threads (2¹⁶ elements or more), whose broadcast dim
+// is where it splits (a source slab of stride 0).
 TEST(Tensor, CopyOfABroadcastRepeatsEachValue) {
+  const ThreadCountScope threads(2);
   const Tensor base = randn({3, 4});
-  const Tensor view = base.as_strided({3, 4, 5, 19}, {4, 1, 0, 0}, 0);
-  const Tensor dense = view.contiguous();
-  for (std::int64_t a = 0; a < 3; ++a)
-    for (std::int64_t b = 0; b < 4; ++b)
-      for (std::int64_t h = 0; h < 5; ++h)
-        for (std::int64_t w = 0; w < 19; ++w) ASSERT_EQ(dense.at({a, b, h, w}), base.at({a, b}));
+  for (const Shape& sizes : {Shape{3, 4, 5, 19}, Shape{3, 4, 80, 90}}) {
+    const Tensor view = base.as_strided(sizes, {4, 1, 0, 0}, 0);
+    const Tensor dense = view.contiguous();
+    for (std::int64_t a = 0; a < 3; ++a)
+      for (std::int64_t b = 0; b < 4; ++b)
+        for (std::int64_t h = 0; h < sizes[2]; ++h)
+          for (std::int64_t w = 0; w < sizes[3]; ++w)
+            ASSERT_EQ(dense.at({a, b, h, w}), base.at({a, b}));
+  }
+  const Tensor rows = base.as_strided({2, 3, 4, 3000}, {0, 4, 1, 0}, 0).contiguous();
+  for (std::int64_t n = 0; n < 2; ++n) ASSERT_EQ(rows.at({n, 2, 3, 2999}), base.at({2, 3}));
 }
 
 // Every permutation of a 5-d tensor with short and long dims copied contiguous, in float32 and
@@ -272,8 +281,11 @@ TEST(Tensor, VersionChangesOnEveryWriteThroughAnyView) {
 // groups] (the copy's small-transpose blocks, one per pixel), for group counts with and without
 // a dedicated loop, in every dtype and converting into bfloat16.
 // Transposes with both dims 16 or longer go in tiles: every element lands where its logical
-// index says, for float32, bfloat16 and a channels_last destination.
+// index says, for float32, bfloat16 and a channels_last destination. The last two cases are
+// split between two threads (2¹⁶ elements or more): past a leading dim of 1, and into uneven
+// slabs (3 over 2 threads).
 TEST(Tensor, CopyOfALargeTransposeKeepsLogicalValues) {
+  const ThreadCountScope threads(2);
   const std::vector<std::pair<Shape, Shape>> cases = {{{2, 37, 45}, {0, 2, 1}},
                                                       {{1, 4, 33, 20}, {0, 3, 2, 1}},
                                                       {{3, 18, 5, 40}, {0, 3, 1, 2}},
@@ -281,7 +293,8 @@ TEST(Tensor, CopyOfALargeTransposeKeepsLogicalValues) {
                                                       // a middle dim continues dst's rows
                                                       {{1, 4, 40, 64}, {0, 3, 2, 1}},
                                                       // dst rows 4 KiB apart: 8 × 8 tiles
-                                                      {{1, 32, 32, 128}, {0, 3, 1, 2}}};
+                                                      {{1, 32, 32, 128}, {0, 3, 1, 2}},
+                                                      {{3, 150, 5, 40}, {0, 3, 1, 2}}};
   for (const auto& [sizes, perm] : cases) {
     const Tensor base = randn(sizes);
     const Tensor view = base.permute(perm);
