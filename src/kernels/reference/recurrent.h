@@ -158,6 +158,7 @@ void run_direction(const RecurrentParams& p, const RecurrentActivation* f, bool 
   std::vector<T> rec(static_cast<std::size_t>(batch * product_gates * H));
   std::vector<T> gate(static_cast<std::size_t>(G * BH));  // [G][B][H]: each gate one array
   std::vector<T> next_h(static_cast<std::size_t>(BH)), next_c(lstm ? BH : 0), scratch(BH);
+  std::vector<T> reset_product(gru && !p.linear_before_reset ? BH : 0);  // (r ⊙ H)·R_hᵀ + Rb_h
   const auto clip = [&](T* v, std::int64_t n) {
     if (!p.clip) return;
     const T c = static_cast<T>(*p.clip);
@@ -195,9 +196,8 @@ void run_direction(const RecurrentParams& p, const RecurrentActivation* f, bool 
             hh[b * H + j] += r[b * H + j] * rec[b * G * H + 2 * H + j];
       } else {
         for (std::int64_t i = 0; i < BH; ++i) scratch[i] = r[i] * s.h[i];
-        std::vector<T> rh(static_cast<std::size_t>(BH));
-        hr(scratch.data(), 2, 1, rh.data());
-        for (std::int64_t i = 0; i < BH; ++i) hh[i] += rh[i];
+        hr(scratch.data(), 2, 1, reset_product.data());
+        for (std::int64_t i = 0; i < BH; ++i) hh[i] += reset_product[i];
       }
       activate(1, hh, BH);
       for (std::int64_t i = 0; i < BH; ++i) next_h[i] = (T(1) - z[i]) * hh[i] + z[i] * s.h[i];
