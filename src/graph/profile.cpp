@@ -48,6 +48,16 @@ std::int64_t node_flops(const Node& node, const std::vector<Tensor>& inputs,
         node.attributes.get_int("transA", 0) != 0 && a.size() == 2 ? a[0] : a.back();
     return checked_mul(product(outputs[0].sizes()), 2 * k, "profile: Gemm");
   }
+  const bool recurrent = node.op_type == "RNN" || node.op_type == "GRU" || node.op_type == "LSTM";
+  if (recurrent && inputs.size() >= 3 && inputs[2].defined() && w.size() == 3 &&
+      inputs[0].dim() == 3) {
+    // Every step and direction: x_t·Wᵀ and H·Rᵀ over the G·H gate rows, W [D, G·H, I] and
+    // R [D, G·H, H]: 2·(I + H) per gate row, batch entry, step and direction (the gates'
+    // elementwise work not counted).
+    const std::int64_t steps_by_batch = inputs[0].size(0) * inputs[0].size(1);
+    return checked_mul(checked_mul(steps_by_batch, w[0] * w[1], "profile: recurrent"),
+                       2 * (w[2] + inputs[2].size(2)), "profile: recurrent");
+  }
   if (node.op_type == "AxisLinear" && w.size() == 2) {
     // A Linear along one axis (ops/axis_linear.h): 2·K per output element, W [K, N].
     return checked_mul(product(outputs[0].sizes()), 2 * w[0], "profile: AxisLinear");
