@@ -17,6 +17,7 @@
 #include "core/checked_math.h"
 #include "core/cpu_features.h"
 #include "core/element_access.h"
+#include "core/parallel_copy.h"
 #include "core/tensor_impl.h"
 #include "core/transpose8x8.h"
 #include "refold/threads.h"
@@ -735,11 +736,8 @@ void copy_elements_serial(const Tensor& src, Tensor& dst) {
       });
 }
 
-// A copy of this many elements or more runs on refold's threads (2¹⁶, 256 KiB of float32: the
-// native copies' threshold, kernels/native/row_threads.h).
-constexpr std::int64_t kParallelCopyElements = std::int64_t{1} << 16;
-
-// Copies every element of src into dst (same sizes), converting dtype. A large copy is split
+// Copies every element of src into dst (same sizes), converting dtype. A copy of
+// kParallelCopyElements or more (core/parallel_copy.h) is split
 // along dst's outermost dim of at least two elements (the largest stride), each thread copying
 // its slab of both tensors: a transpose stays a transpose in every slab. Against one thread
 // (bench/compare_builds.py, Xeon model 207, 2 threads): SE-BoTNet-33 0.855× (its relative-position

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "core/parallel_copy.h"
 #include "kernels/onednn/threads.h"
 
 namespace refold::native {
@@ -29,11 +30,8 @@ inline int row_kernel_threads(std::int64_t elements) {
   return threads_from(elements, kParallelElements);
 }
 
-// The same for a kernel that only copies (concat, split, pad): a copy of 2¹⁴ to 2¹⁶ elements
-// did not gain from a second thread (ShuffleNetV2-1.0's channel concats: 0.976× the time with
-// them on one thread, bench/compare_builds.py), so copies stay on one below 2¹⁶ (256 KiB).
-inline constexpr std::int64_t kParallelCopyElements = std::int64_t{1} << 16;
-
+// The same for a kernel that only copies (concat, split, pad): from kParallelCopyElements on
+// (core/parallel_copy.h).
 inline int copy_kernel_threads(std::int64_t elements) {
   return threads_from(elements, kParallelCopyElements);
 }
