@@ -25,23 +25,18 @@ constexpr std::int64_t kParallelFrom = 16384;
 
 #if REFOLD_HAVE_X86_KERNELS
 
-// sigmoid(x), x·sigmoid(x), GELU(x) or its tanh approximation over 16 lanes.
+// sigmoid(x), x·sigmoid(x), GELU(x) or its tanh approximation over 16 lanes (vector_math.h).
 REFOLD_TARGET_AVX512 inline __m512 activate16(__m512 x, Activation activation) {
-  if (activation == Activation::GELU) return gelu(x);
-  // ½x·(1 + tanh(z)) = x·sigmoid(2z), z = √(2/π)·(x + 0.044715·x³): sigmoid's argument 2z.
-  const bool tanh_gelu = activation == Activation::GELUTanh;
-  const __m512 t = tanh_gelu
-                       ? _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(1.5957691216057308f), x),
-                                       _mm512_fmadd_ps(_mm512_set1_ps(0.044715f),
-                                                       _mm512_mul_ps(x, x), _mm512_set1_ps(1.0f)))
-                       : x;
-  const bool times_x = activation == Activation::SiLU || tanh_gelu;
-  const __m512 one = _mm512_set1_ps(1.0f);
-  const __m512 d = _mm512_add_ps(one, exp(_mm512_sub_ps(_mm512_setzero_ps(), t)));
-  __m512 r = _mm512_maskz_rcp14_ps(0xFFFF, d);             // the masked form: see exp(__m512)
-  r = _mm512_fmadd_ps(r, _mm512_fnmadd_ps(d, r, one), r);  // r·(2 − d·r)
-  // NaN: e^−x keeps it, 1 + NaN and its reciprocal too.
-  return times_x ? _mm512_mul_ps(x, r) : r;
+  switch (activation) {
+    case Activation::GELU:
+      return gelu(x);
+    case Activation::GELUTanh:
+      return gelu_tanh(x);
+    case Activation::SiLU:
+      return _mm512_mul_ps(x, sigmoid(x));
+    default:
+      return sigmoid(x);
+  }
 }
 
 REFOLD_TARGET_AVX512 void run_avx512(float* y, std::int64_t count, Activation activation) {

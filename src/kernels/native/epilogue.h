@@ -68,22 +68,13 @@ REFOLD_TARGET_AVX2 inline __m256 activate(__m256 x, Activation activation, float
       return activation == Activation::HardSigmoid ? gate : _mm256_mul_ps(x, gate);
     }
     case Activation::Sigmoid:
-    case Activation::SiLU: {
-      const __m256 one = _mm256_set1_ps(1.0f);
-      const __m256 sigmoid = _mm256_div_ps(one, _mm256_add_ps(one, exp(_mm256_sub_ps(zero, x))));
-      return activation == Activation::Sigmoid ? sigmoid : _mm256_mul_ps(x, sigmoid);
-    }
+      return sigmoid(x);
+    case Activation::SiLU:
+      return _mm256_mul_ps(x, sigmoid(x));
     case Activation::GELU:  // ½x·(1 + erf(x/√2)), the vector erf (vector_math.h)
       return gelu(x);
-    case Activation::GELUTanh: {
-      // ½x·(1 + tanh(z)) = x·sigmoid(2z), z = √(2/π)·(x + 0.044715·x³)
-      const __m256 x2 = _mm256_mul_ps(x, x);
-      const __m256 inner = _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), x2, _mm256_set1_ps(1.0f));
-      const __m256 two_z = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(1.5957691216057308f), x),
-                                         inner);  // 2·√(2/π)·x·(1 + 0.044715·x²)
-      const __m256 one = _mm256_set1_ps(1.0f);
-      return _mm256_div_ps(x, _mm256_add_ps(one, exp(_mm256_sub_ps(zero, two_z))));
-    }
+    case Activation::GELUTanh:  // x·sigmoid(2z), z = √(2/π)·(x + 0.044715·x³) (vector_math.h)
+      return gelu_tanh(x);
   }
   return x;
 }

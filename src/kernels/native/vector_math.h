@@ -1,7 +1,8 @@
 // AVX2 building blocks of the native row kernels (normalizations, reductions, softmax, the conv
 // epilogue's sigmoid and GELU): tails (tail_mask.h), horizontal reductions, a vectorized exp and
-// erf (also in AVX-512). Every function carries REFOLD_TARGET_AVX2 (or REFOLD_TARGET_AVX512);
-// callers check cpu_has_avx2_fma() (or cpu_has_avx512()) first (kernels/native/cpu.h).
+// erf, and sigmoid, GELU and GELU's tanh form on them (also in AVX-512). Every function carries
+// REFOLD_TARGET_AVX2 (or REFOLD_TARGET_AVX512); callers check cpu_has_avx2_fma() (or
+// cpu_has_avx512()) first (kernels/native/cpu.h).
 #pragma once
 
 #include "kernels/native/cpu.h"
@@ -136,6 +137,43 @@ REFOLD_TARGET_AVX512 inline __m512 gelu(__m512 x) {
   const __m512 e = erf(_mm512_mul_ps(x, _mm512_set1_ps(erf_constants::kInvSqrt2)));
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x),
                        _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+// sigmoid(x) = 1 / (1 + e^−x) per lane, through exp above: 8 lanes by a division; 16 lanes by
+// rcp14 refined by one Newton step, r ← r·(2 − d·r) (relative error ≈ 2^−28, a few ulp like the
+// division). NaN stays NaN (e^−x keeps it, 1 + NaN and its reciprocal too).
+REFOLD_TARGET_AVX2 inline __m256 sigmoid(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  return _mm256_div_ps(one, _mm256_add_ps(one, exp(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+}
+
+REFOLD_TARGET_AVX512 inline __m512 sigmoid(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 d = _mm512_add_ps(one, exp(_mm512_sub_ps(_mm512_setzero_ps(), x)));
+  const __m512 r = _mm512_maskz_rcp14_ps(0xFFFF, d);          // the masked form: see exp(__m512)
+  return _mm512_fmadd_ps(r, _mm512_fnmadd_ps(d, r, one), r);  // r·(2 − d·r)
+}
+
+// GELU's tanh form ½x·(1 + tanh(z)) = x·sigmoid(2z), z = √(2/π)·(x + 0.044715·x³), per lane:
+// 2z = 2√(2/π)·x·(1 + 0.044715·x²); 8 lanes as x / (1 + e^−2z), 16 as x·sigmoid(2z).
+namespace gelu_tanh_constants {
+inline constexpr float kTwoSqrt2OverPi = 1.5957691216057308f, kCubic = 0.044715f;
+}  // namespace gelu_tanh_constants
+
+REFOLD_TARGET_AVX2 inline __m256 gelu_tanh(__m256 x) {
+  using namespace gelu_tanh_constants;
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 inner = _mm256_fmadd_ps(_mm256_set1_ps(kCubic), _mm256_mul_ps(x, x), one);
+  const __m256 two_z = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(kTwoSqrt2OverPi), x), inner);
+  return _mm256_div_ps(x, _mm256_add_ps(one, exp(_mm256_sub_ps(_mm256_setzero_ps(), two_z))));
+}
+
+REFOLD_TARGET_AVX512 inline __m512 gelu_tanh(__m512 x) {
+  using namespace gelu_tanh_constants;
+  const __m512 inner =
+      _mm512_fmadd_ps(_mm512_set1_ps(kCubic), _mm512_mul_ps(x, x), _mm512_set1_ps(1.0f));
+  const __m512 two_z = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(kTwoSqrt2OverPi), x), inner);
+  return _mm512_mul_ps(x, sigmoid(two_z));
 }
 
 }  // namespace refold::native
