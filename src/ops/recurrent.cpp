@@ -22,14 +22,10 @@ namespace {
 using reference::RecurrentCell;
 using reference::RecurrentParams;
 
-const char* cell_name(RecurrentCell cell) {
-  return cell == RecurrentCell::RNN ? "RNN" : cell == RecurrentCell::GRU ? "GRU" : "LSTM";
-}
-
 class Recurrent : public graph::Op {
  public:
   Recurrent(RecurrentParams params, std::size_t outputs)
-      : Op(cell_name(params.cell)), p_(std::move(params)), outputs_(outputs) {}
+      : Op(reference::recurrent_op_name(params.cell)), p_(std::move(params)), outputs_(outputs) {}
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override {
     const auto input = [&](std::size_t i) { return i < inputs.size() ? inputs[i] : Tensor(); };
@@ -79,12 +75,8 @@ nn::ModulePtr build_recurrent(const BuildContext& context, RecurrentCell cell) {
   } else {
     p.activations = reference::recurrent_activations(names, a.get_floats("activation_alpha"),
                                                      a.get_floats("activation_beta"));
-    REFOLD_CHECK(static_cast<int>(p.activations.size()) == p.functions() * p.directions(),
-                 "activations has {} functions; {} direction(s) of {} need {}", names.size(),
-                 p.directions(), cell_name(cell), p.functions() * p.directions());
   }
   if (a.has("clip")) p.clip = a.get_float("clip", 0.0f);
-  REFOLD_CHECK(!p.clip || *p.clip > 0, "clip must be positive (got {})", p.clip.value_or(0.0));
   const std::int64_t input_forget = a.get_int("input_forget", 0);
   const std::int64_t before_reset = a.get_int("linear_before_reset", 0);
   const std::int64_t layout = a.get_int("layout", 0);
@@ -95,6 +87,7 @@ nn::ModulePtr build_recurrent(const BuildContext& context, RecurrentCell cell) {
   p.input_forget = input_forget == 1;
   p.linear_before_reset = before_reset == 1;
   p.batch_first = layout == 1;
+  reference::check_recurrent_params(p);
   return std::make_shared<Recurrent>(std::move(p), node.outputs.size());
 }
 

@@ -88,6 +88,18 @@ std::vector<RecurrentActivation> RecurrentParams::default_activations(RecurrentC
   return all;
 }
 
+const char* recurrent_op_name(RecurrentCell cell) {
+  return cell == RecurrentCell::RNN ? "RNN" : cell == RecurrentCell::GRU ? "GRU" : "LSTM";
+}
+
+void check_recurrent_params(const RecurrentParams& p) {
+  const int needed = p.functions() * p.directions();
+  REFOLD_CHECK(static_cast<int>(p.activations.size()) == needed,
+               "activations has {} functions; {} direction(s) of {} need {}", p.activations.size(),
+               p.directions(), recurrent_op_name(p.cell), needed);
+  REFOLD_CHECK(!p.clip || *p.clip > 0, "clip must be positive (got {})", p.clip.value_or(0.0));
+}
+
 RecurrentExtent check_recurrent(const RecurrentInputs& in, const RecurrentParams& p) {
   REFOLD_CHECK(in.x.defined() && in.w.defined() && in.r.defined(),
                "X, W and R are required inputs");
@@ -109,9 +121,7 @@ RecurrentExtent check_recurrent(const RecurrentInputs& in, const RecurrentParams
   e.input = in.x.size(2);
   e.hidden = p.hidden > 0 ? p.hidden : in.r.size(2);
   const std::int64_t D = p.directions(), GH = p.gates() * e.hidden, H = e.hidden;
-  REFOLD_CHECK(static_cast<std::int64_t>(p.activations.size()) == p.functions() * D,
-               "{} activations for {} direction(s) of {} function(s) each", p.activations.size(), D,
-               p.functions());
+  check_recurrent_params(p);
   check_sizes(in.w, "W", {D, GH, e.input});
   check_sizes(in.r, "R", {D, GH, H});
   if (in.b.defined()) check_sizes(in.b, "B", {D, 2 * GH});
@@ -132,7 +142,6 @@ RecurrentExtent check_recurrent(const RecurrentInputs& in, const RecurrentParams
       e.lengths[static_cast<std::size_t>(b)] = n;
     }
   }
-  if (p.clip) REFOLD_CHECK(*p.clip > 0, "clip must be positive, got {}", *p.clip);
   return e;
 }
 

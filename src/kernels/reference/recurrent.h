@@ -91,6 +91,9 @@ std::vector<RecurrentActivation> recurrent_activations(const std::vector<std::st
                                                        const std::vector<float>& alphas,
                                                        const std::vector<float>& betas);
 
+// "RNN", "GRU", "LSTM": the ONNX op.
+const char* recurrent_op_name(RecurrentCell cell);
+
 struct RecurrentParams {
   RecurrentCell cell = RecurrentCell::LSTM;
   RecurrentDirection direction = RecurrentDirection::Forward;
@@ -110,6 +113,10 @@ struct RecurrentParams {
   // ONNX's defaults: sigmoid gates, tanh candidates and outputs (RNN: tanh).
   static std::vector<RecurrentActivation> default_activations(RecurrentCell cell, int directions);
 };
+
+// The parameters' own checks (refold::Error): functions() activations per direction, clip
+// positive where set. The importer runs them on the node's attributes, check_recurrent again.
+void check_recurrent_params(const RecurrentParams& p);
 
 // The op's inputs; an absent optional one is undefined.
 struct RecurrentInputs {
