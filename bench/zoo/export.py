@@ -222,6 +222,10 @@ SEVENTH = {
 }
 
 
+# The held-out sets by their command-line flag (--extra, --third, …).
+HELD_OUT = {"extra": EXTRA, "third": THIRD, "fourth": FOURTH, "fifth": FIFTH, "sixth": SIXTH,
+            "seventh": SEVENTH}
+
 # ----------------------------------------------------------------------------------------------
 # Models
 
@@ -538,25 +542,15 @@ def main():
     parser.add_argument("--only", help="comma-separated model names (default: the whole zoo)")
     parser.add_argument("--out", default=str(HERE / "models"), help="output folder")
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--extra", action="store_true",
-                       help="export the EXTRA set instead of the zoo (e.g. --out /tmp/extra)")
-    which.add_argument("--third", action="store_true",
-                       help="export the THIRD set instead of the zoo (e.g. --out /tmp/third)")
-    which.add_argument("--fourth", action="store_true",
-                       help="export the FOURTH set instead of the zoo (e.g. --out /tmp/fourth)")
-    which.add_argument("--fifth", action="store_true",
-                       help="export the FIFTH set instead of the zoo (e.g. --out /tmp/fifth)")
-    which.add_argument("--sixth", action="store_true",
-                       help="export the SIXTH set instead of the zoo (e.g. --out /tmp/sixth)")
-    which.add_argument("--seventh", action="store_true",
-                       help="export the SEVENTH set instead of the zoo (e.g. --out /tmp/seventh)")
+    for flag in HELD_OUT:
+        which.add_argument(f"--{flag}", action="store_true",
+                           help=f"export the {flag.upper()} set instead of the zoo "
+                                f"(e.g. --out /tmp/{flag})")
     parser.add_argument("--golden64-only", action="store_true",
                         help="only add <name>.golden64.npy to an exported folder (its manifest "
                              "entries kept; the golden must come out the same)")
     args = parser.parse_args()
-    held_out = EXTRA if args.extra else THIRD if args.third else FOURTH if args.fourth \
-        else FIFTH if args.fifth else SIXTH if args.sixth else SEVENTH if args.seventh \
-        else None
+    held_out = next((models for flag, models in HELD_OUT.items() if getattr(args, flag)), None)
     if held_out is not None:
         ZOO.clear()
         ZOO.update(held_out)
