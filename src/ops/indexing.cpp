@@ -414,11 +414,12 @@ nn::ModulePtr build_eye_like(const BuildContext& context) {
   std::optional<DType> dtype;
   if (a.has("dtype")) {
     const std::int64_t t = a.get_int("dtype", 0);
-    REFOLD_CHECK(t == 1 || t == 16 || t == 7 || t == 6 || t == 9,
+    const std::optional<reference::CastTarget> target = reference::cast_target_of(t);
+    REFOLD_CHECK(target.has_value(),
                  "unsupported: dtype {} (refold makes float (1), bfloat16 (16), int64 (7), int32 "
                  "(6) and bool (9))",
                  t);
-    dtype = t == 1 ? DType::Float32 : t == 16 ? DType::BFloat16 : DType::Int64;
+    dtype = reference::storage_dtype(*target);
   }
   return std::make_shared<EyeLike>(a.get_int("k", 0), dtype);
 }

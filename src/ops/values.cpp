@@ -92,31 +92,18 @@ nn::ModulePtr build_constant(const BuildContext& context) {
   return std::make_shared<Constant>(value);
 }
 
-// Cast `to` (TensorProto.DataType): 1 float, 16 bfloat16, 7 int64, 6 int32 and 9 bool (both
-// stored as int64).
+// Cast `to`: an ONNX element type reference::cast_target_of knows.
 nn::ModulePtr build_cast(const BuildContext& context) {
   check_arity(context.node, 1, 1, 1);
   const auto& a = context.node.attributes;
   REFOLD_CHECK(a.has("to"), "the to attribute is required");
-  using To = reference::CastTarget;
   const std::int64_t to = a.get_int("to", 0);
-  switch (to) {
-    case 1:
-      return std::make_shared<Cast>(To::Float32);
-    case 16:
-      return std::make_shared<Cast>(To::BFloat16);
-    case 7:
-      return std::make_shared<Cast>(To::Int64);
-    case 6:
-      return std::make_shared<Cast>(To::Int32);
-    case 9:
-      return std::make_shared<Cast>(To::Bool);
-    default:
-      fail(
-          "unsupported: Cast to data type {} (refold casts to float (1), bfloat16 (16), int64 (7), "
-          "int32 (6) and bool (9))",
-          to);
-  }
+  const std::optional<reference::CastTarget> target = reference::cast_target_of(to);
+  REFOLD_CHECK(target.has_value(),
+               "unsupported: Cast to data type {} (refold casts to float (1), bfloat16 (16), "
+               "int64 (7), int32 (6) and bool (9))",
+               to);
+  return std::make_shared<Cast>(*target);
 }
 
 // CastLike (opset 15): casts to the second input's dtype (float32, bfloat16, or int64 for the

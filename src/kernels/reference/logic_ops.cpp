@@ -191,11 +191,34 @@ std::int64_t float_to_integer(double v, double lo, double hi, const char* target
 
 }  // namespace
 
+std::optional<CastTarget> cast_target_of(std::int64_t onnx_type) {
+  switch (onnx_type) {
+    case 1:
+      return CastTarget::Float32;
+    case 16:
+      return CastTarget::BFloat16;
+    case 7:
+      return CastTarget::Int64;
+    case 6:
+      return CastTarget::Int32;
+    case 9:
+      return CastTarget::Bool;
+    default:
+      return std::nullopt;
+  }
+}
+
+DType storage_dtype(CastTarget target) {
+  return target == CastTarget::Float32    ? DType::Float32
+         : target == CastTarget::BFloat16 ? DType::BFloat16
+                                          : DType::Int64;
+}
+
 Tensor cast(const Tensor& input, CastTarget target) {
   check_defined(input, "cast", "input");
   const DType from = input.dtype();
   if (target == CastTarget::Float32 || target == CastTarget::BFloat16) {
-    const DType to = target == CastTarget::Float32 ? DType::Float32 : DType::BFloat16;
+    const DType to = storage_dtype(target);
     if (from != DType::Int64) return input.to(to);
     Tensor output = empty_following(input, input.sizes(), to);
     const auto* in = input.data<std::int64_t>();

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -186,6 +187,11 @@ Tensor logical_not(const Tensor& x);
 // A float → integer cast of NaN, ±Inf or a value outside the target range is an error.
 enum class CastTarget { Float32, BFloat16, Int64, Int32, Bool };
 Tensor cast(const Tensor& input, CastTarget target);
+// The target of an ONNX element type (TensorProto.DataType): 1 float, 16 bfloat16, 7 int64,
+// 6 int32, 9 bool; nullopt for any other. What Cast's `to` and EyeLike's `dtype` name.
+std::optional<CastTarget> cast_target_of(std::int64_t onnx_type);
+// The dtype a target is stored as: float32, bfloat16, or int64 for Int64, Int32 and Bool.
+DType storage_dtype(CastTarget target);
 
 // start, start + delta, … while below limit (delta > 0) / above limit (delta < 0); scalar
 // inputs of one dtype; count = max(ceil((limit − start) / delta), 0). int64 exact; float32
