@@ -10,6 +10,7 @@
     $python bench/zoo/export.py --fifth --out /tmp/fifth   # 30 more, held out (FIFTH below)
     $python bench/zoo/export.py --sixth --out /tmp/sixth   # 40 more, held out (SIXTH below)
     $python bench/zoo/export.py --seventh --out /tmp/seventh  # 41 more, held out (SEVENTH below)
+    $python bench/zoo/export.py --eighth --out /tmp/eighth    # 44 more, held out (EIGHTH below)
     $python bench/zoo/run.py --models /tmp/extra --time     # run.py takes either folder
     $python bench/zoo/export.py --fourth --out /tmp/fourth --golden64-only  # add golden64 only
 
@@ -222,17 +223,51 @@ SEVENTH = {
 }
 
 
+# An eighth set (--eighth), held out while the first seven were tuned: CPU-oriented CpuBone,
+# CSPNeXt, EfficientViM's hidden-state mixer, SAM2's Hiera, iFormer-M, PP-LCNetV2, LowFormer,
+# the legacy SE-ResNet and Xception, SwiftFormer, Swin-V2, the hybrid ResNet-26 + ViT,
+# relative-position ViT, NASNet-A, Qwen3's and NaFlex ViTs (rotary embeddings), MixNet's mixed
+# kernels, CondConv EfficientNet, FBNetV3, TinyNet, BiT's weight-standardized ResNetV2,
+# RegNetZ with EvoNorm, NF-RegNet, ESE-VoVNet, CSPDarknet with a focus stem, lambda layers,
+# GENet, ResNet-RS, GhostNetV2, EVA-02 (rotary embeddings), MobileViT-XXS, a register ViT,
+# ECA-ResNet, SE-ResNeXt-D, BEiT and SAM's ViT, torchvision's FCN and DeepLabV3 (dilated
+# ResNet-50), ViT-B/16, Swin-T and Wide ResNet-50, and YOLO's classifiers and RT-DETR.
+EIGHTH = {
+    "cpubone_b0_bfrobust": ("timm", 224), "cspnext_tiny": ("timm", 224),
+    "efficientvim_m1": ("timm", 224), "hieradet_small": ("timm", 224),
+    "iformer_m": ("timm", 224), "lcnetv2_small": ("timm", 224), "lowformer_b0": ("timm", 224),
+    "legacy_seresnet18": ("timm", 160), "legacy_xception": ("timm", 224),
+    "swiftformer_xs": ("timm", 224), "swinv2_tiny_window8_256": ("timm", 256),
+    "vit_small_r26_s32_224": ("timm", 224), "vit_relpos_small_patch16_224": ("timm", 224),
+    "nasnetalarge": ("timm", 224), "qwen3_vit_88m": ("timm", 224),
+    "naflexvit_base_patch16_gap": ("timm", 224), "mixnet_s": ("timm", 224),
+    "efficientnet_cc_b0_4e": ("timm", 224), "fbnetv3_b": ("timm", 224),
+    "tinynet_a": ("timm", 192), "resnetv2_50x1_bit": ("timm", 160),
+    "regnetz_b16_evos": ("timm", 224), "nf_regnet_b0": ("timm", 192),
+    "ese_vovnet19b_dw": ("timm", 224), "cs3darknet_focus_s": ("timm", 256),
+    "lambda_resnet26t": ("timm", 256), "gernet_s": ("timm", 224), "resnetrs50": ("timm", 160),
+    "ghostnetv2_100": ("timm", 224), "eva02_tiny_patch14_224": ("timm", 224),
+    "mobilevit_xxs": ("timm", 256), "vit_medium_patch16_reg4_gap_256": ("timm", 256),
+    "ecaresnet26t": ("timm", 256), "seresnext26d_32x4d": ("timm", 224),
+    "beit_base_patch16_224": ("timm", 224), "samvit_base_patch16_224": ("timm", 224),
+    "fcn_resnet50": ("torchvision_segmentation", 160),
+    "deeplabv3_resnet50": ("torchvision_segmentation", 160),
+    "vit_b_16": ("torchvision", 224), "swin_t": ("torchvision", 224),
+    "wide_resnet50_2": ("torchvision", 160), "yolov8n-cls": ("ultralytics", 224),
+    "yolo11n-cls": ("ultralytics", 224), "rtdetr-l": ("ultralytics", 320),
+}
+
 # The held-out sets by their command-line flag (--extra, --third, …).
 HELD_OUT = {"extra": EXTRA, "third": THIRD, "fourth": FOURTH, "fifth": FIFTH, "sixth": SIXTH,
-            "seventh": SEVENTH}
+            "seventh": SEVENTH, "eighth": EIGHTH}
 
 # ----------------------------------------------------------------------------------------------
 # Models
 
 class YoloRaw(nn.Module):
-    """An ultralytics DetectionModel whose forward returns only the decoded head output: in eval
-    mode the Detect head returns (y, raw predictions), which the exporters cannot name as one
-    output."""
+    """An ultralytics model whose forward returns only the decoded head output: in eval mode the
+    Detect, Classify and RT-DETR heads return (y, raw predictions), which the exporters cannot
+    name as one output."""
 
     def __init__(self, model):
         super().__init__()
@@ -269,8 +304,10 @@ def build(name, source):
         model = SegmentationOut(
             getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None))
     elif source == "ultralytics":
-        from ultralytics.nn.tasks import DetectionModel
-        model = YoloRaw(DetectionModel(f"{name}.yaml", verbose=False))  # the yaml ships with it
+        from ultralytics.nn import tasks
+        task = (tasks.ClassificationModel if name.endswith("-cls") else
+                tasks.RTDETRDetectionModel if name.startswith("rtdetr") else tasks.DetectionModel)
+        model = YoloRaw(task(f"{name}.yaml", verbose=False))  # the yaml ships with it
     else:
         raise ValueError(f"unknown source {source!r}")
     return model.eval()
