@@ -7,7 +7,8 @@
 //   - Constant nodes stay nodes (their value is a TENSOR attribute), so export writes them as
 //     they were;
 //   - every unsupported op, and every node with an attribute type refold cannot hold, is listed
-//     in one error (A10).
+//     in one error (A10);
+//   - an If whose condition is known at load is replaced by the branch it takes (static_if.h).
 #include <algorithm>
 #include <set>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "onnx/attributes.h"
 #include "onnx/proto_io.h"
 #include "onnx/source_model.h"
+#include "onnx/static_if.h"
 #include "onnx/tensor_proto.h"
 #include "onnx/type_check.h"
 #include "onnx/validate.h"
@@ -33,6 +35,12 @@ std::shared_ptr<graph::Graph> build_graph(std::shared_ptr<graph::SourceModel> so
                                           std::uint64_t budget, const LoadOptions& options) {
   const ::onnx::ModelProto& model = source->model;
   const int opset = validate_header(model);
+  inline_static_ifs(
+      *source,
+      [&](std::shared_ptr<graph::SourceModel> cone) {
+        return build_graph(std::move(cone), budget, options);
+      },
+      options.max_nodes);
   const ::onnx::GraphProto& proto = model.graph();
   const GraphPlan plan = validate_graph(proto, options.max_nodes);
 
