@@ -17,16 +17,6 @@ namespace refold::ops {
 
 namespace {
 
-reference::ResizeParams kernel_params(const ResizeOptions& o) {
-  reference::ResizeParams p;
-  p.mode = o.mode;
-  p.nearest = o.nearest_mode;
-  p.coordinates = o.coordinates;
-  p.cubic_coeff_a = o.cubic_coeff_a;
-  p.exclude_outside = o.exclude_outside;
-  return p;
-}
-
 bool given(const Tensor& t) { return t.defined() && t.numel() > 0; }
 
 }  // namespace
@@ -103,7 +93,7 @@ std::vector<Tensor> Resize::run(const std::vector<Tensor>& inputs) {
     REFOLD_CHECK(scales.defined(), "Upsample: scales is missing");
   }
   const ResizeGeometry g = resize_geometry(x.sizes(), scales, sizes, options_.axes);
-  const reference::ResizeParams params = kernel_params(options_);
+  const reference::ResizeParams& params = options_.params;
   // 4-d float32 nearest/linear over H and W on NCHW or NHWC: refold's AVX2 kernel
   // (kernels/native/resize2d.h); the rest, and what it declines, the reference.
   return {dispatch("resize",
@@ -160,17 +150,18 @@ nn::ModulePtr build_resize(const BuildContext& context) {
   check_arity(node, 1, 4, 1);
   const graph::Attributes& a = node.attributes;
   Options options;
-  options.mode = parse_mode(a.get_string("mode", "nearest"));
-  options.nearest_mode = parse_nearest_mode(a.get_string("nearest_mode", "round_prefer_floor"));
-  options.coordinates =
-      parse_coordinates(a.get_string("coordinate_transformation_mode", "half_pixel"));
+  reference::ResizeParams& p = options.params;
+  p.mode = parse_mode(a.get_string("mode", "nearest"));
+  p.nearest = parse_nearest_mode(a.get_string("nearest_mode", "round_prefer_floor"));
+  p.coordinates = parse_coordinates(a.get_string("coordinate_transformation_mode", "half_pixel"));
   const std::int64_t exclude_outside = a.get_int("exclude_outside", 0);
   REFOLD_CHECK(exclude_outside == 0 || exclude_outside == 1,
                "exclude_outside must be 0 or 1 (got {})", exclude_outside);
-  options.exclude_outside = exclude_outside == 1;
-  options.cubic_coeff_a = a.get_float("cubic_coeff_a", -0.75f);
+  p.exclude_outside = exclude_outside == 1;
+  p.cubic_coeff_a = a.get_float("cubic_coeff_a", -0.75f);
   const std::int64_t antialias = a.get_int("antialias", 0);
-  REFOLD_CHECK(antialias == 0, "unsupported: antialias={} (refold implements 0)", antialias);
+  REFOLD_CHECK(antialias == 0 || antialias == 1, "antialias must be 0 or 1 (got {})", antialias);
+  p.antialias = antialias == 1;
   const std::string policy = a.get_string("keep_aspect_ratio_policy", "stretch");
   REFOLD_CHECK(policy == "stretch",
                "unsupported: keep_aspect_ratio_policy '{}' (refold implements stretch)", policy);
@@ -204,12 +195,12 @@ nn::ModulePtr build_upsample(const BuildContext& context) {
   const graph::Attributes& a = node.attributes;
   Options options;
   options.upsample = true;
-  options.coordinates = Options::Coordinates::Asymmetric;
-  options.nearest_mode = Options::NearestMode::Floor;
+  options.params.coordinates = Options::Coordinates::Asymmetric;
+  options.params.nearest = Options::NearestMode::Floor;
   const std::string mode = a.get_string("mode", "nearest");
   REFOLD_CHECK(mode == "nearest" || mode == "linear" || mode == "bilinear",
                "unknown mode '{}' (expected nearest or linear)", mode);
-  options.mode = mode == "nearest" ? Options::Mode::Nearest : Options::Mode::Linear;
+  options.params.mode = mode == "nearest" ? Options::Mode::Nearest : Options::Mode::Linear;
   std::optional<std::vector<float>> scales;
   if (context.opset < 9) {
     check_arity(node, 1, 1, 1);

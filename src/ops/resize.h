@@ -17,7 +17,8 @@
 // up, floor, ceil); linear blends the two neighbours in every resized dimension; coordinates are
 // clamped to [0, in − 1] (the reference's edge padding); cubic blends four neighbours with Keys'
 // weights (cubic_coeff_a, default −0.75), edge elements outside the input unless
-// exclude_outside = 1 drops them and renormalizes. Nearest copies elements exactly (any
+// exclude_outside = 1 drops them and renormalizes. antialias = 1 (opset 18) stretches the linear
+// and cubic filters by 1 / scale where a dimension shrinks. Nearest copies elements exactly (any
 // dtype); linear and cubic compute in double and need float input. `axes` (opset 18) names the
 // dimensions scales/sizes refer to; the others keep their size.
 //
@@ -37,12 +38,8 @@ struct ResizeOptions {
   using Mode = reference::ResizeMode;
   using NearestMode = reference::NearestMode;
   using Coordinates = reference::CoordinateMode;
-  Mode mode = Mode::Nearest;
-  NearestMode nearest_mode = NearestMode::RoundPreferFloor;
-  Coordinates coordinates = Coordinates::HalfPixel;
+  reference::ResizeParams params;  // mode, coordinates, nearest mode, cubic and antialias
   std::vector<std::int64_t> axes;  // empty: every dimension, in order
-  double cubic_coeff_a = -0.75;
-  bool exclude_outside = false;
   // Upsample: the scales, from the attribute (opset 7–8) or input 1 (9); X is input 0.
   bool upsample = false;
   std::vector<float> upsample_scales;

@@ -402,13 +402,19 @@ TEST_F(NativePoolResize, ResizeDeclinesWithReasons) {
       HasSubstr("only H and W are resized"));
   EXPECT_THAT(reason(empty({0, 13, 4, 4}), from_sizes({1, 13, 4, 4}, 8, 8), linear),
               HasSubstr("empty"));
+  // Antialiased downsampling reads more inputs an output than the kernel's 4 taps.
+  reference::ResizeParams antialias = linear;
+  antialias.antialias = true;
+  EXPECT_THAT(reason(x, from_sizes(x.sizes(), 2, 4), antialias),
+              HasSubstr("antialiased downsampling"));
+  EXPECT_TRUE(native::resize2d(x, up.sizes, up.scales, up.lengths, antialias, nullptr).defined());
 }
 
 // The graph op Resize (src/ops/resize.cpp) runs through the dispatch: native where it can.
 TEST_F(NativePoolResize, GraphResizeRunsNative) {
   ops::ResizeOptions options;
-  options.mode = ops::ResizeOptions::Mode::Linear;
-  options.coordinates = ops::ResizeOptions::Coordinates::PytorchHalfPixel;
+  options.params.mode = ops::ResizeOptions::Mode::Linear;
+  options.params.coordinates = ops::ResizeOptions::Coordinates::PytorchHalfPixel;
   ops::Resize resize(options);
   const Tensor scales = from_values(std::vector<float>{1, 1, 2, 2}, {4});
   DispatchLog log;
@@ -419,7 +425,7 @@ TEST_F(NativePoolResize, GraphResizeRunsNative) {
     EXPECT_EQ(y.sizes(), (Shape{1, 21, 12, 12}));
     EXPECT_TRUE(y.is_contiguous(format));
   }
-  options.mode = ops::ResizeOptions::Mode::Cubic;
+  options.params.mode = ops::ResizeOptions::Mode::Cubic;
   ops::Resize cubic(options);
   (void)cubic.run({random_input({1, 3, 4, 4}, NHWC), Tensor(), scales});
   EXPECT_THAT(log.take(), Contains("resize: native"));

@@ -1,5 +1,6 @@
-// Resize's cubic mode and Upsample (opsets 7–9) (src/ops/resize.cpp): Keys' weights worked out
-// by hand for one coordinate (A = −0.75 and −0.5, exclude_outside), identity at scale 1,
+// Resize's cubic mode, antialias and Upsample (opsets 7–9) (src/ops/resize.cpp): Keys' weights
+// worked out by hand for one coordinate (A = −0.75 and −0.5, exclude_outside), antialiased linear
+// and cubic against ONNX's reference, identity at scale 1,
 // channels_last, Upsample's nearest (repeat) and linear (asymmetric) in the attribute and the
 // input form, and the error messages. The ONNX backend tests test_resize_*cubic* and
 // test_upsample_nearest run in conformance.
@@ -51,6 +52,41 @@ TEST(OnnxResizeCubic, ScaleOneIsTheIdentityInBothLayouts) {
   const Tensor y = up.run({to_channels_last(x)});
   EXPECT_TRUE(is_channels_last(y));
   EXPECT_TRUE(all_close(y, up.run({x}), Tolerance::op_f32()));
+}
+
+// antialias (opset 18) against ONNX's reference (onnx 1.23, onnx.reference.ReferenceEvaluator)
+// on in = [1, 2, 4, …, 128]. Worked out for linear ×0.5, output 0: coordinate 0.5, the triangle
+// stretched ×2 weighs inputs −1 (the edge), 0, 1, 2 by 0.25, 0.75, 0.75, 0.25, over their sum 2:
+// (0.25 + 0.75 + 1.5 + 1) / 2 = 1.75.
+TEST(OnnxResizeAntialias, MatchesOnnxReference) {
+  const Tensor x = values({1, 2, 4, 8, 16, 32, 64, 128}, {1, 1, 1, 8});
+  // `by` "scales" or "sizes": Resize's input 2 or 3.
+  const auto resize = [&](const char* mode, const std::string& by, const Tensor& value) {
+    OpCase c("Resize", by == "scales" ? std::vector<std::string>{"x", "", "scales"}
+                                      : std::vector<std::string>{"x", "", "", "sizes"});
+    c.opset(18).text("mode", mode).integer("antialias", 1).constant(by, value);
+    return c;
+  };
+  const Tensor half = values({1, 1, 1, 0.5f}, {4});
+  const Tensor three = i64({1, 1, 1, 3});
+  EXPECT_TRUE(resize("linear", "scales", half)
+                  .close_in_both_layouts(x, values({1.75f, 6.75f, 27, 92}, {1, 1, 1, 4})));
+  EXPECT_TRUE(
+      resize("linear", "sizes", three)
+          .close_in_both_layouts(x, values({2.465116262f, 15, 77.767440796f}, {1, 1, 1, 3})));
+  EXPECT_TRUE(
+      resize("cubic", "scales", half)
+          .close_in_both_layouts(
+              x, values({1.19921875f, 4.74609375f, 21.26953125f, 95.328125f}, {1, 1, 1, 4})));
+  OpCase excluded = resize("cubic", "sizes", three);
+  excluded.real("cubic_coeff_a", -0.5f).integer("exclude_outside", 1);
+  EXPECT_TRUE(excluded.close_in_both_layouts(
+      x, values({1.524478674f, 11.846694946f, 76.119216919f}, {1, 1, 1, 3})));
+  // Growing, antialias changes nothing: linear ×2 is plain linear.
+  OpCase plain("Resize", {"x", "", "scales"});
+  plain.opset(18).text("mode", "linear").constant("scales", values({1, 1, 1, 2}, {4}));
+  EXPECT_TRUE(resize("linear", "scales", values({1, 1, 1, 2}, {4}))
+                  .close_in_both_layouts(x, plain.run({x})));
 }
 
 TEST(OnnxUpsample, NearestRepeatsAndLinearIsAsymmetric) {

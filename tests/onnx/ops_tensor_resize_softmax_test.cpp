@@ -387,9 +387,9 @@ TEST(OnnxResize, BuildErrors) {
        "ceil)"},
       {"antialias",
        [&] {
-         resize_scales({1, 1, 2, 2}).integer("antialias", 1).module();
+         resize_scales({1, 1, 2, 2}).integer("antialias", 2).module();
        },
-       "unsupported: antialias=1 (refold implements 0)"},
+       "antialias must be 0 or 1 (got 2)"},
       {"keep_aspect_ratio_policy",
        [&] {
          resize_scales({1, 1, 2, 2}).text("keep_aspect_ratio_policy", "not_larger").module();

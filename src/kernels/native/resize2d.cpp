@@ -40,7 +40,7 @@ struct Taps1d {
     for (const ResizeTap& t : taps) add({{t.i0, t.w0}, {t.i1, t.w1}});
     find_single_index();
   }
-  explicit Taps1d(const reference::detail::CubicTaps& taps) : count(4) {
+  explicit Taps1d(const reference::detail::FilterTaps& taps) : count(4) {
     for (const auto& t : taps) add(t);
     find_single_index();
   }
@@ -241,12 +241,15 @@ Tensor resize2d(const Tensor& input, const Shape& out_sizes, const std::vector<d
   // N and C must come out as they are: same sizes, and taps that are the identity (scale 1 is
   // not always: tf_half_pixel_for_nn samples x + 0.5).
   const bool cubic = params.mode == reference::ResizeMode::Cubic;
+  if (params.antialias && params.mode != reference::ResizeMode::Nearest &&
+      std::any_of(scales.begin(), scales.end(), [](double s) { return s < 1; }))
+    return decline(kOp, "antialiased downsampling (more than 4 taps an output)", declined);
   std::vector<Taps1d> taps;
   for (std::size_t d = 0; d < 4; ++d) {
     if (d < 2 && out_sizes[d] != in[d]) break;
     if (cubic)
-      taps.emplace_back(
-          reference::detail::resize_cubic_taps(in[d], out_sizes[d], scales[d], lengths[d], params));
+      taps.emplace_back(reference::detail::resize_filter_taps(in[d], out_sizes[d], scales[d],
+                                                              lengths[d], params));
     else
       taps.emplace_back(
           reference::detail::resize_taps(in[d], out_sizes[d], scales[d], lengths[d], params));

@@ -3,7 +3,7 @@
 // suggests; the output is in that format, as the reference makes it).
 //
 // The taps are separable, so per output row and per output column the source indices and
-// weights are computed once (reference::detail::resize_taps, resize_cubic_taps: the reference's
+// weights are computed once (reference::detail::resize_taps, resize_filter_taps: the reference's
 // own coordinate mapping and weights, rounded to float), then
 //   out[n, c, y, x] = Σ_a Σ_b wy_a[y] · wx_b[x] · in[n, c, iy_a[y], ix_b[x]]
 // over a, b < 2 taps (nearest, linear) or 4 (cubic: Keys' kernel, CrossViT's 240 → 224 branch,

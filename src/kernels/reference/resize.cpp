@@ -73,55 +73,76 @@ std::vector<ResizeTap> resize_taps(std::int64_t in, std::int64_t out, double sca
   return taps;
 }
 
-// The ONNX reference's cubic convolution (Keys, coefficient A): for a coordinate c, the four
-// inputs s … s + 3 with s = ⌈c⌉ − 2 and ratio = c − (s + 1) ∈ (0, 1] (an integer c has ratio 1:
-// weight 1 on c itself). Indices outside [0, in) read the edge; with exclude_outside their
-// weight is 0 and the others are renormalized.
-CubicTaps resize_cubic_taps(std::int64_t in, std::int64_t out, double scale, double length,
-                            const ResizeParams& params) {
-  CubicTaps taps(static_cast<std::size_t>(out));
-  const double a = params.cubic_coeff_a;
+// Keys' cubic convolution kernel with coefficient a at distance x (support 2).
+double keys_cubic(double x, double a) {
+  x = std::abs(x);
+  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
+}
+
+// The ONNX reference's filtered modes. For a coordinate c, with ratio = c − ⌈c⌉ + 1 ∈ (0, 1]
+// and left = ⌈c⌉ − 1 (an integer c has ratio 1: the input before it is `left`), input left + i
+// has weight f(s · (i − ratio)), for the i whose weight can be non-zero: i = first … −first + 1
+// with first = ⌊−support / s⌋ + 1. f is Keys' cubic (support 2) or the triangle 1 − |x| (support
+// 1, antialiased linear); s = min(scale, 1) with antialias (the filter stretched by 1 / scale
+// when the dimension shrinks), else 1 — which gives cubic's four taps left − 1 … left + 2.
+// Indices outside [0, in) read the edge; with exclude_outside their weight is 0. With antialias
+// or exclude_outside the weights are then normalized to sum 1.
+FilterTaps resize_filter_taps(std::int64_t in, std::int64_t out, double scale, double length,
+                              const ResizeParams& params) {
+  FilterTaps taps(static_cast<std::size_t>(out));
+  const bool cubic = params.mode == ResizeMode::Cubic;
+  const double support = cubic ? 2 : 1;
+  const double s = params.antialias ? std::min(scale, 1.0) : 1.0;
+  const auto first = static_cast<std::int64_t>(std::floor(-support / s)) + 1;
+  std::vector<std::pair<std::int64_t, double>> picked;
   for (std::int64_t x = 0; x < out; ++x) {
     const double c = resize_source_coordinate(x, in, out, length, scale, params.coordinates);
-    const double start = std::ceil(c) - 2;
-    const double r = c - (start + 1);
-    const double s = 1 - r;
-    const double w[4] = {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
-                         ((a + 2) * r - (a + 3)) * r * r + 1, ((a + 2) * s - (a + 3)) * s * s + 1,
-                         ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
+    const double left = std::ceil(c) - 1;
+    const double ratio = c - left;
     double total = 0;
-    std::pair<std::int64_t, double> picked[4];
-    for (int m = 0; m < 4; ++m) {
-      const auto i = static_cast<std::int64_t>(start) + m;
-      const bool outside = i < 0 || i >= in;
-      picked[m] = {std::clamp<std::int64_t>(i, 0, in - 1),
-                   outside && params.exclude_outside ? 0.0 : w[m]};
-      total += picked[m].second;
+    picked.clear();
+    for (std::int64_t i = first; i <= 1 - first; ++i) {
+      const double d = s * (static_cast<double>(i) - ratio);
+      const double f = cubic ? keys_cubic(d, params.cubic_coeff_a) : std::max(0.0, 1 - std::abs(d));
+      const auto index = static_cast<std::int64_t>(left) + i;
+      const bool outside = index < 0 || index >= in;
+      picked.emplace_back(std::clamp<std::int64_t>(index, 0, in - 1),
+                          outside && params.exclude_outside ? 0.0 : f);
+      total += picked.back().second;
     }
+    const bool normalize = (params.antialias || params.exclude_outside) && total != 0;
     for (auto [i, weight] : picked) {
-      if (params.exclude_outside) weight /= total;
+      if (normalize) weight /= total;
       if (weight != 0) taps[static_cast<std::size_t>(x)].emplace_back(i, weight);
     }
   }
   return taps;
 }
 
+bool resize_uses_filter(const ResizeParams& params, const std::vector<double>& scales) {
+  if (params.mode == ResizeMode::Cubic) return true;
+  return params.mode == ResizeMode::Linear && params.antialias &&
+         std::any_of(scales.begin(), scales.end(), [](double s) { return s < 1; });
+}
+
 }  // namespace detail
 
 namespace {
 
-using detail::CubicTaps;
+using detail::FilterTaps;
 using detail::resize_source_coordinate;
 using Tap = detail::ResizeTap;
 
 // out[idx] = Σ over one tap per dimension of Π weights · in[taps], in double, rounded once.
-void resize_cubic(const Tensor& input, Tensor& output, const std::vector<double>& scales,
-                  const std::vector<double>& lengths, const ResizeParams& params) {
+void resize_filtered(const Tensor& input, Tensor& output, const std::vector<double>& scales,
+                     const std::vector<double>& lengths, const ResizeParams& params) {
   const std::size_t rank = static_cast<std::size_t>(input.dim());
-  std::vector<CubicTaps> taps(rank);
+  std::vector<FilterTaps> taps(rank);
   for (std::size_t d = 0; d < rank; ++d)
-    taps[d] = detail::resize_cubic_taps(input.sizes()[d], output.sizes()[d], scales[d], lengths[d],
-                                        params);
+    taps[d] = detail::resize_filter_taps(input.sizes()[d], output.sizes()[d], scales[d], lengths[d],
+                                         params);
   const FloatReader in(input);
   const FloatWriter out(output);
   Shape counts(rank);
@@ -171,8 +192,8 @@ Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<dou
   Tensor output = empty(out_sizes, {input.dtype(), channels_last ? MemoryFormat::ChannelsLast
                                                                  : MemoryFormat::Contiguous});
   if (output.numel() == 0) return output;
-  if (params.mode == ResizeMode::Cubic) {
-    resize_cubic(input, output, scales, lengths, params);
+  if (detail::resize_uses_filter(params, scales)) {
+    resize_filtered(input, output, scales, lengths, params);
     return output;
   }
 

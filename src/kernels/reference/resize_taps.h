@@ -32,10 +32,15 @@ struct ResizeTap {
 std::vector<ResizeTap> resize_taps(std::int64_t in, std::int64_t out, double scale, double length,
                                    const ResizeParams& params);
 
-// Cubic: each output coordinate of a dimension reads up to 4 inputs, (index, weight) with the
-// zero weights left out.
-using CubicTaps = std::vector<std::vector<std::pair<std::int64_t, double>>>;
-CubicTaps resize_cubic_taps(std::int64_t in, std::int64_t out, double scale, double length,
-                            const ResizeParams& params);
+// Cubic, and antialiased linear where a dimension shrinks: each output coordinate of a dimension
+// reads a few inputs (4 for cubic without antialias), (index, weight) with the zero weights left
+// out (resize.cpp has the formula).
+using FilterTaps = std::vector<std::vector<std::pair<std::int64_t, double>>>;
+FilterTaps resize_filter_taps(std::int64_t in, std::int64_t out, double scale, double length,
+                              const ResizeParams& params);
+
+// Whether Resize takes its taps from resize_filter_taps (cubic; antialiased linear with a scale
+// below 1) rather than resize_taps.
+bool resize_uses_filter(const ResizeParams& params, const std::vector<double>& scales);
 
 }  // namespace refold::reference::detail

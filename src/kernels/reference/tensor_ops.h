@@ -87,7 +87,8 @@ struct ResizeParams {
   NearestMode nearest = NearestMode::RoundPreferFloor;
   CoordinateMode coordinates = CoordinateMode::HalfPixel;
   double cubic_coeff_a = -0.75;  // cubic only
-  bool exclude_outside = false;  // cubic only
+  bool exclude_outside = false;  // linear and cubic
+  bool antialias = false;        // linear and cubic, opset 18
 };
 // Resizes every dimension d from in.size(d) to out_sizes[d] with scale scales[d] and resized
 // length lengths[d] (ONNX: scales given → length = in · scale, out = floor(length); sizes
@@ -105,6 +106,9 @@ struct ResizeParams {
 // two neighbours of the coordinate clamped to [0, in − 1], in every dimension (n-linear); cubic
 // blends four neighbours per dimension with Keys' weights of coefficient cubic_coeff_a, reading
 // the edge element outside the input (exclude_outside: weight 0 there, the rest renormalized).
+// antialias, in a dimension that shrinks (scale < 1): the linear (triangle) or cubic filter is
+// stretched by 1 / scale — weight f(scale · d) at distance d, over the 2·⌊support / scale⌋ or so
+// inputs nearest the coordinate — and the weights normalized to sum 1 (ONNX's reference).
 Tensor resize(const Tensor& input, const Shape& out_sizes, const std::vector<double>& scales,
               const std::vector<double>& lengths, const ResizeParams& params);
 
