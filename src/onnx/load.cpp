@@ -40,7 +40,7 @@ std::shared_ptr<graph::Graph> build_graph(std::shared_ptr<graph::SourceModel> so
       [&](std::shared_ptr<graph::SourceModel> cone) {
         return build_graph(std::move(cone), budget, options);
       },
-      options.max_nodes);
+      options.max_nodes, options.max_folded_bytes);
   const ::onnx::GraphProto& proto = model.graph();
   const GraphPlan plan = validate_graph(proto, options.max_nodes);
 

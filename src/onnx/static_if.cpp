@@ -7,7 +7,7 @@
 
 #include "core/check.h"
 #include "onnx/validate.h"
-#include "passes/passes.h"
+#include "passes/constant_folding.h"
 
 namespace refold::onnx::detail {
 namespace {
@@ -42,7 +42,7 @@ const GraphProto& branch_of(const NodeProto& node, const std::string& attribute,
 // condition (through an Identity, since constant folding keeps a graph output's producer), with
 // its constants folded.
 bool condition(const graph::SourceModel& source, int k, const BuildGraph& build,
-               const std::string& what) {
+               std::size_t max_folded_bytes, const std::string& what) {
   const GraphProto& g = source.model.graph();
   const std::string& cond = g.node(k).input(0);
   std::map<std::string, int> producer;
@@ -96,7 +96,7 @@ bool condition(const graph::SourceModel& source, int k, const BuildGraph& build,
   } catch (const Error& e) {
     throw Error(fmt::format("{}: finding its condition '{}': {}", what, cond, e.what()));
   }
-  passes::fold_constants(*loaded);
+  passes::fold_constants(*loaded, max_folded_bytes);
   REFOLD_CHECK(loaded->is_constant(cond),
                "{}: condition '{}' is not known when the model loads (refold runs an If only "
                "where its condition follows from constants and static input shapes)",
@@ -173,7 +173,8 @@ void splice(GraphProto& g, int k, GraphProto branch, const std::string& if_name,
 
 }  // namespace
 
-void inline_static_ifs(graph::SourceModel& source, const BuildGraph& build, std::size_t max_nodes) {
+void inline_static_ifs(graph::SourceModel& source, const BuildGraph& build, std::size_t max_nodes,
+                       std::size_t max_folded_bytes) {
   GraphProto& g = *source.model.mutable_graph();
   for (;;) {
     int k = 0;
@@ -186,7 +187,7 @@ void inline_static_ifs(graph::SourceModel& source, const BuildGraph& build, std:
                  "{}: expects 1 input (cond), got {}", what, node.input_size());
     const GraphProto& then_branch = branch_of(node, "then_branch", what);
     const GraphProto& else_branch = branch_of(node, "else_branch", what);
-    const bool taken = condition(source, k, build, what);
+    const bool taken = condition(source, k, build, max_folded_bytes, what);
     splice(g, k, taken ? then_branch : else_branch, if_name, what);
     REFOLD_CHECK(static_cast<std::size_t>(g.node_size()) <= max_nodes,
                  "{} nodes after inlining {}'s branch, over the limit of {}", g.node_size(), what,

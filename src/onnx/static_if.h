@@ -28,7 +28,9 @@ using BuildGraph =
     std::function<std::shared_ptr<graph::Graph>(std::shared_ptr<graph::SourceModel>)>;
 
 // Resolves every ai.onnx If node of `source`'s main graph in place; `max_nodes` bounds the graph
-// as branches are spliced in (docs/reliability.md A11).
-void inline_static_ifs(graph::SourceModel& source, const BuildGraph& build, std::size_t max_nodes);
+// as branches are spliced in (docs/reliability.md A11), `max_folded_bytes` each constant folded
+// to find a condition (G2).
+void inline_static_ifs(graph::SourceModel& source, const BuildGraph& build, std::size_t max_nodes,
+                       std::size_t max_folded_bytes);
 
 }  // namespace refold::onnx::detail

@@ -68,10 +68,12 @@ std::shared_ptr<graph::Graph> load_builder(const OnnxBuilder& b) {
   return load(b.save(dir / "model.onnx"));
 }
 
-void expect_load_error(const OnnxBuilder& b, const std::string& message) {
+void expect_load_error(const OnnxBuilder& b, const std::string& message,
+                       const LoadOptions& options = {}) {
   TempDir dir;
   const auto file = b.save(dir / "model.onnx");
-  EXPECT_TRUE(testing::throws_error([&] { load(file); }, message, file.string() + ": ")) << message;
+  EXPECT_TRUE(testing::throws_error([&] { load(file, options); }, message, file.string() + ": "))
+      << message;
 }
 
 bool has_if(const graph::Graph& g) {
@@ -125,6 +127,21 @@ TEST(StaticIf, ConditionsNotKnownAtLoadAreErrors) {
   b.graph().mutable_node(2)->set_input(0, "x");
   b.graph().mutable_node(2)->set_input(1, "one");
   expect_load_error(b, "node 'if' (If): condition 'cond' is not known when the model loads");
+}
+
+// The condition's constants fold within LoadOptions::max_folded_bytes (docs/reliability.md G2):
+// here it reads a 1000-element ConstantOfShape, 4000 bytes.
+TEST(StaticIf, TheConditionFoldsWithinTheLoadBudget) {
+  OnnxBuilder b = shape_if({1, 2, 5, 3});
+  b.initializer("count", testing::i64({1000}));
+  b.node("ConstantOfShape", {"count"}, {"ones"}, "ones").attr_tensor("value", full({1}, 1.0f));
+  b.node("ReduceMax", {"ones"}, {"largest"}, "largest").attr_int("keepdims", 0);
+  b.graph().mutable_node(2)->set_input(0, "largest");
+  b.graph().mutable_node(2)->set_input(1, "one");
+  EXPECT_NO_THROW(load_builder(b));  // 1 > 1 is false: the else branch
+  LoadOptions small;
+  small.max_folded_bytes = 1024;
+  expect_load_error(b, "node 'if' (If): condition 'cond' is not known when the model loads", small);
 }
 
 TEST(StaticIf, MalformedIfsAreErrors) {

@@ -30,7 +30,8 @@ namespace refold::onnx {
 struct LoadOptions {
   // Upper bound on the bytes the model may make us allocate (file, tensors, folded constants).
   std::uint64_t max_memory = std::uint64_t{8} << 30;
-  // Constant folding of shape arithmetic at import: results larger than this stay unfolded.
+  // Constant folding at import (the conditions of If nodes, onnx/static_if.h): results larger
+  // than this stay unfolded.
   std::uint64_t max_folded_bytes = std::uint64_t{64} << 20;
   // Upper bound on the number of nodes (docs/reliability.md A11).
   std::size_t max_nodes = 1'000'000;
