@@ -163,7 +163,12 @@ class Exporter {
     }
     for (const std::string& name : g_.constant_names()) {
       if (read_.count(name) == 0 || done.count(name) != 0) continue;
-      *out.add_initializer() = tensor_to_proto(g_.constant(name), name);
+      // A folded value keeps the element type it had in the file (a Less's BOOL, a Cast's INT32).
+      int type = 0;
+      if (src_ != nullptr)
+        if (const auto t = src_->value_types.find(name); t != src_->value_types.end())
+          type = t->second;
+      *out.add_initializer() = tensor_to_proto(g_.constant(name), name, type);
       done.insert(name);
     }
     constants_written_ = std::move(done);

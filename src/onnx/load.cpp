@@ -118,7 +118,7 @@ std::shared_ptr<graph::Graph> build_graph(std::shared_ptr<graph::SourceModel> so
     g->add_node(std::move(node));
   }
   // Last, so that what refold cannot run (above) is said first.
-  check_types(proto, opset, plan);
+  source->value_types = check_types(proto, opset, plan);
   g->verify();
   return g;
 }

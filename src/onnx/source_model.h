@@ -10,6 +10,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 namespace refold::graph {
@@ -24,6 +25,10 @@ struct SourceModel {
   // false): each keeps its name, dims and data type, and export writes every constant from its
   // tensor in that data type.
   bool data_released = false;
+  // The ONNX element type of each value of the file's graph, as the type check followed it
+  // (onnx/type_check.h): export writes a constant folded from a value in that type — a bool or
+  // int32 refold holds as int64 goes back as BOOL or INT32, as its readers require.
+  std::map<std::string, int> value_types;
 };
 
 }  // namespace refold::graph

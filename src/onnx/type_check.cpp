@@ -130,7 +130,8 @@ void check_default(const ::onnx::ValueInfoProto& input, const ::onnx::TensorProt
 
 }  // namespace
 
-void check_types(const ::onnx::GraphProto& graph, int opset, const GraphPlan& plan) {
+std::map<std::string, int> check_types(const ::onnx::GraphProto& graph, int opset,
+                                       const GraphPlan& plan) {
   Types types;
   std::map<std::string, const ::onnx::TensorProto*> initializers;
   for (const ::onnx::TensorProto& t : graph.initializer()) {
@@ -167,6 +168,7 @@ void check_types(const ::onnx::GraphProto& graph, int opset, const GraphPlan& pl
   };
   for (const ::onnx::ValueInfoProto& v : graph.output()) check_declared(v, "graph output");
   for (const ::onnx::ValueInfoProto& v : graph.value_info()) check_declared(v, "value");
+  return types;
 }
 
 }  // namespace refold::onnx::detail

@@ -12,11 +12,16 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
+#include <string>
+
 #include "onnx/validate.h"
 
 namespace refold::onnx::detail {
 
 // Throws refold::Error naming the node or value, the two types (or the attribute) and the rule.
-void check_types(const ::onnx::GraphProto& graph, int opset, const GraphPlan& plan);
+// Returns the ONNX element type of every value it followed (value name → data_type).
+std::map<std::string, int> check_types(const ::onnx::GraphProto& graph, int opset,
+                                       const GraphPlan& plan);
 
 }  // namespace refold::onnx::detail

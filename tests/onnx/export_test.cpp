@@ -11,6 +11,7 @@
 
 #include "onnx/source_model.h"
 #include "ops/op.h"
+#include "passes/passes.h"
 #include "refold/error.h"
 #include "refold/functional.h"
 #include "refold/onnx/onnx.h"
@@ -197,6 +198,52 @@ TEST(OnnxExport, UnreadConstantsAndTheirValueInfoAreDropped) {
   EXPECT_FALSE(back->is_constant("unused"));
   EXPECT_EQ(testing::read_file(dir / "out.onnx"),
             testing::read_file(rich_model().save(dir / "plain.onnx")));
+}
+
+// refold holds bool and int32 values as int64; a constant folded from a value of the file is
+// written in the element type that value had, so its readers' type checks still pass on reload
+// (RT-DETR: a bool Constant node read by Xor came back INT64 and the optimized file was refused).
+TEST(OnnxExport, FoldedConstantsKeepTheirFileElementType) {
+  OnnxBuilder b;
+  b.input("x", {2}).input("n", {2}, ::onnx::TensorProto::INT32);
+  b.output("y", {2}, ::onnx::TensorProto::BOOL).output("m", {2}, ::onnx::TensorProto::INT32);
+  b.initializer("zero", zeros({}));
+  b.node("Constant", {}, {"flags"}, "flags").proto().add_attribute()->CopyFrom([] {
+    ::onnx::AttributeProto a;
+    a.set_name("value");
+    a.set_type(::onnx::AttributeProto::TENSOR);
+    ::onnx::TensorProto& t = *a.mutable_t();
+    t.set_data_type(::onnx::TensorProto::BOOL);
+    t.add_dims(2);
+    t.set_raw_data(std::string("\x01\x00", 2));
+    return a;
+  }());
+  b.node("Less", {"x", "zero"}, {"negative"}, "less");
+  b.node("Xor", {"negative", "flags"}, {"y"}, "xor");
+  b.initializer("two", testing::iota({2}));
+  b.node("Cast", {"two"}, {"two_i32"}, "cast").attr_int("to", ::onnx::TensorProto::INT32);
+  b.node("Add", {"n", "two_i32"}, {"m"}, "add");
+  TempDir dir;
+  const auto g = load(b.save(dir / "in.onnx"));
+  passes::fold_constants(*g);
+  ASSERT_TRUE(g->is_constant("flags"));
+  ASSERT_TRUE(g->is_constant("two_i32"));
+  save(*g, dir / "out.onnx");
+  ::onnx::ModelProto out;
+  ASSERT_TRUE(out.ParseFromString(testing::read_file(dir / "out.onnx")));
+  std::map<std::string, int> types;
+  for (const auto& t : out.graph().initializer()) types[t.name()] = t.data_type();
+  EXPECT_EQ(types["flags"], ::onnx::TensorProto::BOOL);
+  EXPECT_EQ(types["two_i32"], ::onnx::TensorProto::INT32);
+  const auto back = load(dir / "out.onnx");  // the type check passes
+  const Tensor x = from_values(std::vector<float>{-1, 2}, {2});
+  Tensor n = empty({2}, DType::Int64);
+  n.data<std::int64_t>()[0] = 5;
+  n.data<std::int64_t>()[1] = -7;
+  const std::vector<Tensor> before = g->run({x, n}), after = back->run({x, n});
+  EXPECT_EQ(after[0].to_vector(), (std::vector<float>{0, 0}));  // (−1 < 0) ⊕ 1, (2 < 0) ⊕ 0
+  EXPECT_EQ(after[0].to_vector(), before[0].to_vector());
+  EXPECT_EQ(after[1].to_vector(), before[1].to_vector());
 }
 
 TEST(OnnxExport, GraphBuiltInCppGetsADefaultHeader) {
