@@ -1,8 +1,9 @@
 // native::small_matmul against the reference matmul: attention's shapes and the edges — M past
 // and under the 6-row panel, N not a multiple of 8 (the last panel through scratch) and past
 // one 32-column panel, K = 1, a transposed a (packed) and b (gathered), a broadcast batch,
-// alpha ≠ 1, both micro-kernel forms, 1 and 2 threads; what it declines; and ops::matmul (MatMul)
-// running it for a small product and oneDNN for a large one.
+// alpha ≠ 1, both micro-kernel forms, 1 and 2 threads; what it declines; ops::matmul (MatMul)
+// running it for a small product and oneDNN for a large one; and the pre-packed operand
+// (PackedMatrix, multiply_packed) the recurrent kernel uses.
 #include "kernels/native/small_matmul.h"
 
 #include <fmt/format.h>
@@ -79,6 +80,45 @@ TEST_F(NativeSmallMatmul, MatchesTheReference) {
         EXPECT_TRUE(y.is_contiguous());
         EXPECT_TRUE(testing::all_close(y, want, testing::Tolerance::op_f32()));
       }
+    }
+  }
+}
+
+// PackedMatrix + multiply_packed (a recurrence's per-step H · Rᵀ + Rb): b given transposed as
+// R is ([N, K] rows, packed through its strides), bias or none, rows and outputs apart by more
+// than their width, M from 1 (one sequence) past a panel, N past a 32-column panel and not a
+// multiple of 8 (the last panel through scratch), both micro-kernel forms.
+TEST_F(NativeSmallMatmul, PackedOperandMatchesTheReference) {
+  Generator gen(5);
+  struct Sizes {
+    std::int64_t m, k, n;
+  };
+  for (const Sizes& z : std::vector<Sizes>{{1, 48, 192}, {32, 48, 192}, {7, 5, 20}, {13, 1, 41}}) {
+    const Tensor r = randn({z.n, z.k}, {}, gen);  // b = rᵀ
+    const Tensor bias = randn({z.n}, {}, gen);
+    const Tensor a = randn({z.m, z.k + 3}, {}, gen);  // rows lda = k + 3 apart
+    const Tensor a_view = a.as_strided({z.m, z.k}, {z.k + 3, 1}, 0);
+    const Tensor want = reference::arith(reference::matmul(a_view, r.permute({1, 0})), bias,
+                                         reference::ArithOp::Add);
+    const Tensor plain = reference::matmul(a_view, r.permute({1, 0}));
+    const native::PackedMatrix packed(r.data<float>(), z.k, z.n, 1, z.k);
+    for (const native::VectorIsa isa : testing::native_conv::runnable_isas()) {
+      const testing::native_conv::ScopedVectorIsa capped(isa);
+      SCOPED_TRACE(
+          fmt::format("[{}, {}] · [{}, {}] ISA {}", z.m, z.k, z.k, z.n, static_cast<int>(isa)));
+      const std::int64_t ldy = z.n + 5;
+      std::vector<float> y(static_cast<std::size_t>(z.m * ldy), -7.0f);
+      native::multiply_packed(a.data<float>(), z.m, z.k + 3, packed, bias.data<float>(), y.data(),
+                              ldy);
+      const auto columns = [&](const std::vector<float>& v) {
+        return from_values(v, {z.m, ldy}).as_strided({z.m, z.n}, {ldy, 1}, 0);
+      };
+      const Tensor got = columns(y);
+      EXPECT_TRUE(testing::all_close(got, want, testing::Tolerance::op_f32()));
+      for (std::int64_t i = 0; i < z.m; ++i)  // the gap between rows untouched
+        EXPECT_EQ(y[static_cast<std::size_t>(i * ldy + z.n)], -7.0f);
+      native::multiply_packed(a.data<float>(), z.m, z.k + 3, packed, nullptr, y.data(), ldy);
+      EXPECT_TRUE(testing::all_close(columns(y), plain, testing::Tolerance::op_f32()));
     }
   }
 }

@@ -3,6 +3,7 @@
 // sequence lengths, batch-first layout, clip, other activations, peepholes, input_forget,
 // linear_before_reset), sequence lengths' semantics, and every error message. The ONNX backend
 // tests test_rnn_*, test_simple_rnn_*, test_gru_* and test_lstm_* run in conformance.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include "kernels/verbose.h"
 #include "onnx/ops_cnn_helpers.h"
 #include "onnx/ops_tensor_helpers.h"
+#include "refold/threads.h"
 #include "testing/builders.h"
 #include "testing/compare.h"
 #include "testing/error_table.h"
@@ -141,17 +143,21 @@ TEST(OnnxRecurrent, NativeMatchesTheReferenceOnEveryVariant) {
     p.batch_first = v.batch_first;
     in.x = random(v.batch_first ? Shape{B, T, I} : Shape{T, B, I}, seed++);
     const reference::RecurrentOutputs want = reference::recurrent(in, p);
-    for (const native::VectorIsa isa : native_conv::runnable_isas()) {  // 8- and 16-lane gates
-      SCOPED_TRACE(native::vector_isa_name(isa));
-      native_conv::ScopedVectorIsa scoped(isa);
-      DispatchLog log;
-      const std::vector<Tensor> got = c.run_all({in.x});
-      EXPECT_THAT(log.take(), ::testing::Contains(::testing::HasSubstr("native")));
-      ASSERT_EQ(got.size(), outputs.size());
-      EXPECT_TRUE(all_close(got[0], want.y, Tolerance::op_f32()));
-      EXPECT_TRUE(all_close(got[1], want.y_h, Tolerance::op_f32()));
-      if (lstm) {
-        EXPECT_TRUE(all_close(got[2], want.y_c, Tolerance::op_f32()));
+    // 8- and 16-lane gates; 2 threads run a bidirectional node's directions side by side.
+    for (const native::VectorIsa isa : native_conv::runnable_isas()) {
+      for (const int threads : {1, 2}) {
+        SCOPED_TRACE(fmt::format("{}, {} threads", native::vector_isa_name(isa), threads));
+        native_conv::ScopedVectorIsa scoped(isa);
+        const ThreadCountScope thread_count(threads);
+        DispatchLog log;
+        const std::vector<Tensor> got = c.run_all({in.x});
+        EXPECT_THAT(log.take(), ::testing::Contains(::testing::HasSubstr("native")));
+        ASSERT_EQ(got.size(), outputs.size());
+        EXPECT_TRUE(all_close(got[0], want.y, Tolerance::op_f32()));
+        EXPECT_TRUE(all_close(got[1], want.y_h, Tolerance::op_f32()));
+        if (lstm) {
+          EXPECT_TRUE(all_close(got[2], want.y_c, Tolerance::op_f32()));
+        }
       }
     }
   }

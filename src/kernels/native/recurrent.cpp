@@ -1,9 +1,13 @@
 #include "kernels/native/recurrent.h"
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 
+#include "kernels/native/small_matmul.h"
 #include "kernels/native/vector_math.h"
 #include "refold/functional.h"
+#include "refold/threads.h"
 
 namespace refold::native {
 namespace {
@@ -88,14 +92,20 @@ reference::RecurrentOutputs recurrent(const reference::RecurrentInputs& in,
     return (p.batch_first ? (b * T + t) * D + d : (t * D + d) * B + b) * H;
   };
   float* y = out.y.data<float>();
-  Tensor h_in = empty({B, H});  // the product's left operand
   // Every direction's x·Wᵀ + Wb in one product: [T·B, I] · [D·G·H, I]ᵀ → [T·B, D·G·H].
   Tensor input_bias = empty({D * GH});
   for (std::int64_t d = 0; d < D; ++d)
     std::memcpy(input_bias.data<float>() + d * GH, bias.data<float>() + d * 2 * GH,
                 static_cast<std::size_t>(GH) * sizeof(float));
   const Tensor xw = functional::linear(x, block(weights, 0, {D * GH, I}), input_bias);
-  for (std::int64_t d = 0; d < D; ++d) {
+  // Each step's h·Rᵀ + Rb: with AVX2, Rᵀ packed once per direction and multiplied on the
+  // calling thread (multiply_packed), the directions on threads of their own; else oneDNN's
+  // product per step. GRU without linear_before_reset multiplies r ⊙ H by R_h apart: blocks 0–1
+  // and block 2 are packed apart.
+  const bool packed = cpu_has_avx2_fma();
+  const bool split_reset = p.cell == reference::RecurrentCell::GRU && !p.linear_before_reset;
+  const std::int64_t product_gates = split_reset ? 2 : p.gates();
+  const auto run_one = [&](std::int64_t d) {
     reference::detail::RecurrentState<float> s;
     s.h.assign(static_cast<std::size_t>(B * H), 0.0f);
     s.c.assign(static_cast<std::size_t>(B * H), 0.0f);
@@ -105,20 +115,33 @@ reference::RecurrentOutputs recurrent(const reference::RecurrentInputs& in,
       if (c0.defined())
         std::memcpy(s.c.data() + b * H, c0.data<float>() + state_row(d, b), H * sizeof(float));
     }
+    const float* r = recurrence.data<float>() + d * GH * H;  // [G·H, H]: Rᵀ[k][n] = r[n·H + k]
+    const float* r_bias = bias.data<float>() + d * 2 * GH + GH;
+    std::optional<PackedMatrix> gates, reset;
+    Tensor h_in;  // oneDNN's left operand
+    if (packed) {
+      gates.emplace(r, H, product_gates * H, 1, H);
+      if (split_reset) reset.emplace(r + 2 * H * H, H, H, 1, H);
+    } else {
+      h_in = empty({B, H});
+    }
+    const auto products = [&](const float* h, std::int64_t begin, std::int64_t count, float* dst) {
+      if (packed)
+        return multiply_packed(h, B, H, begin == 0 ? *gates : *reset, r_bias + begin * H, dst,
+                               count * H);
+      std::memcpy(h_in.data<float>(), h, static_cast<std::size_t>(B * H) * sizeof(float));
+      const Tensor product =
+          functional::linear(h_in, block(recurrence, (d * GH + begin * H) * H, {count * H, H}),
+                             block(bias, d * 2 * GH + GH + begin * H, {count * H}))
+              .contiguous();
+      std::memcpy(dst, product.data<float>(),
+                  static_cast<std::size_t>(B * count * H) * sizeof(float));
+    };
     const bool reverse = p.direction == reference::RecurrentDirection::Reverse || d == 1;
     reference::detail::run_direction<float>(
         p, p.activations.data() + d * p.functions(), reverse, T, B, e.lengths,
         peep.defined() ? peep.data<float>() + d * 3 * H : nullptr, s,
-        [&](std::int64_t t) { return xw.data<float>() + (t * B * D + d) * GH; }, D * GH,
-        [&](const float* h, std::int64_t begin, std::int64_t count, float* dst) {
-          std::memcpy(h_in.data<float>(), h, static_cast<std::size_t>(B * H) * sizeof(float));
-          const Tensor product =
-              functional::linear(h_in, block(recurrence, (d * GH + begin * H) * H, {count * H, H}),
-                                 block(bias, d * 2 * GH + GH + begin * H, {count * H}))
-                  .contiguous();
-          std::memcpy(dst, product.data<float>(),
-                      static_cast<std::size_t>(B * count * H) * sizeof(float));
-        },
+        [&](std::int64_t t) { return xw.data<float>() + (t * B * D + d) * GH; }, D * GH, products,
         apply,
         [&](std::int64_t t, const float* h) {
           for (std::int64_t b = 0; b < B; ++b)
@@ -129,7 +152,10 @@ reference::RecurrentOutputs recurrent(const reference::RecurrentInputs& in,
       if (out.y_c.defined())
         std::memcpy(out.y_c.data<float>() + state_row(d, b), s.c.data() + b * H, H * sizeof(float));
     }
-  }
+  };
+  const int threads = packed ? static_cast<int>(std::min<std::int64_t>(D, get_num_threads())) : 1;
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+  for (std::int64_t d = 0; d < D; ++d) run_one(d);
   return out;
 }
 

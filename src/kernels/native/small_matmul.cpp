@@ -24,35 +24,75 @@ struct Problem {
   float alpha = 1.0f;
 };
 
-// alpha · b [K, N] (any strides) as the micro-kernel's blocks: block j holds columns 16j… (16
-// wide, the last 8 wide when N rounded up to 8 ends there) as [K][width], zeros past N.
-void pack_b(const float* b, const Problem& p, std::int64_t padded_n, float* packed) {
+std::int64_t padded_columns(std::int64_t n) { return (n + 7) / 8 * 8; }
+
+// alpha · b [K, N] (b[k][n] at b + k·b_row + n·b_col) as the micro-kernel's blocks: block j
+// holds columns 16j… (16 wide, the last 8 wide when N rounded up to 8 ends there) as
+// [K][width], zeros past N.
+void pack_b(const float* b, std::int64_t k, std::int64_t n, std::int64_t b_row, std::int64_t b_col,
+            float alpha, float* packed) {
+  const std::int64_t padded_n = padded_columns(n);
   for (std::int64_t j0 = 0; j0 < padded_n; j0 += kBlockWidth) {
     const std::int64_t width = std::min(kBlockWidth, padded_n - j0);
-    const std::int64_t live = std::min(width, p.n - j0);
-    float* block = packed + j0 * p.k;
-    for (std::int64_t k = 0; k < p.k; ++k) {
-      const float* row = b + k * p.b_row + j0 * p.b_col;
-      float* out = block + k * width;
-      if (p.b_col == 1) {
-        for (std::int64_t c = 0; c < live; ++c) out[c] = p.alpha * row[c];
+    const std::int64_t live = std::min(width, n - j0);
+    float* block = packed + j0 * k;
+    for (std::int64_t kk = 0; kk < k; ++kk) {
+      const float* row = b + kk * b_row + j0 * b_col;
+      float* out = block + kk * width;
+      if (b_col == 1) {
+        for (std::int64_t c = 0; c < live; ++c) out[c] = alpha * row[c];
       } else {
-        for (std::int64_t c = 0; c < live; ++c) out[c] = p.alpha * row[c * p.b_col];
+        for (std::int64_t c = 0; c < live; ++c) out[c] = alpha * row[c * b_col];
       }
       std::fill(out + live, out + width, 0.0f);
     }
   }
 }
 
+// y [M, N] (row stride ldy) = a · B + bias, a's M rows `lda` apart with K in unit stride, B
+// packed by pack_b, bias [N] or null. Rows × 32-column panels run through multiply_panel
+// straight into y, but for a last panel that ends past N (N not a multiple of 8), which lands in
+// `scratch` (M · kPanelWidth floats) and is copied out.
+void multiply_blocks(const float* a, std::int64_t lda, std::int64_t m, const float* packed,
+                     std::int64_t k, std::int64_t n, const float* bias, float* y, std::int64_t ldy,
+                     float* scratch) {
+  const std::int64_t padded_n = padded_columns(n);
+  Epilogue epilogue;
+  epilogue.bias = bias;
+  const float* rows[kPanelRows];
+  Panel panel;
+  panel.a = rows;
+  panel.depth = k;
+  panel.epilogue = bias != nullptr ? &epilogue : nullptr;
+  for (std::int64_t o0 = 0; o0 < padded_n; o0 += kPanelWidth) {
+    panel.b = packed + o0 * k;
+    panel.width = std::min(kPanelWidth, padded_n - o0);
+    panel.channel = o0;
+    const std::int64_t live = std::min(panel.width, n - o0);
+    const bool in_place = live == panel.width;
+    float* c = in_place ? y + o0 : scratch;
+    panel.ldc = in_place ? ldy : panel.width;
+    for (std::int64_t m0 = 0; m0 < m; m0 += kPanelRows) {
+      panel.rows = std::min(kPanelRows, m - m0);
+      for (std::int64_t r = 0; r < panel.rows; ++r) rows[r] = a + (m0 + r) * lda;
+      panel.c = c + m0 * panel.ldc;
+      multiply_panel(panel);
+    }
+    if (in_place) continue;
+    for (std::int64_t r = 0; r < m; ++r)
+      std::copy(c + r * panel.width, c + r * panel.width + live, y + r * ldy + o0);
+  }
+}
+
 // y = a · (alpha · b) for one matrix, y contiguous [M, N].
 void multiply_one(const float* a, const float* b, float* y, const Problem& p) {
-  const std::int64_t padded_n = (p.n + 7) / 8 * 8;
+  const std::int64_t padded_n = padded_columns(p.n);
   const bool a_in_place = p.a_col == 1 || p.k == 1;
   // thread_scratch: packed b, then a's rows (when k is not their unit stride), then the last
   // column panel (when N is not a multiple of 8).
   float* packed = thread_scratch(
       static_cast<std::size_t>(padded_n * p.k + (a_in_place ? 0 : p.m * p.k) + p.m * kPanelWidth));
-  pack_b(b, p, padded_n, packed);
+  pack_b(b, p.k, p.n, p.b_row, p.b_col, p.alpha, packed);
   const float* rows_base = a;
   std::int64_t lda = p.a_row;
   float* next = packed + padded_n * p.k;
@@ -63,28 +103,7 @@ void multiply_one(const float* a, const float* b, float* y, const Problem& p) {
     lda = p.k;
     next += p.m * p.k;
   }
-  const float* rows[kPanelRows];
-  Panel panel;
-  panel.a = rows;
-  panel.depth = p.k;
-  for (std::int64_t o0 = 0; o0 < padded_n; o0 += kPanelWidth) {
-    panel.b = packed + o0 * p.k;
-    panel.width = std::min(kPanelWidth, padded_n - o0);
-    // A panel that ends past N lands in scratch, and its live columns are copied out.
-    const std::int64_t live = std::min(panel.width, p.n - o0);
-    const bool in_place = live == panel.width;
-    float* c = in_place ? y + o0 : next;
-    panel.ldc = in_place ? p.n : panel.width;
-    for (std::int64_t m0 = 0; m0 < p.m; m0 += kPanelRows) {
-      panel.rows = std::min(kPanelRows, p.m - m0);
-      for (std::int64_t r = 0; r < panel.rows; ++r) rows[r] = rows_base + (m0 + r) * lda;
-      panel.c = c + m0 * panel.ldc;
-      multiply_panel(panel);
-    }
-    if (in_place) continue;
-    for (std::int64_t m = 0; m < p.m; ++m)
-      std::copy(c + m * panel.width, c + m * panel.width + live, y + m * p.n + o0);
-  }
+  multiply_blocks(rows_base, lda, p.m, packed, p.k, p.n, nullptr, y, p.n, next);
 }
 
 }  // namespace
@@ -163,6 +182,18 @@ Tensor small_matmul(const Tensor& a, const Tensor& b, float alpha, std::string* 
     for (std::int64_t i = 0; i < matrices; ++i) run(i);
   }
   return y;
+}
+
+PackedMatrix::PackedMatrix(const float* b, std::int64_t k, std::int64_t n, std::int64_t row_stride,
+                           std::int64_t col_stride)
+    : k_(k), n_(n), blocks_(static_cast<std::size_t>(padded_columns(n) * k)) {
+  pack_b(b, k, n, row_stride, col_stride, 1.0f, blocks_.data());
+}
+
+void multiply_packed(const float* a, std::int64_t m, std::int64_t lda, const PackedMatrix& b,
+                     const float* bias, float* y, std::int64_t ldy) {
+  float* scratch = thread_scratch(static_cast<std::size_t>(m * kPanelWidth));
+  multiply_blocks(a, lda, m, b.blocks(), b.k(), b.n(), bias, y, ldy, scratch);
 }
 
 }  // namespace refold::native

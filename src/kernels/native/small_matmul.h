@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "refold/tensor.h"
 
@@ -35,5 +36,26 @@ inline constexpr std::int64_t kSmallMatmulFlops = std::int64_t{1} << 18;
 // `max_flops`: the cap (bench/matmul_bench.cpp lifts it to find where oneDNN overtakes).
 Tensor small_matmul(const Tensor& a, const Tensor& b, float alpha, std::string* declined,
                     std::int64_t max_flops = kSmallMatmulFlops);
+
+// b [K, N] packed once for many products with it — a recurrence's Rᵀ, multiplied by each
+// step's H (recurrent.h) — in the blocks small_matmul packs per call. b[k][n] is at
+// b + k·row_stride + n·col_stride.
+class PackedMatrix {
+ public:
+  PackedMatrix(const float* b, std::int64_t k, std::int64_t n, std::int64_t row_stride,
+               std::int64_t col_stride);
+  std::int64_t k() const { return k_; }
+  std::int64_t n() const { return n_; }
+  const float* blocks() const { return blocks_.data(); }
+
+ private:
+  std::int64_t k_, n_;
+  std::vector<float> blocks_;
+};
+
+// y [M, N] (rows ldy apart) = a [M, K] (rows lda apart, K in unit stride) · b + bias [N] (null:
+// none), on the calling thread. Needs AVX2 and FMA (cpu_has_avx2_fma()); any M ≥ 1 and N ≥ 1.
+void multiply_packed(const float* a, std::int64_t m, std::int64_t lda, const PackedMatrix& b,
+                     const float* bias, float* y, std::int64_t ldy);
 
 }  // namespace refold::native
