@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/element_access.h"
 #include "core/stand_in.h"
+#include "kernels/native/few_rows_matmul.h"
 #include "kernels/native/small_matmul.h"
 #include "kernels/onednn/matmul.h"
 #include "kernels/reference/onnx_ops.h"
@@ -50,9 +51,17 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, float alpha) {
   const auto readable = [&](const Tensor& t) {
     return !floating || t.numel() == 0 || onednn::matmul_reads(t) ? t : t.contiguous();
   };
-  // [..., K] · [K, N] is linear(a, bᵀ) (the weight read through a transposed view, any strides).
-  if (a_in.dim() >= 2 && b_in.dim() == 2 && floating && a_in.size(-1) == b_in.size(0))
+  // [..., K] · [K, N] is linear(a, bᵀ) (the weight read through a transposed view, any strides),
+  // but for an a of a few rows: a stream over b (native/few_rows_matmul.h).
+  if (a_in.dim() >= 2 && b_in.dim() == 2 && floating && a_in.size(-1) == b_in.size(0)) {
+    std::string declined;
+    if (!StandInRun::active())
+      if (Tensor y = native::few_rows_matmul(a_in, b_in, &declined); y.defined()) {
+        log_dispatch("matmul", "native few rows");
+        return scaled(y, alpha);
+      }
     return scaled(functional::linear(readable(a_in), b_in.permute({1, 0})), alpha);
+  }
   // Two activations, a small product (attention's per-head matrices): refold's own kernel,
   // which reads any strides (no copy first) and costs no primitive per call
   // (native/small_matmul.h).
