@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "kernels/dispatch.h"
+#include "kernels/native/grid_sample.h"
 #include "kernels/native/resize2d.h"
 #include "kernels/reference/tensor_ops.h"
 #include "ops/op.h"
@@ -234,7 +235,13 @@ class GridSample : public graph::Op {
   std::vector<Tensor> run(const std::vector<Tensor>& in) override {
     REFOLD_CHECK(in.size() == 2 && in[0].defined() && in[1].defined(),
                  "GridSample: expects X and grid");
-    return {reference::grid_sample(in[0], in[1], params_)};
+    // 4-d float32, nearest or linear: refold's kernel (native/grid_sample.h); else the reference.
+    return {dispatch("grid_sample",
+                     {{"native",
+                       [&](std::string* declined) {
+                         return native::grid_sample(in[0], in[1], params_, declined);
+                       }}},
+                     [&] { return reference::grid_sample(in[0], in[1], params_); })};
   }
 
  private:

@@ -1,10 +1,12 @@
 // Softmax (both definitions) and Resize (nearest modes, linear, coordinate modes, scales or
 // sizes) built from ONNX nodes and run, NCHW and channels_last, with every error message.
 // Goldens are the ONNX backend tests' own (test_resize_*), or worked out in the comments.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "kernels/verbose.h"
 #include "onnx/ops_tensor_helpers.h"
 #include "testing/builders.h"
 #include "testing/compare.h"
@@ -290,7 +292,10 @@ TEST(OnnxGridSample, LinearNearestAndPadding) {
   auto sample = [&](const std::string& padding) {
     OpCase c("GridSample", {"x", "g"});
     c.integer("align_corners", 1).text("padding_mode", padding);
-    return c.run({x, grid}).to_vector();
+    DispatchLog log;  // 4-d float32: refold's kernel (native/grid_sample.h)
+    std::vector<float> y = c.run({x, grid}).to_vector();
+    EXPECT_THAT(log.take(), ::testing::Contains("grid_sample: native"));
+    return y;
   };
   // zeros: (−0.5, −0.5) weighs element (0, 0) by 0.5 · 0.5 and reads 0 elsewhere.
   EXPECT_EQ(sample("zeros"), (std::vector<float>{1, 4, 2.5, 2, 0.25}));
