@@ -46,10 +46,7 @@ Tensor reference(const graph::Graph& g, const Tensor& x) {
 // The error load() throws for `b`, saved as dir/model.onnx.
 void expect_load_error(const OnnxBuilder& b, const std::string& message,
                        const LoadOptions& options = {}) {
-  TempDir dir;
-  const auto file = b.save(dir / "model.onnx");
-  EXPECT_TRUE(testing::throws_error([&] { load(file, options); }, message, file.string() + ": "))
-      << message;
+  EXPECT_TRUE(testing::load_fails_with(b, message, options)) << message;
 }
 
 void expect_bytes_error(const std::string& bytes, const std::string& message) {

@@ -19,6 +19,7 @@
 #ifndef ONNX_NAMESPACE
 #define ONNX_NAMESPACE onnx
 #endif
+#include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
 
@@ -33,7 +34,9 @@
 #include <variant>
 #include <vector>
 
+#include "refold/onnx/onnx.h"
 #include "refold/tensor.h"
+#include "testing/error_table.h"
 
 namespace refold::testing {
 
@@ -232,5 +235,14 @@ class OnnxBuilder {
  private:
   ::onnx::ModelProto model_;
 };
+
+// Loading `b`, saved to a fresh folder as model.onnx, throws refold::Error naming the file first
+// and containing `message`.
+inline ::testing::AssertionResult load_fails_with(const OnnxBuilder& b, const std::string& message,
+                                                  const onnx::LoadOptions& options = {}) {
+  TempDir dir;
+  const auto file = b.save(dir / "model.onnx");
+  return throws_error([&] { onnx::load(file, options); }, message, file.string() + ": ");
+}
 
 }  // namespace refold::testing
