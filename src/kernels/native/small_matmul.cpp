@@ -192,8 +192,16 @@ PackedMatrix::PackedMatrix(const float* b, std::int64_t k, std::int64_t n, std::
 
 void multiply_packed(const float* a, std::int64_t m, std::int64_t lda, const PackedMatrix& b,
                      const float* bias, float* y, std::int64_t ldy) {
-  float* scratch = thread_scratch(static_cast<std::size_t>(m * kPanelWidth));
-  multiply_blocks(a, lda, m, b.blocks(), b.k(), b.n(), bias, y, ldy, scratch);
+  // The epilogue reads the bias 8 columns at a time: past N it reads zeros from a padded copy.
+  const std::int64_t padded_n = padded_columns(b.n());
+  float* scratch = thread_scratch(static_cast<std::size_t>(m * kPanelWidth + padded_n));
+  float* padded_bias = nullptr;
+  if (bias != nullptr) {
+    padded_bias = scratch + m * kPanelWidth;
+    std::copy(bias, bias + b.n(), padded_bias);
+    std::fill(padded_bias + b.n(), padded_bias + padded_n, 0.0f);
+  }
+  multiply_blocks(a, lda, m, b.blocks(), b.k(), b.n(), padded_bias, y, ldy, scratch);
 }
 
 }  // namespace refold::native
