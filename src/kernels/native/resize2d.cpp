@@ -241,8 +241,7 @@ Tensor resize2d(const Tensor& input, const Shape& out_sizes, const std::vector<d
   // N and C must come out as they are: same sizes, and taps that are the identity (scale 1 is
   // not always: tf_half_pixel_for_nn samples x + 0.5).
   const bool cubic = params.mode == reference::ResizeMode::Cubic;
-  if (params.antialias && params.mode != reference::ResizeMode::Nearest &&
-      std::any_of(scales.begin(), scales.end(), [](double s) { return s < 1; }))
+  if (reference::detail::resize_antialias_stretches(params, scales))
     return decline(kOp, "antialiased downsampling (more than 4 taps an output)", declined);
   std::vector<Taps1d> taps;
   for (std::size_t d = 0; d < 4; ++d) {

@@ -45,9 +45,7 @@ inline double grid_reflect(double x, double lo, double hi) {
 // Keys' cubic convolution weights for the neighbours ⌊x⌋ − 1 … ⌊x⌋ + 2, t = x − ⌊x⌋.
 inline std::array<double, 4> grid_cubic_weights(double t) {
   constexpr double a = -0.75;
-  auto near = [](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };       // |d| ≤ 1
-  auto far = [](double d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };  // 1 < |d| < 2
-  return {far(t + 1), near(t), near(1 - t), far(2 - t)};
+  return {keys_cubic(t + 1, a), keys_cubic(t, a), keys_cubic(1 - t, a), keys_cubic(2 - t, a)};
 }
 
 // The neighbours of normalized coordinate g along an axis of `size` elements: 1 (nearest),

@@ -73,14 +73,6 @@ std::vector<ResizeTap> resize_taps(std::int64_t in, std::int64_t out, double sca
   return taps;
 }
 
-// Keys' cubic convolution kernel with coefficient a at distance x (support 2).
-double keys_cubic(double x, double a) {
-  x = std::abs(x);
-  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
-  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
-  return 0;
-}
-
 // The ONNX reference's filtered modes. For a coordinate c, with ratio = c − ⌈c⌉ + 1 ∈ (0, 1]
 // and left = ⌈c⌉ − 1 (an integer c has ratio 1: the input before it is `left`), input left + i
 // has weight f(s · (i − ratio)), for the i whose weight can be non-zero: i = first … −first + 1
@@ -121,10 +113,13 @@ FilterTaps resize_filter_taps(std::int64_t in, std::int64_t out, double scale, d
   return taps;
 }
 
-bool resize_uses_filter(const ResizeParams& params, const std::vector<double>& scales) {
-  if (params.mode == ResizeMode::Cubic) return true;
-  return params.mode == ResizeMode::Linear && params.antialias &&
+bool resize_antialias_stretches(const ResizeParams& params, const std::vector<double>& scales) {
+  return params.antialias && params.mode != ResizeMode::Nearest &&
          std::any_of(scales.begin(), scales.end(), [](double s) { return s < 1; });
+}
+
+bool resize_uses_filter(const ResizeParams& params, const std::vector<double>& scales) {
+  return params.mode == ResizeMode::Cubic || resize_antialias_stretches(params, scales);
 }
 
 }  // namespace detail

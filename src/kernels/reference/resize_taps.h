@@ -39,6 +39,10 @@ using FilterTaps = std::vector<std::vector<std::pair<std::int64_t, double>>>;
 FilterTaps resize_filter_taps(std::int64_t in, std::int64_t out, double scale, double length,
                               const ResizeParams& params);
 
+// Whether antialias stretches a filter here: linear or cubic with antialias and some scale
+// below 1 (an output then reads more than 4 inputs).
+bool resize_antialias_stretches(const ResizeParams& params, const std::vector<double>& scales);
+
 // Whether Resize takes its taps from resize_filter_taps (cubic; antialiased linear with a scale
 // below 1) rather than resize_taps.
 bool resize_uses_filter(const ResizeParams& params, const std::vector<double>& scales);

@@ -17,6 +17,8 @@
 //   "gather: index 7 out of range for axis 1 of size 3".
 #pragma once
 
+#include <cmath>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -238,5 +240,18 @@ Tensor cum_sum(const Tensor& x, std::int64_t axis, bool exclusive = false, bool 
 
 // A tensor of `shape` filled with the single element of `value` (any dtype).
 Tensor constant_of_shape(const Shape& shape, const Tensor& value);
+
+namespace detail {
+
+// Keys' cubic convolution kernel with coefficient a at distance x (support 2): Resize's cubic
+// and antialiased-cubic weights (cubic_coeff_a) and GridSample's (a = −0.75).
+inline double keys_cubic(double x, double a) {
+  x = std::abs(x);
+  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
+}
+
+}  // namespace detail
 
 }  // namespace refold::reference
